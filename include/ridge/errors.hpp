@@ -1,0 +1,45 @@
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace ridge {
+
+/// Process exit codes used by the `ridge` tool (DESIGN.md §6).
+enum class ExitCode : int {
+  ok = 0,
+  runtime_error = 1,
+  usage_error = 2,
+  verification_failed = 3,
+  no_gpu = 4,
+};
+
+/// Base of every error ridge throws; `code()` is the exit code the tool maps it to.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what, ExitCode code = ExitCode::runtime_error)
+      : std::runtime_error(what), code_(code) {}
+  ExitCode code() const { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+/// Bad input from the user: a flag, a number, a file.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& what) : Error(what, ExitCode::usage_error) {}
+};
+
+/// A kernel's output did not match its reference.
+class VerificationError : public Error {
+ public:
+  explicit VerificationError(const std::string& what) : Error(what, ExitCode::verification_failed) {}
+};
+
+/// No usable CUDA device (no driver, no GPU, or the device is unavailable).
+class NoGpuError : public Error {
+ public:
+  explicit NoGpuError(const std::string& what) : Error(what, ExitCode::no_gpu) {}
+};
+
+}  // namespace ridge

@@ -1,0 +1,52 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ridge/dtype.hpp"
+#include "ridge/measure.hpp"
+
+namespace ridge {
+
+/// C[m,n] = A[m,k] @ B[k,n] through cuBLASLt, on random inputs in [-1, 1] (never zeros).
+/// fp8 takes e4m3 inputs and writes bf16; the others write their own type (tf32 writes fp32).
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+};
+
+struct GemmCheck {
+  bool passed = false;
+  double max_error = 0;      ///< largest |c - ref| / sum_l |a_l b_l| over the checked entries
+  double tolerance = 0;      ///< dtype-appropriate bound on that ratio
+  std::int64_t checked = 0;  ///< entries compared with the fp64 CPU reference
+  std::int64_t non_finite = 0;  ///< NaN/inf anywhere in C (C is poisoned with NaN before the run)
+  std::string summary() const;
+};
+
+class Gemm {
+ public:
+  /// Allocates and fills A and B with random values from `seed`. Throws UsageError for sizes <= 0
+  /// or a dtype the device lacks, and Error (with the sizes) when memory cannot be allocated.
+  Gemm(GemmShape shape, DType dtype, std::uint64_t seed = 1);
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+
+  /// Launches the product on `stream` (asynchronous).
+  void run(cuda_stream stream = nullptr);
+  /// Poisons C, runs once, and compares C with an fp64 reference: every entry for small shapes,
+  /// `sampled_entries` random entries (plus a full scan for NaN/inf) for large ones.
+  GemmCheck verify(std::int64_t sampled_entries = 4096);
+
+  GemmShape shape() const;
+  DType dtype() const;
+  double flops() const;  ///< 2*m*n*k
+  double bytes() const;  ///< A and B read once, C written once
+  std::string algorithm() const;  ///< cuBLASLt's description of the chosen algorithm
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ridge

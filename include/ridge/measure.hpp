@@ -1,0 +1,94 @@
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ridge/stats.hpp"
+
+// The CUDA stream type, declared the way cuda_runtime_api.h declares it, so this header stays
+// host-only: `ridge::cuda_stream` and `cudaStream_t` are the same type.
+struct CUstream_st;
+
+namespace ridge {
+
+using cuda_stream = CUstream_st*;
+
+/// How a number was obtained. Every result names its method.
+enum class Method {
+  cpu_wall,      ///< wall clock around CPU-only work (no GPU involved)
+  wall_naive,    ///< wall clock with no synchronization: times the launch queue, NOT the work
+  wall_sync,     ///< wall clock, device synchronized before start and after the work
+  cuda_events,   ///< an event pair around each sample on the stream (includes launch latency)
+  spin_hold,     ///< events, with the stream held by a spin kernel until the sample is queued
+  graph_replay,  ///< the repetitions captured in one CUDA graph; events around its replay
+};
+std::string to_string(Method m);
+/// Parses "wall_sync", "events", "spin", "graph", ... Throws UsageError on an unknown name.
+Method method_from_string(const std::string& name);
+/// One sentence saying what the method's number means.
+std::string describe(Method m);
+
+/// Raw samples (milliseconds per operation) and their summary.
+struct Measurement {
+  Method method = Method::cuda_events;
+  std::vector<double> samples_ms;
+  Summary summary;
+  int repeats_per_sample = 1;
+  bool l2_flushed = false;
+  std::string stop_reason;  ///< why sampling stopped: "samples", "converged", "time_budget", "max_samples"
+};
+
+/// Options of measure_wall; defaults follow the seed: samples=10, warmup=3.
+struct WallOptions {
+  int samples = 10;
+  int warmup = 3;
+  std::optional<bool> cuda;  ///< synchronize the GPU? unset = whenever a usable GPU exists
+};
+
+/// Options of the GPU-side timers; defaults follow the seed: warmup=5, samples=20, repeats=1.
+struct CudaOptions {
+  int warmup = 5;
+  int samples = 20;  ///< samples taken at least (and exactly, unless adaptive)
+  /// Operations per sample. 0 = choose automatically so a sample lasts about `target_sample_ms`.
+  int repeats = 1;
+  cuda_stream stream = nullptr;  ///< nullptr: the legacy default stream (graphs use a private stream)
+  bool flush_l2 = false;         ///< cold cache: overwrite the L2 before each sample, outside the timed window
+  /// Adaptive stop: keep sampling until the median's confidence interval half-width is below this
+  /// fraction of the median (e.g. 0.01), or the time budget runs out. 0 disables.
+  double target_ci_relative = 0;
+  double time_budget_s = 10;  ///< adaptive mode only: stop after this much time
+  int max_samples = 10000;
+  double target_sample_ms = 0.5;  ///< used when repeats == 0
+  double spin_timeout_s = 5;      ///< a held queue is released by the GPU itself after this long
+};
+
+using HostFn = std::function<void()>;
+using StreamFn = std::function<void(cuda_stream)>;
+
+/// Median wall-clock milliseconds of fn(), synchronizing the GPU before starting and after
+/// finishing each sample, so queued work is neither excluded nor borrowed. Works without a GPU
+/// (then method is cpu_wall).
+Measurement measure_wall(const HostFn& fn, WallOptions options = {});
+
+/// The wrong way, kept for the demonstration: wall clock around fn() with no synchronization.
+/// For asynchronous GPU work this measures how long it took to queue the work.
+Measurement measure_naive(const HostFn& fn, int samples = 10, int warmup = 3);
+
+/// GPU-side milliseconds between two CUDA events around `repeats` calls of fn on the stream.
+Measurement measure_cuda(const StreamFn& fn, CudaOptions options = {});
+Measurement measure_cuda(const HostFn& fn, CudaOptions options = {});
+
+/// Like measure_cuda, but a spin kernel holds the stream until each batch of samples is fully
+/// queued, so the host's launch latency stays out of the numbers (the nvbench technique).
+Measurement measure_spin(const StreamFn& fn, CudaOptions options = {});
+
+/// Captures `repeats` calls of fn (which must launch on the stream it is given) into one CUDA
+/// graph and times its replays with events; reports time per call.
+Measurement measure_graph(const StreamFn& fn, CudaOptions options = {});
+
+/// Dispatches to the measurer for `method` (wall_naive and wall_sync run fn on options.stream
+/// and synchronize as their method says).
+Measurement measure(Method method, const StreamFn& fn, CudaOptions options = {});
+
+}  // namespace ridge

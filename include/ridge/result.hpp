@@ -1,0 +1,105 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ridge/stats.hpp"
+
+namespace ridge {
+
+/// Version of the JSON layout written by `to_json`; bump on any incompatible change.
+inline constexpr int result_schema_version = 1;
+
+/// One reading of the device's clocks and sensors. Fields NVML could not provide are negative.
+struct ClockReading {
+  double sm_mhz = -1;
+  double memory_mhz = -1;
+  double power_w = -1;
+  double temperature_c = -1;
+  std::int64_t throttle_reasons = -1;  ///< NVML clock-event reason bit mask
+  std::string source = "none";         ///< "nvml", "device_attributes" or "none"
+};
+
+/// What a device is, as read from the CUDA runtime (and NVML where present).
+struct DeviceDescription {
+  int index = 0;
+  std::string name;
+  std::string uuid;
+  int compute_capability_major = 0, compute_capability_minor = 0;
+  int sm_count = 0;
+  std::int64_t l2_bytes = 0;
+  std::int64_t memory_bytes = 0;
+  int memory_bus_bits = 0;
+  double max_sm_clock_mhz = 0;      ///< from cudaDevAttrClockRate
+  double max_memory_clock_mhz = 0;  ///< from cudaDevAttrMemoryClockRate
+  int driver_version = 0;           ///< e.g. 13000 for CUDA 13.0
+  int runtime_version = 0;
+  std::string catalog_key;  ///< the datasheet entry it matched, empty if none
+};
+
+/// Where and how a result file was produced.
+struct RunContext {
+  std::string tool = "ridge";
+  std::string tool_version;
+  std::string git_sha;
+  std::vector<std::string> argv;
+  std::string timestamp_utc;  ///< ISO 8601
+  std::string hostname;
+  std::optional<DeviceDescription> device;
+  ClockReading clocks_start, clocks_end;
+  nlohmann::json predictions = nlohmann::json::object();  ///< user's --predict KEY=VALUE
+};
+
+/// The one record type for everything ridge measures. Times are milliseconds per operation.
+struct Record {
+  std::string name;    ///< what was measured, e.g. "matmul", "bandwidth.add"
+  std::string method;  ///< timing method (see measure.hpp), e.g. "cuda_events"
+  std::string dtype;   ///< e.g. "fp32", "bf16"; empty when not applicable
+  nlohmann::json params = nlohmann::json::object();  ///< shape and settings, e.g. {"n": 4096}
+  std::vector<double> samples_ms;                      ///< raw samples, per operation
+  Summary summary;                                     ///< of samples_ms
+  int repeats_per_sample = 1;
+  bool l2_flushed = false;         ///< cold: L2 flushed before each sample
+  double bytes = 0;                ///< bytes moved per operation (reads + writes); 0 = n/a
+  double flops = 0;                ///< floating-point operations per operation; 0 = n/a
+  std::string verification = "not_checked";  ///< "passed", "failed", "not_checked"
+  std::vector<std::string> warnings;
+  ClockReading clocks_start, clocks_end;
+  nlohmann::json extra = nlohmann::json::object();  ///< command-specific derived values
+
+  double median_s() const { return summary.median * 1e-3; }
+  /// bytes / median time, 0 when bytes are not counted.
+  double bytes_per_s() const;
+  /// flops / median time, 0 when flops are not counted.
+  double flops_per_s() const;
+  /// flops / bytes, 0 when either is not counted.
+  double intensity_flop_per_byte() const;
+};
+
+/// Builds a record's summary from its samples (throws UsageError on empty/NaN samples).
+void finalize(Record& record);
+
+/// A result file: context plus records.
+struct ResultSet {
+  RunContext context;
+  std::vector<Record> records;
+};
+
+nlohmann::json to_json(const ClockReading& c);
+nlohmann::json to_json(const DeviceDescription& d);
+nlohmann::json to_json(const Record& r);
+nlohmann::json to_json(const ResultSet& s);
+ClockReading clock_reading_from_json(const nlohmann::json& j);
+DeviceDescription device_from_json(const nlohmann::json& j);
+Record record_from_json(const nlohmann::json& j);
+/// Parses a ridge result file's JSON; throws UsageError naming what is wrong.
+ResultSet result_set_from_json(const nlohmann::json& j);
+
+/// Context filled with version, git sha, argv, hostname and the current UTC time.
+RunContext make_context(int argc, const char* const* argv);
+std::string utc_timestamp_now();
+
+}  // namespace ridge

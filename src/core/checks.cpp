@@ -1,0 +1,71 @@
+#include "ridge/checks.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ridge/format.hpp"
+#include "ridge/roofline.hpp"
+
+namespace ridge {
+
+Record to_record(const Measurement& m, const std::string& name, const std::string& dtype, nlohmann::json params,
+                 double bytes, double flops) {
+  Record r;
+  r.name = name;
+  r.method = to_string(m.method);
+  r.dtype = dtype;
+  r.params = std::move(params);
+  r.samples_ms = m.samples_ms;
+  r.summary = m.summary;
+  r.repeats_per_sample = m.repeats_per_sample;
+  r.l2_flushed = m.l2_flushed;
+  r.bytes = bytes;
+  r.flops = flops;
+  if (!m.stop_reason.empty()) r.extra["stop_reason"] = m.stop_reason;
+  return r;
+}
+
+double fastest_known_peak_flops(DType dtype) {
+  // Dense datasheet peaks of the fastest single GPU ridge's catalog knows (NVIDIA B200), rounded up.
+  switch (dtype) {
+    case DType::fp64: return 40e12;
+    case DType::fp32: return 80e12;
+    case DType::tf32: return 1.2e15;
+    case DType::fp16:
+    case DType::bf16: return 2.3e15;
+    case DType::fp8_e4m3: return 4.6e15;
+  }
+  return 0;
+}
+
+std::vector<std::string> add_plausibility_warnings(Record& r, const std::optional<Ceilings>& ceilings, double l2_bytes,
+                                                   double cv_limit) {
+  std::vector<std::string> added;
+  if (ceilings && ceilings->bandwidth_bytes_per_s > 0 && ceilings->peak_flops_per_s > 0 && r.summary.median > 0 &&
+      (r.bytes > 0 || r.flops > 0)) {
+    const double floor_s =
+        roofline_floor_s(r.bytes, r.flops, ceilings->peak_flops_per_s, ceilings->bandwidth_bytes_per_s);
+    // 5% slack: datasheet ceilings are rounded, and clocks can boost a little above them.
+    if (r.median_s() < floor_s * 0.95)
+      added.push_back(fmt::format(
+          "impossible: {} is faster than the roofline floor {} ({}); you timed the launch queue, not the work",
+          format_ms(r.summary.median), format_ms(floor_s * 1e3), ceilings->source));
+  }
+  if (r.summary.count > 2 && r.summary.cv > cv_limit)
+    added.push_back(fmt::format("high spread: CV {:.1f}% (> {:.0f}%); take more samples or check for other load",
+                                r.summary.cv * 100, cv_limit * 100));
+  if (l2_bytes > 0 && r.params.contains("working_set_bytes") && !r.l2_flushed) {
+    const double ws = r.params["working_set_bytes"].get<double>();
+    if (ws <= l2_bytes)
+      added.push_back(fmt::format("cache-resident: working set {} fits in the {} L2; this measures the cache",
+                                  format_bytes(ws), format_bytes(l2_bytes)));
+  }
+  const double a = r.clocks_start.sm_mhz, b = r.clocks_end.sm_mhz;
+  if (a > 0 && b > 0 && std::abs(a - b) / std::max(a, b) > 0.10)
+    added.push_back(fmt::format("clocks moved: SM clock {:.0f} MHz at start, {:.0f} MHz at end", a, b));
+  for (const auto& w : added) r.warnings.push_back(w);
+  return added;
+}
+
+}  // namespace ridge

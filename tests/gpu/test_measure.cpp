@@ -1,0 +1,104 @@
+// GPU tests of the timers against a calibration kernel of known duration.
+#include <cuda_runtime_api.h>
+
+#include <thread>
+
+#include "gpu_test_util.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/gemm.hpp"
+#include "ridge/measure.hpp"
+#include "ridge/probes.hpp"
+
+using namespace ridge;
+
+TEST(Measure, WallWorksWithoutGpuWork) {
+  // CPU-only work: measure_wall must time it on any machine.
+  auto m = measure_wall([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); },
+                        WallOptions{.samples = 5, .warmup = 1, .cuda = false});
+  EXPECT_EQ(m.method, Method::cpu_wall);
+  EXPECT_EQ(m.samples_ms.size(), 5u);
+  EXPECT_GE(m.summary.median, 2.0);
+  EXPECT_LT(m.summary.median, 20.0);
+}
+
+TEST(Measure, EventsMatchOneMillisecondCalibration) {
+  RIDGE_REQUIRE_GPU();
+  const double ns = 1e6;
+  auto m = measure_cuda([&](cuda_stream s) { launch_busy_wait(s, ns); }, CudaOptions{.warmup = 3, .samples = 30});
+  EXPECT_EQ(m.method, Method::cuda_events);
+  EXPECT_NEAR(m.summary.median, 1.0, 0.02) << "events should read the 1 ms busy-wait within 2%";
+}
+
+TEST(Measure, LaunchFreeMethodsMatchFiveMicroseconds) {
+  RIDGE_REQUIRE_GPU();
+  const double ns = 5000;
+  auto work = [&](cuda_stream s) { launch_busy_wait(s, ns); };
+  auto spin = measure_spin(work, CudaOptions{.warmup = 5, .samples = 50, .repeats = 1});
+  auto graph = measure_graph(work, CudaOptions{.warmup = 5, .samples = 50, .repeats = 20});
+  auto events = measure_cuda(work, CudaOptions{.warmup = 5, .samples = 50, .repeats = 1});
+  std::printf("5 us busy-wait: events %.2f us, spin %.2f us, graph %.2f us\n", events.summary.median * 1e3,
+              spin.summary.median * 1e3, graph.summary.median * 1e3);
+  EXPECT_EQ(spin.method, Method::spin_hold);
+  EXPECT_EQ(graph.method, Method::graph_replay);
+  EXPECT_NEAR(spin.summary.median * 1e3, 5.0, 1.0);
+  EXPECT_NEAR(graph.summary.median * 1e3, 5.0, 1.0);
+  // Per-sample events after a sync include the host's launch latency.
+  EXPECT_GT(events.summary.median, spin.summary.median);
+}
+
+TEST(Measure, NaiveVsSynchronizedOnLargeMatmul) {
+  RIDGE_REQUIRE_GPU();
+  Gemm gemm({4096, 4096, 4096}, DType::fp32);
+  ASSERT_TRUE(gemm.verify().passed);
+  auto naive = measure_naive([&] { gemm.run(nullptr); }, 10, 3);
+  auto wall = measure_wall([&] { gemm.run(nullptr); }, WallOptions{.samples = 10, .warmup = 3, .cuda = true});
+  EXPECT_EQ(wall.method, Method::wall_sync);
+  EXPECT_GT(wall.summary.median / naive.summary.median, 10.0);
+}
+
+TEST(Measure, AdaptiveStopConverges) {
+  RIDGE_REQUIRE_GPU();
+  auto m = measure_cuda([&](cuda_stream s) { launch_busy_wait(s, 100000); },
+                        CudaOptions{.warmup = 2, .samples = 10, .target_ci_relative = 0.01, .time_budget_s = 5});
+  EXPECT_EQ(m.stop_reason, "converged");
+  EXPECT_LE(m.summary.median_ci_relative(), 0.01);
+}
+
+TEST(Measure, ColdCacheFlushIsRecorded) {
+  RIDGE_REQUIRE_GPU();
+  auto m = measure_spin([&](cuda_stream s) { launch_busy_wait(s, 10000); },
+                        CudaOptions{.warmup = 1, .samples = 5, .flush_l2 = true});
+  EXPECT_TRUE(m.l2_flushed);
+  EXPECT_NEAR(m.summary.median * 1e3, 10.0, 2.0);
+}
+
+TEST(Measure, GraphCaptureOfUncapturableWorkFailsClearly) {
+  RIDGE_REQUIRE_GPU();
+  // Synchronizing inside captured work is illegal: the error must say what to do.
+  try {
+    measure_graph([&](cuda_stream s) {
+      launch_busy_wait(s, 1000);
+      if (cudaStreamSynchronize(s) != cudaSuccess) throw Error("sync inside capture failed");
+    }, CudaOptions{.warmup = 0, .samples = 2, .repeats = 2});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    SUCCEED() << e.what();
+  }
+  cudaGetLastError();
+}
+
+TEST(Measure, BadOptionsAreUsageErrors) {
+  EXPECT_THROW(measure_cuda([](cuda_stream) {}, CudaOptions{.samples = 0}), UsageError);
+  EXPECT_THROW(measure_wall([] {}, WallOptions{.samples = 0}), UsageError);
+}
+
+TEST(Gemm, EveryDtypeVerifies) {
+  RIDGE_REQUIRE_GPU();
+  for (DType t : {DType::fp32, DType::tf32, DType::fp16, DType::bf16, DType::fp8_e4m3}) {
+    for (std::int64_t n : {128, 1008, 2048}) {
+      Gemm g({n, n + 16, n + 32}, t);
+      const auto check = g.verify();
+      EXPECT_TRUE(check.passed) << to_string(t) << " n=" << n << ": " << check.summary();
+    }
+  }
+}

@@ -1,0 +1,145 @@
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "ridge/checks.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/result.hpp"
+#include "ridge/writers.hpp"
+
+using namespace ridge;
+
+namespace {
+
+ResultSet sample_set() {
+  const char* argv[] = {"ridge", "timing", "--n", "4096"};
+  ResultSet s;
+  s.context = make_context(4, argv);
+  DeviceDescription d;
+  d.name = "Test GPU";
+  d.sm_count = 132;
+  d.compute_capability_major = 9;
+  s.context.device = d;
+  Record r;
+  r.name = "timing";
+  r.method = "cuda_events";
+  r.dtype = "fp32";
+  r.params = {{"n", 4096}, {"case", "large, quoted \"x\""}};
+  r.samples_ms = {2.70, 2.72, 2.71, 2.75, 2.72};
+  r.bytes = 3.0 * 4096 * 4096 * 4;
+  r.flops = 2.0 * 4096 * 4096 * 4096;
+  r.warnings = {"a, warning"};
+  r.clocks_start.sm_mhz = 1980;
+  finalize(r);
+  s.records.push_back(r);
+  return s;
+}
+
+}  // namespace
+
+TEST(Results, JsonRoundTrip) {
+  const ResultSet s = sample_set();
+  const auto j = to_json(s);
+  EXPECT_EQ(j["schema_version"], result_schema_version);
+  EXPECT_EQ(j["records"][0]["median_ms"], 2.72);
+  EXPECT_NEAR(j["records"][0]["flops_per_s"].get<double>(), 2.0 * 4096 * 4096 * 4096 / 2.72e-3, 1e3);
+  const ResultSet back = result_set_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_EQ(back.records.size(), 1u);
+  const Record& r = back.records[0];
+  EXPECT_EQ(r.name, "timing");
+  EXPECT_EQ(r.samples_ms, s.records[0].samples_ms);
+  EXPECT_DOUBLE_EQ(r.summary.median, 2.72);
+  EXPECT_EQ(r.params["n"], 4096);
+  EXPECT_EQ(r.warnings, s.records[0].warnings);
+  EXPECT_EQ(back.context.argv, s.context.argv);
+  ASSERT_TRUE(back.context.device.has_value());
+  EXPECT_EQ(back.context.device->sm_count, 132);
+  EXPECT_EQ(back.context.device->compute_capability_major, 9);
+  EXPECT_DOUBLE_EQ(r.clocks_start.sm_mhz, 1980);
+}
+
+TEST(Results, ContextHasVersionAndTime) {
+  const ResultSet s = sample_set();
+  EXPECT_FALSE(s.context.tool_version.empty());
+  EXPECT_FALSE(s.context.git_sha.empty());
+  EXPECT_EQ(s.context.timestamp_utc.size(), 20u);  // 2026-11-29T18:00:00Z
+}
+
+TEST(Results, RejectsForeignAndMalformedJson) {
+  EXPECT_THROW(result_set_from_json(nlohmann::json::parse(R"({"a": 1})")), UsageError);
+  EXPECT_THROW(result_set_from_json(nlohmann::json::parse(R"({"schema":"ridge.results","schema_version":999})")),
+               UsageError);
+  EXPECT_THROW(
+      result_set_from_json(nlohmann::json::parse(R"({"schema":"ridge.results","schema_version":1,"context":{},"records":[{"name":"x"}]})")),
+      UsageError);
+}
+
+TEST(Results, CsvHasHeaderAndEscapedRow) {
+  const std::string csv = to_csv(sample_set());
+  const auto first_newline = csv.find('\n');
+  EXPECT_EQ(csv.substr(0, 12), "name,method,");
+  EXPECT_NE(csv.find("\"case=large, quoted \"\"x\"\" n=4096\""), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"a, warning\""), std::string::npos);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2);
+  EXPECT_NE(first_newline, std::string::npos);
+}
+
+TEST(Results, MarkdownTable) {
+  const std::string md = to_markdown(sample_set());
+  EXPECT_NE(md.find("## timing"), std::string::npos);
+  EXPECT_NE(md.find("| median ms |"), std::string::npos);
+  EXPECT_NE(md.find("2.720 ms"), std::string::npos);
+  EXPECT_NE(md.find("Test GPU"), std::string::npos);
+}
+
+TEST(Results, AtomicWriteAndLoad) {
+  const auto dir = std::filesystem::temp_directory_path() / "ridge_test_results";
+  std::filesystem::remove_all(dir);
+  const auto path = (dir / "sub" / "r.json").string();
+  write_text(path, to_json(sample_set()).dump());
+  const ResultSet back = load_result_file(path);
+  EXPECT_EQ(back.records.size(), 1u);
+  // No temporary file is left beside it.
+  int files = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir / "sub")) ++files;
+  EXPECT_EQ(files, 1);
+  EXPECT_THROW(load_result_file(dir / "missing.json"), UsageError);
+  write_text((dir / "bad.json").string(), "{not json");
+  EXPECT_THROW(load_result_file(dir / "bad.json"), UsageError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Checks, ImpossibleResultIsFlagged) {
+  Record r;
+  r.name = "x";
+  r.samples_ms = {0.01, 0.01, 0.01};  // 4096^3 FP32 in 10 us would be 13,700 TFLOP/s
+  r.flops = 2.0 * 4096 * 4096 * 4096;
+  r.bytes = 3.0 * 4096 * 4096 * 4;
+  finalize(r);
+  const auto w = add_plausibility_warnings(r, Ceilings{4.8e12, 67e12, "datasheet"});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("impossible"), std::string::npos);
+}
+
+TEST(Checks, PlausibleResultHasNoWarning) {
+  Record r;
+  r.samples_ms = {2.72, 2.73, 2.71};
+  r.flops = 2.0 * 4096 * 4096 * 4096;
+  r.bytes = 3.0 * 4096 * 4096 * 4;
+  finalize(r);
+  EXPECT_TRUE(add_plausibility_warnings(r, Ceilings{4.8e12, 67e12, "datasheet"}).empty());
+}
+
+TEST(Checks, SpreadCacheAndClockWarnings) {
+  Record r;
+  r.samples_ms = {1, 2, 3, 4, 10};
+  r.params = {{"working_set_bytes", 1e6}};
+  r.clocks_start.sm_mhz = 1980;
+  r.clocks_end.sm_mhz = 1400;
+  finalize(r);
+  const auto w = add_plausibility_warnings(r, std::nullopt, 50e6);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_NE(w[0].find("high spread"), std::string::npos);
+  EXPECT_NE(w[1].find("cache-resident"), std::string::npos);
+  EXPECT_NE(w[2].find("clocks moved"), std::string::npos);
+}

@@ -1,0 +1,60 @@
+#pragma once
+// Shared plumbing of the `ridge` subcommands. Each cmd_*.cpp registers itself with
+// RIDGE_REGISTER_COMMAND; main.cpp parses, dispatches and maps errors to exit codes.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "ridge/result.hpp"
+
+namespace ridge::cli {
+
+/// A subcommand: `setup` adds its options and returns the function that runs it.
+struct Command {
+  std::string name;
+  std::string summary;
+  int order = 100;  ///< position in --help
+  std::function<std::function<int()>(CLI::App&)> setup;
+};
+
+bool register_command(Command command);
+std::vector<Command>& commands();
+
+#define RIDGE_CONCAT_INNER(a, b) a##b
+#define RIDGE_CONCAT(a, b) RIDGE_CONCAT_INNER(a, b)
+#define RIDGE_REGISTER_COMMAND(...) \
+  static const bool RIDGE_CONCAT(ridge_registered_, __LINE__) = ::ridge::cli::register_command(__VA_ARGS__)
+
+/// The process's argv, for result-file context.
+void set_argv(int argc, char** argv);
+const std::vector<std::string>& argv();
+
+/// --json/--csv/--markdown FILE ('-' for stdout).
+struct ExportOptions {
+  std::string json, csv, markdown;
+  void add_to(CLI::App& app);
+  bool any() const { return !json.empty() || !csv.empty() || !markdown.empty(); }
+  /// True when any export goes to stdout (then human-readable output goes to stderr).
+  bool uses_stdout() const { return json == "-" || csv == "-" || markdown == "-"; }
+  void write(const ResultSet& set) const;
+};
+
+/// A result set whose context holds argv, version, time, and (when device >= 0) the device and
+/// its clocks at start.
+ResultSet new_result_set(int device);
+/// Reads the clocks at the end of the run into the context.
+void finish_result_set(ResultSet& set, int device);
+
+/// Human output: stdout, or stderr when stdout carries an export.
+std::FILE* human_stream(const ExportOptions& exports);
+
+/// Progress line on stderr, only when stderr is a terminal.
+void progress(const std::string& line);
+void progress_done();
+
+/// Adds `--device N` (default 0).
+void add_device_option(CLI::App& app, int& device);
+
+}  // namespace ridge::cli

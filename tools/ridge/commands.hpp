@@ -1,0 +1,26 @@
+#pragma once
+// Entry points of the measuring subcommands, so `ridge report` can run them in-process.
+#include <cstdio>
+#include <string>
+
+#include "ridge/result.hpp"
+
+namespace ridge::cli {
+
+/// `ridge info`: prints device properties and clocks; returns them as a result set (no records).
+ResultSet run_info(int device, std::FILE* out);
+
+struct TimingOptions {
+  int device = 0;
+  long n = 4096;
+  std::string dtype = "fp32";
+  long small_n = 256;
+  std::string small_dtype = "bf16";
+  int samples = 20;
+  int warmup = 5;
+};
+/// `ridge timing`: the three-way timing demo plus the small-size launch-free comparison.
+/// Throws VerificationError when the GEMM's output is wrong.
+ResultSet run_timing(const TimingOptions& options, std::FILE* out);
+
+}  // namespace ridge::cli
