@@ -1,0 +1,37 @@
+#pragma once
+// SVG plots with no dependencies: log or linear axes, lines and labelled points. Used by the
+// roofline, the size sweeps and the report. (Implementation: src/core/plot.cpp.)
+#include <string>
+#include <vector>
+
+namespace ridge {
+
+struct PlotPoint {
+  double x = 0, y = 0;
+  std::string label;  ///< drawn beside the point when non-empty; also its tooltip
+};
+
+struct PlotSeries {
+  std::string name;  ///< legend entry
+  std::vector<PlotPoint> points;
+  bool line = true;     ///< connect points with a line
+  bool markers = true;  ///< draw a marker at each point
+  bool dashed = false;
+  std::string color;  ///< CSS color; empty = from the palette
+};
+
+struct Plot {
+  std::string title;
+  std::string x_label, y_label;  ///< with units, e.g. "arithmetic intensity (FLOP/byte)"
+  bool log_x = true, log_y = true;
+  std::vector<PlotSeries> series;
+  int width = 800, height = 520;
+  /// Optional fixed axis ranges (0 = from the data).
+  double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
+};
+
+/// Renders a self-contained SVG document (no scripts, no external fonts). Throws UsageError for
+/// non-positive values on a log axis or a plot with no points.
+std::string render_svg(const Plot& plot);
+
+}  // namespace ridge
