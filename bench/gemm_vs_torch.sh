@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Issue 2's side-by-side: cuBLAS BF16 GEMM at 4096^2 and 8192^2 timed by ridge (CUDA events, the
+# seed's measure_cuda) and `a @ b` in PyTorch timed with torch.cuda.Event the seed's way, in one
+# session. Usage: bench/gemm_vs_torch.sh [BUILD_DIR]  (writes into $OUT or runs/)
+set -euo pipefail
+build=${1:-build}
+out=${OUT:-runs}/gemm_vs_torch
+mkdir -p "$out"
+for n in 4096 8192; do
+  "$build/bin/ridge" timing --n $n --dtype bf16 --samples 20 --warmup 5 --json "$out/ridge_bf16_$n.json" > "$out/ridge_bf16_$n.txt"
+done
+python3 bench/torch_gemm_events.py 4096 8192 --dtype bf16 > "$out/torch_bf16.jsonl"
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+torch_rows = {r["n"]: r for r in map(json.loads, open(f"{out}/torch_bf16.jsonl"))}
+print(f"{'n':>6} {'ridge events ms':>16} {'torch events ms':>16} {'ridge/torch':>12}")
+ok = True
+for n in (4096, 8192):
+    doc = json.load(open(f"{out}/ridge_bf16_{n}.json"))
+    rec = next(r for r in doc["records"] if r["method"] == "cuda_events" and r["params"]["case"] == "large")
+    t = torch_rows[n]["median_ms"]
+    ratio = rec["median_ms"] / t
+    ok &= abs(ratio - 1) <= 0.03
+    print(f"{n:>6} {rec['median_ms']:>16.4f} {t:>16.4f} {ratio:>12.3f}")
+print("medians agree within 3%:", "yes" if ok else "NO")
+PY
