@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Issue 2's side-by-side: cuBLAS BF16 GEMM at 4096^2 and 8192^2 timed by ridge (CUDA events, the
-# seed's measure_cuda) and `a @ b` in PyTorch timed with torch.cuda.Event the seed's way, in one
+# seed's measure_cuda, on the same cublasGemmEx call PyTorch makes) and `a @ b` in PyTorch timed with torch.cuda.Event the seed's way, in one
 # session. Usage: bench/gemm_vs_torch.sh [BUILD_DIR]  (writes into $OUT or runs/)
 set -euo pipefail
 build=${1:-build}
 out=${OUT:-runs}/gemm_vs_torch
 mkdir -p "$out"
 for n in 4096 8192; do
-  "$build/bin/ridge" timing --n $n --dtype bf16 --samples 20 --warmup 5 --json "$out/ridge_bf16_$n.json" > "$out/ridge_bf16_$n.txt"
+  "$build/bin/ridge" timing --n $n --dtype bf16 --backend cublas --samples 20 --warmup 5 --json "$out/ridge_bf16_$n.json" > "$out/ridge_bf16_$n.txt"
 done
 python3 bench/torch_gemm_events.py 4096 8192 --dtype bf16 > "$out/torch_bf16.jsonl"
 python3 - "$out" <<'PY'

@@ -23,11 +23,20 @@ struct GemmCheck {
   std::string summary() const;
 };
 
+/// Which library path computes the product.
+enum class GemmBackend {
+  cublaslt,         ///< cuBLASLt, "TN" layout (A row-major, B column-major), heuristic's first choice
+  cublas_rowmajor,  ///< cublasGemmEx on row-major A, B, C: the call PyTorch's `a @ b` makes
+};
+std::string to_string(GemmBackend b);
+/// Parses "cublaslt" or "cublas"; throws UsageError otherwise.
+GemmBackend gemm_backend_from_string(const std::string& name);
+
 class Gemm {
  public:
   /// Allocates and fills A and B with random values from `seed`. Throws UsageError for sizes <= 0
   /// or a dtype the device lacks, and Error (with the sizes) when memory cannot be allocated.
-  Gemm(GemmShape shape, DType dtype, std::uint64_t seed = 1);
+  Gemm(GemmShape shape, DType dtype, std::uint64_t seed = 1, GemmBackend backend = GemmBackend::cublaslt);
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
@@ -40,6 +49,7 @@ class Gemm {
 
   GemmShape shape() const;
   DType dtype() const;
+  GemmBackend backend() const;
   double flops() const;  ///< 2*m*n*k
   double bytes() const;  ///< A and B read once, C written once
   std::string algorithm() const;  ///< cuBLASLt's description of the chosen algorithm

@@ -1,6 +1,7 @@
 #include "ridge/gemm.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -52,6 +53,14 @@ double to_double(const void* base, std::size_t i, cudaDataType_t t) {
 
 }  // namespace
 
+std::string to_string(GemmBackend b) { return b == GemmBackend::cublaslt ? "cublaslt" : "cublas"; }
+
+GemmBackend gemm_backend_from_string(const std::string& name) {
+  if (name == "cublaslt" || name == "lt") return GemmBackend::cublaslt;
+  if (name == "cublas" || name == "cublas_rowmajor" || name == "torch") return GemmBackend::cublas_rowmajor;
+  throw UsageError(fmt::format("unknown GEMM backend '{}': use cublaslt or cublas", name));
+}
+
 std::string GemmCheck::summary() const {
   return fmt::format("{} ({} entries vs fp64 reference, max error {:.2e} of sum|a*b|, tolerance {:.1e}, {} non-finite)",
                      passed ? "passed" : "FAILED", checked, max_error, tolerance, non_finite);
@@ -60,7 +69,9 @@ std::string GemmCheck::summary() const {
 struct Gemm::Impl {
   GemmShape shape;
   DType dtype;
+  GemmBackend backend = GemmBackend::cublaslt;
   TypeInfo info;
+  cublasHandle_t blas = nullptr;
   void* a = nullptr;
   void* b = nullptr;
   void* c = nullptr;
@@ -79,6 +90,7 @@ struct Gemm::Impl {
     if (lc) cublasLtMatrixLayoutDestroy(lc);
     if (desc) cublasLtMatmulDescDestroy(desc);
     if (handle) cublasLtDestroy(handle);
+    if (blas) cublasDestroy(blas);
     for (void* p : {a, b, c, workspace})
       if (p) cudaFree(p);
   }
@@ -93,13 +105,16 @@ struct Gemm::Impl {
   }
 };
 
-Gemm::Gemm(GemmShape shape, DType dtype, std::uint64_t seed) : impl_(std::make_unique<Impl>()) {
+Gemm::Gemm(GemmShape shape, DType dtype, std::uint64_t seed, GemmBackend backend) : impl_(std::make_unique<Impl>()) {
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0)
     throw UsageError(fmt::format("GEMM sizes must be > 0, got m={} n={} k={}", shape.m, shape.n, shape.k));
   auto& s = *impl_;
   s.shape = shape;
   s.dtype = dtype;
+  s.backend = backend;
   s.info = type_info(dtype);
+  if (backend == GemmBackend::cublas_rowmajor && dtype == DType::fp8_e4m3)
+    throw UsageError("the cublas backend has no fp8 GEMM; use --backend cublaslt");
   int device = 0, major = 0;
   RIDGE_CHECK(cudaGetDevice(&device));
   RIDGE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -119,6 +134,12 @@ Gemm::Gemm(GemmShape shape, DType dtype, std::uint64_t seed) : impl_(std::make_u
   fill_random(s.a, m * k, s.info.ab, seed * 2 + 1, nullptr);
   fill_random(s.b, k * n, s.info.ab, seed * 2 + 2, nullptr);
 
+  if (backend == GemmBackend::cublas_rowmajor) {
+    RIDGE_CHECK(cublasCreate(&s.blas));
+    RIDGE_CHECK(cublasSetWorkspace(s.blas, s.workspace, s.workspace_bytes));
+    RIDGE_CHECK(cudaDeviceSynchronize());
+    return;
+  }
   RIDGE_CHECK(cublasLtCreate(&s.handle));
   const cudaDataType_t scale = dtype == DType::fp64 ? CUDA_R_64F : CUDA_R_32F;
   RIDGE_CHECK(cublasLtMatmulDescCreate(&s.desc, s.info.compute, scale));
@@ -150,6 +171,16 @@ void Gemm::run(cuda_stream stream) {
   auto& s = *impl_;
   const void* alpha = s.dtype == DType::fp64 ? static_cast<const void*>(&s.alpha_d) : &s.alpha;
   const void* beta = s.dtype == DType::fp64 ? static_cast<const void*>(&s.beta_d) : &s.beta;
+  if (s.backend == GemmBackend::cublas_rowmajor) {
+    // Row-major C = A B is column-major C^T = B^T A^T: the "NN" call PyTorch makes for `a @ b`.
+    const auto [m, n, k] = std::tuple{s.shape.m, s.shape.n, s.shape.k};
+    RIDGE_CHECK(cublasSetStream(s.blas, stream));
+    RIDGE_CHECK(cublasGemmEx(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                             static_cast<int>(k), alpha, s.b, s.info.ab, static_cast<int>(n), s.a, s.info.ab,
+                             static_cast<int>(k), beta, s.c, s.info.c, static_cast<int>(n), s.info.compute,
+                             CUBLAS_GEMM_DEFAULT));
+    return;
+  }
   RIDGE_CHECK(cublasLtMatmul(s.handle, s.desc, alpha, s.a, s.la, s.b, s.lb, beta, s.c, s.lc, s.c, s.lc,
                              &s.heuristic.algo, s.workspace, s.workspace_bytes, stream));
 }
@@ -186,9 +217,18 @@ GemmCheck Gemm::verify(std::int64_t sampled_entries) {
   for (std::size_t r = 0; r < rows.size(); ++r)
     RIDGE_CHECK(cudaMemcpy(a_rows.data() + r * k * ab, static_cast<char*>(s.a) + rows[r] * k * ab, k * ab,
                            cudaMemcpyDeviceToHost));
-  for (std::size_t c = 0; c < cols.size(); ++c)
-    RIDGE_CHECK(cudaMemcpy(b_cols.data() + c * k * ab, static_cast<char*>(s.b) + cols[c] * k * ab, k * ab,
-                           cudaMemcpyDeviceToHost));
+  const bool row_major = s.backend == GemmBackend::cublas_rowmajor;
+  if (row_major) {  // B is [k,n] row-major: gather the chosen columns from a host copy
+    std::vector<unsigned char> b_all(k * n * ab);
+    RIDGE_CHECK(cudaMemcpy(b_all.data(), s.b, b_all.size(), cudaMemcpyDeviceToHost));
+    for (std::size_t c = 0; c < cols.size(); ++c)
+      for (std::int64_t l = 0; l < k; ++l)
+        std::memcpy(b_cols.data() + (c * k + l) * ab, b_all.data() + (l * n + cols[c]) * ab, ab);
+  } else {
+    for (std::size_t c = 0; c < cols.size(); ++c)
+      RIDGE_CHECK(cudaMemcpy(b_cols.data() + c * k * ab, static_cast<char*>(s.b) + cols[c] * k * ab, k * ab,
+                             cudaMemcpyDeviceToHost));
+  }
   std::vector<double> a_d(a_rows.size() / ab), b_d(b_cols.size() / ab);
   for (std::size_t i = 0; i < a_d.size(); ++i) a_d[i] = to_double(a_rows.data(), i, s.info.ab);
   for (std::size_t i = 0; i < b_d.size(); ++i) b_d[i] = to_double(b_cols.data(), i, s.info.ab);
@@ -209,7 +249,7 @@ GemmCheck Gemm::verify(std::int64_t sampled_entries) {
         ref += ar[l] * bc[l];
         scale += std::abs(ar[l] * bc[l]);
       }
-      const std::int64_t index = cols[c] * m + rows[r];  // column-major C
+      const std::int64_t index = row_major ? rows[r] * n + cols[c] : cols[c] * m + rows[r];
       double got;
       if (full) {
         got = to_double(c_all.data(), index, s.info.c);
@@ -229,6 +269,7 @@ GemmCheck Gemm::verify(std::int64_t sampled_entries) {
 
 GemmShape Gemm::shape() const { return impl_->shape; }
 DType Gemm::dtype() const { return impl_->dtype; }
+GemmBackend Gemm::backend() const { return impl_->backend; }
 double Gemm::flops() const { return 2.0 * impl_->shape.m * impl_->shape.n * impl_->shape.k; }
 double Gemm::bytes() const {
   const auto& s = *impl_;
@@ -237,6 +278,7 @@ double Gemm::bytes() const {
 }
 
 std::string Gemm::algorithm() const {
+  if (impl_->backend == GemmBackend::cublas_rowmajor) return "cublasGemmEx NN (row-major, as PyTorch calls it), CUBLAS_GEMM_DEFAULT";
   const auto& h = impl_->heuristic;
   int id = -1, tile = -1, stages = -1;
   std::size_t written = 0;

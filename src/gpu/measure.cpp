@@ -205,7 +205,8 @@ Measurement measure_cuda(const StreamFn& fn, CudaOptions o) {
   cuda_stream stream = o.stream;
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));
-  const int repeats = o.repeats == 0 ? auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
+  int repeats = o.repeats == 0 ? auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
+  if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
   Measurement m;
   m.method = Method::cuda_events;
   m.repeats_per_sample = repeats;
@@ -235,7 +236,8 @@ Measurement measure_spin(const StreamFn& fn, CudaOptions o) {
   cuda_stream stream = o.stream;
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));
-  const int repeats = o.repeats == 0 ? std::min(64, auto_repeats(fn, stream, o.target_sample_ms)) : o.repeats;
+  int repeats = o.repeats == 0 ? std::min(64, auto_repeats(fn, stream, o.target_sample_ms)) : o.repeats;
+  if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
   return held_samples(
       [&](cuda_stream s) {
         for (int r = 0; r < repeats; ++r) fn(s);
@@ -263,7 +265,8 @@ Measurement measure_graph(const StreamFn& fn, CudaOptions o) {
   } cleanup{own};
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));
-  const int repeats = o.repeats == 0 ? auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
+  int repeats = o.repeats == 0 ? auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
+  if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
   RIDGE_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
     for (int r = 0; r < repeats; ++r) fn(stream);

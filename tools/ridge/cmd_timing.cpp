@@ -62,10 +62,11 @@ ResultSet run_timing(const TimingOptions& o, std::FILE* out) {
   ResultSet set = new_result_set(o.device);
 
   // --- the large case: naive vs synchronized wall clock vs events ---------------------------
-  Gemm gemm({o.n, o.n, o.n}, dtype);
+  const GemmBackend backend = gemm_backend_from_string(o.backend);
+  Gemm gemm({o.n, o.n, o.n}, dtype, 1, backend);
   const GemmCheck check = checked(gemm);
-  fmt::print(out, "{} matmul {}x{}x{} ({:.1f} GFLOP), cuBLASLt, random inputs; output check {}\n\n",
-             upper(to_string(dtype)), o.n, o.n, o.n, gemm.flops() / 1e9, check.summary());
+  fmt::print(out, "{} matmul {}x{}x{} ({:.1f} GFLOP), {}, random inputs; output check {}\n\n",
+             upper(to_string(dtype)), o.n, o.n, o.n, gemm.flops() / 1e9, gemm.algorithm(), check.summary());
   const nlohmann::json large{{"n", o.n}, {"m", o.n}, {"k", o.n}, {"case", "large"}};
   auto run = [&](cuda_stream s) { gemm.run(s); };
 
@@ -112,7 +113,7 @@ ResultSet run_timing(const TimingOptions& o, std::FILE* out) {
   r_naive.extra["wall_sync_over_naive"] = ratio;
 
   // --- the small case: per-sample events vs the launch-free methods --------------------------
-  Gemm small({o.small_n, o.small_n, o.small_n}, small_dtype, 7);
+  Gemm small({o.small_n, o.small_n, o.small_n}, small_dtype, 7, backend);
   const GemmCheck small_check = checked(small);
   const nlohmann::json small_params{{"n", o.small_n}, {"m", o.small_n}, {"k", o.small_n}, {"case", "small"}};
   auto run_small = [&](cuda_stream s) { small.run(s); };
@@ -161,6 +162,8 @@ RIDGE_REGISTER_COMMAND(Command{
       add_device_option(app, o.device);
       app.add_option("--n", o.n, "matrix size of the main case (n x n x n)")->default_val(4096);
       app.add_option("--dtype", o.dtype, "main case dtype: fp32, tf32, fp16, bf16, fp8")->default_val("fp32");
+      app.add_option("--backend", o.backend, "GEMM library path: cublaslt, or cublas (the call PyTorch's a @ b makes)")
+          ->default_val("cublaslt");
       app.add_option("--small-n", o.small_n, "matrix size of the small, launch-bound case")->default_val(256);
       app.add_option("--small-dtype", o.small_dtype, "small case dtype")->default_val("bf16");
       app.add_option("--samples", o.samples, "timed samples per method (median reported)")->default_val(20);

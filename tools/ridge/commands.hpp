@@ -14,6 +14,7 @@ struct TimingOptions {
   int device = 0;
   long n = 4096;
   std::string dtype = "fp32";
+  std::string backend = "cublaslt";
   long small_n = 256;
   std::string small_dtype = "bf16";
   int samples = 20;
