@@ -6,15 +6,18 @@ set -euo pipefail
 build=${1:-build}
 out=${OUT:-runs}/gemm_vs_torch
 mkdir -p "$out"
+# Same op, same call (cublasGemmEx, row-major), same sequence of timers and counts in both
+# programs; a pause before each lets the card's power state settle, and the order alternates.
+: > "$out/torch_bf16.jsonl"
 for n in 4096 8192; do
-  "$build/bin/ridge" timing --n $n --dtype bf16 --backend cublas --samples 20 --warmup 5 --json "$out/ridge_bf16_$n.json" > "$out/ridge_bf16_$n.txt"
+  sleep 3; python3 bench/torch_gemm_events.py $n --dtype bf16 >> "$out/torch_bf16.jsonl"
+  sleep 3; "$build/bin/ridge" timing --n $n --dtype bf16 --backend cublas --samples 20 --warmup 5 --json "$out/ridge_bf16_$n.json" > "$out/ridge_bf16_$n.txt"
 done
-python3 bench/torch_gemm_events.py 4096 8192 --dtype bf16 > "$out/torch_bf16.jsonl"
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
 torch_rows = {r["n"]: r for r in map(json.loads, open(f"{out}/torch_bf16.jsonl"))}
-print(f"{'n':>6} {'ridge events ms':>16} {'torch events ms':>16} {'ridge/torch':>12}")
+print(f"{'n':>6} {'ridge events ms':>16} {'torch events ms':>16} {'ridge/torch':>12} {'ridge wall':>11} {'torch wall':>11}")
 ok = True
 for n in (4096, 8192):
     doc = json.load(open(f"{out}/ridge_bf16_{n}.json"))
@@ -22,6 +25,9 @@ for n in (4096, 8192):
     t = torch_rows[n]["median_ms"]
     ratio = rec["median_ms"] / t
     ok &= abs(ratio - 1) <= 0.03
-    print(f"{n:>6} {rec['median_ms']:>16.4f} {t:>16.4f} {ratio:>12.3f}")
+    wall = next(r for r in doc["records"] if r["method"] == "wall_sync")
+    print(f"{n:>6} {rec['median_ms']:>16.4f} {t:>16.4f} {ratio:>12.3f} {wall['median_ms']:>11.4f} {torch_rows[n]['wall_sync_ms']:>11.4f}")
+    during = rec["extra"].get("clocks_during", {})
+    print(f"       ridge SM clock during events: {during.get('sm_mhz_min')}-{during.get('sm_mhz_max')} MHz {during.get('throttle_reason_names', '')}")
 print("medians agree within 3%:", "yes" if ok else "NO")
 PY

@@ -1,12 +1,40 @@
-"""a @ b in PyTorch timed the seed's way (measure_cuda: warmup=5, samples=20, per-sample events).
-
-Usage: python3 bench/torch_gemm_events.py N [N ...] [--dtype bf16] -> one JSON line per size.
+"""`a @ b` in PyTorch timed the seed's three ways, in the same order and with the same counts as
+`ridge timing` (naive, synchronized wall clock, then per-sample CUDA events; warmup=5,
+samples=20), so both programs give the GPU the same load history (clocks and power caps react to
+it). Usage: python3 bench/torch_gemm_events.py N [N ...] [--dtype bf16] -> one JSON line per size.
 """
 import json
 import statistics
 import sys
+import time
 
 import torch
+
+
+def measure_naive(function, samples=20, warmup=5):
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(samples):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        function()
+        times.append((time.perf_counter() - start) * 1000)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def measure_wall(function, samples=20, warmup=5):
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(samples):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        function()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
 
 
 def measure_cuda(function, warmup=5, samples=20, repeats=1):
@@ -35,9 +63,12 @@ def main():
     for n in map(int, args):
         a = torch.rand(n, n, device="cuda", dtype=dtype) * 2 - 1  # random, never zeros
         b = torch.rand(n, n, device="cuda", dtype=dtype) * 2 - 1
+        naive = measure_naive(lambda: a @ b)
+        wall = measure_wall(lambda: a @ b)
         r = measure_cuda(lambda: a @ b)
-        r.update(n=n, dtype=str(dtype), tflops=2 * n**3 / (r["median_ms"] * 1e-3) / 1e12)
-        print(json.dumps(r))
+        r.update(n=n, dtype=str(dtype), naive_ms=naive, wall_sync_ms=wall,
+                 tflops=2 * n**3 / (r["median_ms"] * 1e-3) / 1e12)
+        print(json.dumps(r), flush=True)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ double fastest_known_peak_flops(DType dtype);
 ///  - "impossible": faster than the roofline floor for its bytes and FLOPs (given ceilings);
 ///  - high spread (CV above `cv_limit`);
 ///  - working set fits in the L2 (when `l2_bytes` > 0 and params has "working_set_bytes");
-///  - SM clock moved by more than 10% between start and end.
+///  - SM clock moved during sampling (extra.clocks_during from a ClockMonitor: more than 5%),
+///    or by more than 10% between start and end.
 std::vector<std::string> add_plausibility_warnings(Record& record, const std::optional<Ceilings>& ceilings,
                                                    double l2_bytes = 0, double cv_limit = 0.10);
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <memory>
 #include <string>
 
 #include "ridge/result.hpp"
@@ -21,6 +22,32 @@ DeviceDescription describe_device(int index = 0);
 /// Current clocks, power, temperature and throttle reasons from NVML (loaded at run time);
 /// source "none" when NVML is absent.
 ClockReading read_clocks(int index = 0);
+
+/// What the clocks did while a measurement ran (NVML polled from a background thread).
+struct ClockActivity {
+  int readings = 0;
+  double sm_mhz_min = -1, sm_mhz_max = -1;
+  double memory_mhz_min = -1, memory_mhz_max = -1;
+  double power_w_max = -1;
+  long long throttle_reasons_seen = 0;  ///< OR of every reading's reason mask (idle bit excluded)
+  nlohmann::json to_json() const;
+};
+
+/// Polls read_clocks() every `interval_ms` until stop() (or destruction). A no-op without NVML.
+/// Sensor readings at the start and end of a run miss throttling that happens in between (an
+/// 8192^3 BF16 GEMM loop on an H200 hit its power cap within ~100 ms): this catches it.
+class ClockMonitor {
+ public:
+  explicit ClockMonitor(int device = 0, double interval_ms = 10);
+  ~ClockMonitor();
+  ClockMonitor(const ClockMonitor&) = delete;
+  ClockMonitor& operator=(const ClockMonitor&) = delete;
+  ClockActivity stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// "loaded", or why NVML could not be used.
 std::string nvml_status();

@@ -62,8 +62,17 @@ std::vector<std::string> add_plausibility_warnings(Record& r, const std::optiona
                                   format_bytes(ws), format_bytes(l2_bytes)));
   }
   const double a = r.clocks_start.sm_mhz, b = r.clocks_end.sm_mhz;
-  if (a > 0 && b > 0 && std::abs(a - b) / std::max(a, b) > 0.10)
+  if (r.extra.contains("clocks_during") && r.extra["clocks_during"].value("readings", 0) > 0) {
+    const auto& d = r.extra["clocks_during"];
+    const double lo = d.value("sm_mhz_min", -1.0), hi = d.value("sm_mhz_max", -1.0);
+    if (lo > 0 && hi > 0 && (hi - lo) / hi > 0.05)
+      added.push_back(fmt::format("clocks moved during sampling: SM clock {:.0f}-{:.0f} MHz{}", lo, hi,
+                                  d.value("throttle_reason_names", std::string()).empty()
+                                      ? std::string()
+                                      : " (" + d.value("throttle_reason_names", std::string()) + ")"));
+  } else if (a > 0 && b > 0 && std::abs(a - b) / std::max(a, b) > 0.10) {
     added.push_back(fmt::format("clocks moved: SM clock {:.0f} MHz at start, {:.0f} MHz at end", a, b));
+  }
   for (const auto& w : added) r.warnings.push_back(w);
   return added;
 }

@@ -143,3 +143,20 @@ TEST(Checks, SpreadCacheAndClockWarnings) {
   EXPECT_NE(w[1].find("cache-resident"), std::string::npos);
   EXPECT_NE(w[2].find("clocks moved"), std::string::npos);
 }
+
+TEST(Checks, ClockActivityDuringSamplingIsFlagged) {
+  Record r;
+  r.samples_ms = {1.0, 1.0, 1.0};
+  r.extra["clocks_during"] = {{"readings", 12}, {"sm_mhz_min", 1590.0}, {"sm_mhz_max", 1980.0},
+                              {"throttle_reason_names", "sw_power_cap"}};
+  finalize(r);
+  const auto w = add_plausibility_warnings(r, std::nullopt);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("1590-1980 MHz"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("sw_power_cap"), std::string::npos);
+  Record steady;
+  steady.samples_ms = {1.0, 1.0, 1.0};
+  steady.extra["clocks_during"] = {{"readings", 12}, {"sm_mhz_min", 1980.0}, {"sm_mhz_max", 1980.0}};
+  finalize(steady);
+  EXPECT_TRUE(add_plausibility_warnings(steady, std::nullopt).empty());
+}

@@ -30,9 +30,19 @@ void print_header(std::FILE* out) {
              "what the number means");
 }
 
-Record verified_gemm_record(Gemm& gemm, const Measurement& m, const nlohmann::json& params, const GemmCheck& check,
-                            int device) {
+// Runs one measurement while a ClockMonitor watches the clocks.
+template <typename F>
+std::pair<Measurement, ClockActivity> monitored(int device, F&& measure_fn) {
+  ClockMonitor monitor(device);
+  Measurement m = measure_fn();
+  return {std::move(m), monitor.stop()};
+}
+
+Record verified_gemm_record(Gemm& gemm, const std::pair<Measurement, ClockActivity>& measured,
+                            const nlohmann::json& params, const GemmCheck& check, int device) {
+  const Measurement& m = measured.first;
   Record r = to_record(m, "timing", to_string(gemm.dtype()), params, gemm.bytes(), gemm.flops());
+  r.extra["clocks_during"] = measured.second.to_json();
   r.verification = check.passed ? "passed" : "failed";
   r.extra["algorithm"] = gemm.algorithm();
   r.extra["check"] = check.summary();
@@ -72,11 +82,14 @@ ResultSet run_timing(const TimingOptions& o, std::FILE* out) {
 
   progress("timing: unsynchronized wall clock");
   ClockReading start = read_clocks(o.device);
-  Measurement naive = measure_naive([&] { gemm.run(nullptr); }, o.samples, o.warmup);
+  auto naive = monitored(o.device, [&] { return measure_naive([&] { gemm.run(nullptr); }, o.samples, o.warmup); });
   progress("timing: synchronized wall clock");
-  Measurement wall = measure_wall([&] { gemm.run(nullptr); }, WallOptions{o.samples, o.warmup, true});
+  auto wall = monitored(o.device,
+                        [&] { return measure_wall([&] { gemm.run(nullptr); }, WallOptions{o.samples, o.warmup, true}); });
   progress("timing: CUDA events");
-  Measurement events = measure_cuda(run, CudaOptions{.warmup = o.warmup, .samples = o.samples, .repeats = 1});
+  auto events = monitored(o.device, [&] {
+    return measure_cuda(run, CudaOptions{.warmup = o.warmup, .samples = o.samples, .repeats = 1});
+  });
   progress_done();
 
   Record r_naive = verified_gemm_record(gemm, naive, large, check, o.device);
@@ -121,9 +134,16 @@ ResultSet run_timing(const TimingOptions& o, std::FILE* out) {
              o.small_n, o.small_n, o.small_n, small.flops() / 1e6, small_check.summary());
   progress("timing: small case");
   start = read_clocks(o.device);
-  Measurement s_events = measure_cuda(run_small, CudaOptions{.warmup = o.warmup, .samples = std::max(o.samples, 50), .repeats = 1});
-  Measurement s_spin = measure_spin(run_small, CudaOptions{.warmup = o.warmup, .samples = std::max(o.samples, 50), .repeats = 1});
-  Measurement s_graph = measure_graph(run_small, CudaOptions{.warmup = o.warmup, .samples = std::max(o.samples, 50), .repeats = 0});
+  const int small_samples = std::max(o.samples, 50);
+  auto s_events = monitored(o.device, [&] {
+    return measure_cuda(run_small, CudaOptions{.warmup = o.warmup, .samples = small_samples, .repeats = 1});
+  });
+  auto s_spin = monitored(o.device, [&] {
+    return measure_spin(run_small, CudaOptions{.warmup = o.warmup, .samples = small_samples, .repeats = 1});
+  });
+  auto s_graph = monitored(o.device, [&] {
+    return measure_graph(run_small, CudaOptions{.warmup = o.warmup, .samples = small_samples, .repeats = 0});
+  });
   progress_done();
   Record q_events = verified_gemm_record(small, s_events, small_params, small_check, o.device);
   Record q_spin = verified_gemm_record(small, s_spin, small_params, small_check, o.device);
