@@ -56,6 +56,11 @@ def measure_cuda(function, warmup=5, samples=20, repeats=1):
 def main():
     args = sys.argv[1:]
     dtype = torch.bfloat16
+    repeats = 1
+    if "--repeats" in args:
+        i = args.index("--repeats")
+        repeats = int(args[i + 1])
+        del args[i : i + 2]
     if "--dtype" in args:
         i = args.index("--dtype")
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args[i + 1]]
@@ -65,8 +70,8 @@ def main():
         b = torch.rand(n, n, device="cuda", dtype=dtype) * 2 - 1
         naive = measure_naive(lambda: a @ b)
         wall = measure_wall(lambda: a @ b)
-        r = measure_cuda(lambda: a @ b)
-        r.update(n=n, dtype=str(dtype), naive_ms=naive, wall_sync_ms=wall,
+        r = measure_cuda(lambda: a @ b, repeats=repeats)
+        r.update(n=n, dtype=str(dtype), repeats=repeats, naive_ms=naive, wall_sync_ms=wall,
                  tflops=2 * n**3 / (r["median_ms"] * 1e-3) / 1e12)
         print(json.dumps(r), flush=True)
 

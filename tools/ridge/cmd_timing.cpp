@@ -66,6 +66,7 @@ ResultSet run_timing(const TimingOptions& o, std::FILE* out) {
   if (o.small_n <= 0) throw UsageError(fmt::format("--small-n must be > 0, got {}", o.small_n));
   if (o.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", o.samples));
   if (o.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
+  if (o.repeats < 1) throw UsageError(fmt::format("--repeats must be >= 1, got {}", o.repeats));
   const DType dtype = dtype_from_string(o.dtype);
   const DType small_dtype = dtype_from_string(o.small_dtype);
   require_gpu(o.device);
@@ -88,7 +89,7 @@ ResultSet run_timing(const TimingOptions& o, std::FILE* out) {
                         [&] { return measure_wall([&] { gemm.run(nullptr); }, WallOptions{o.samples, o.warmup, true}); });
   progress("timing: CUDA events");
   auto events = monitored(o.device, [&] {
-    return measure_cuda(run, CudaOptions{.warmup = o.warmup, .samples = o.samples, .repeats = 1});
+    return measure_cuda(run, CudaOptions{.warmup = o.warmup, .samples = o.samples, .repeats = o.repeats});
   });
   progress_done();
 
@@ -188,6 +189,8 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--small-dtype", o.small_dtype, "small case dtype")->default_val("bf16");
       app.add_option("--samples", o.samples, "timed samples per method (median reported)")->default_val(20);
       app.add_option("--warmup", o.warmup, "untimed calls before sampling")->default_val(5);
+      app.add_option("--repeats", o.repeats, "calls per event pair for the events method (time per call reported)")
+          ->default_val(1);
       c->exports.add_to(app);
       return std::function<int()>([c] {
         ResultSet set = run_timing(c->options, human_stream(c->exports));

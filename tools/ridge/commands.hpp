@@ -19,6 +19,7 @@ struct TimingOptions {
   std::string small_dtype = "bf16";
   int samples = 20;
   int warmup = 5;
+  int repeats = 1;  ///< calls per event pair in the large case (the seed's measure_cuda `repeats`)
 };
 /// `ridge timing`: the three-way timing demo plus the small-size launch-free comparison.
 /// Throws VerificationError when the GEMM's output is wrong.
