@@ -10,7 +10,8 @@ mkdir -p "$out"
 # programs; a pause before each lets the card's power state settle, and the order alternates.
 : > "$out/torch_bf16.jsonl"
 # repeats=10 calls per event pair (the seed's `repeats`) so neither side's host launch latency
-# (Python's is larger than C++'s) sits inside the events; repeats=1 is also run and reported.
+# (Python's is larger than C++'s) sits inside the events. With one call per pair the PyTorch side
+# reads ~5% more at 4096 (results/h200/foundation/COMMAND.md).
 for n in 4096 8192; do
   sleep 3; python3 bench/torch_gemm_events.py $n --dtype bf16 --repeats 10 >> "$out/torch_bf16.jsonl"
   sleep 3; "$build/bin/ridge" timing --n $n --dtype bf16 --backend cublas --samples 20 --warmup 5 --repeats 10 --json "$out/ridge_bf16_$n.json" > "$out/ridge_bf16_$n.txt"
