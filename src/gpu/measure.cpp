@@ -231,18 +231,57 @@ Measurement measure_cuda(const HostFn& fn, CudaOptions o) {
   return measure_cuda([&](cuda_stream) { fn(); }, o);
 }
 
+namespace {
+
+// How many operations one call of fn enqueues, found by capturing it into a graph on a scratch
+// stream and counting the nodes (nothing runs). Falls back to a cautious guess when fn cannot be
+// captured. A held stream must never have more operations queued than the driver's launch queue
+// holds, or the host blocks until the spin kernel times out.
+int launches_per_call(const StreamFn& fn) {
+  constexpr int fallback = 64;
+  cudaStream_t scratch = nullptr;
+  if (cudaStreamCreateWithFlags(&scratch, cudaStreamNonBlocking) != cudaSuccess) return fallback;
+  int count = fallback;
+  if (cudaStreamBeginCapture(scratch, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+    bool threw = false;
+    try {
+      fn(scratch);
+    } catch (...) {
+      threw = true;
+    }
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(scratch, &graph) == cudaSuccess && graph && !threw) {
+      size_t nodes = 0;
+      if (cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess) count = std::max<int>(1, static_cast<int>(nodes));
+    }
+    if (graph) cudaGraphDestroy(graph);
+  }
+  cudaGetLastError();
+  cudaStreamDestroy(scratch);
+  return count;
+}
+
+}  // namespace
+
 Measurement measure_spin(const StreamFn& fn, CudaOptions o) {
   validate(o);
   cuda_stream stream = o.stream;
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));
+  const int launches = launches_per_call(fn);
+  constexpr int max_held_launches = 512;
   int repeats = o.repeats == 0 ? std::min(64, auto_repeats(fn, stream, o.target_sample_ms)) : o.repeats;
+  if (o.repeats == 0) repeats = std::max(1, std::min(repeats, max_held_launches / launches));
   if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
+  if (repeats * launches > max_held_launches)
+    throw UsageError(fmt::format("spin hold: {} calls x {} launches per call would overfill the launch queue while "
+                                 "the stream is held; use fewer repeats (at most {}) or the graph method",
+                                 repeats, launches, std::max(1, max_held_launches / launches)));
   return held_samples(
       [&](cuda_stream s) {
         for (int r = 0; r < repeats; ++r) fn(s);
       },
-      repeats, o, stream, Method::spin_hold, repeats);
+      repeats * launches, o, stream, Method::spin_hold, repeats);
 }
 
 Measurement measure_graph(const StreamFn& fn, CudaOptions o) {
