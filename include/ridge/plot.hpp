@@ -18,6 +18,10 @@ struct PlotSeries {
   bool markers = true;  ///< draw a marker at each point
   bool dashed = false;
   std::string color;  ///< CSS color; empty = from the palette
+  /// Text drawn at the right end of the line (e.g. "HBM 4.4 TB/s" on a roof); empty = none.
+  std::string end_label;
+  bool in_legend = true;  ///< list the series in the legend
+  bool labels_below = false;  ///< try point labels below the points first (default: above)
 };
 
 struct Plot {
@@ -31,7 +35,11 @@ struct Plot {
 };
 
 /// Renders a self-contained SVG document (no scripts, no external fonts). Throws UsageError for
-/// non-positive values on a log axis or a plot with no points.
+/// non-positive values on a log axis or a plot with no points. Points outside fixed axis ranges
+/// are left out (lines are clipped to the plot area), so every drawn marker lies inside it.
 std::string render_svg(const Plot& plot);
+
+/// Compact axis label for a value: 1e12 -> "1T", 2.5e-3 -> "2.5m", 0.1 -> "0.1".
+std::string format_axis_value(double value);
 
 }  // namespace ridge

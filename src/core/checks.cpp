@@ -1,9 +1,11 @@
 #include "ridge/checks.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "ridge/catalog.hpp"
 #include "ridge/format.hpp"
 #include "ridge/roofline.hpp"
 
@@ -27,16 +29,21 @@ Record to_record(const Measurement& m, const std::string& name, const std::strin
 }
 
 double fastest_known_peak_flops(DType dtype) {
-  // Dense datasheet peaks of the fastest single GPU ridge's catalog knows (NVIDIA B200), rounded up.
-  switch (dtype) {
-    case DType::fp64: return 40e12;
-    case DType::fp32: return 80e12;
-    case DType::tf32: return 1.2e15;
-    case DType::fp16:
-    case DType::bf16: return 2.3e15;
-    case DType::fp8_e4m3: return 4.6e15;
-  }
-  return 0;
+  // The highest dense datasheet peak of any device in the catalog (built-in and a user's file).
+  // fp16/bf16 also take the fp16 figure of a part listed only with FP16 (and vice versa): both run
+  // on the same tensor cores at the same rate.
+  double best = 0;
+  auto scan = [&](const std::vector<CatalogEntry>& entries) {
+    for (const auto& e : entries) {
+      if (auto p = e.peak(dtype)) best = std::max(best, *p);
+      if (dtype == DType::fp16 || dtype == DType::bf16)
+        for (DType other : {DType::fp16, DType::bf16})
+          if (auto p = e.peak(other)) best = std::max(best, *p);
+    }
+  };
+  scan(builtin_catalog());
+  scan(catalog());
+  return best;
 }
 
 std::vector<std::string> add_plausibility_warnings(Record& r, const std::optional<Ceilings>& ceilings, double l2_bytes,

@@ -2,6 +2,7 @@
 // Entry points of the measuring subcommands, so `ridge report` can run them in-process.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "ridge/result.hpp"
 
@@ -24,5 +25,18 @@ struct TimingOptions {
 /// `ridge timing`: the three-way timing demo plus the small-size launch-free comparison.
 /// Throws VerificationError when the GEMM's output is wrong.
 ResultSet run_timing(const TimingOptions& options, std::FILE* out);
+
+struct RooflineOptions {
+  /// A GPU index ("0") to measure, or a catalog key ("h100-sxm") for a model-only roofline.
+  std::string device = "0";
+  bool refresh = false;              ///< measure the ceilings again instead of using the cache
+  std::vector<std::string> points;   ///< ridge result files to place on the plot
+  std::string svg = "runs/roofline.svg";
+  std::string catalog;               ///< a catalog file replacing the built-in one
+};
+/// `ridge roofline`: prints datasheet and measured ceilings and the ridge point per dtype, and
+/// writes the SVG roofline to options.svg. Returns the ceilings' raw records (none when model-only).
+/// Throws UsageError for an unknown catalog key (listing the known ones) or a bad points file.
+ResultSet run_roofline(const RooflineOptions& options, std::FILE* out);
 
 }  // namespace ridge::cli
