@@ -2,6 +2,8 @@
 // thread mappings plus one deliberately wrong variant for the tests. Kernels and launchers only.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "ridge/cuda_check.hpp"
 #include "ridge/errors.hpp"
 #include "gpu/stream_kernels.hpp"
@@ -108,13 +110,23 @@ __device__ T block_sum(T v) {
   return v;
 }
 
-__global__ void read_scalar_kernel(const float* __restrict__ a, float* __restrict__ partials, std::int64_t limit) {
+// Every first pass zeroes the result from block 0: the finish pass, which adds into it, runs after
+// the whole first pass in stream order, so no memset node is needed.
+__device__ __forceinline__ void zero_result(double* result) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *result = 0.0;
+}
+
+__global__ void read_scalar_kernel(const float* __restrict__ a, float* __restrict__ partials, double* result,
+                                   std::int64_t limit) {
+  zero_result(result);
   const std::int64_t i = global_thread();
   const float v = block_sum(i < limit ? a[i] : 0.0f);
   if (threadIdx.x == 0) partials[blockIdx.x] = v;
 }
 
-__global__ void read_vec4_kernel(const float* __restrict__ a, float* __restrict__ partials, std::int64_t n) {
+__global__ void read_vec4_kernel(const float* __restrict__ a, float* __restrict__ partials, double* result,
+                                 std::int64_t n) {
+  zero_result(result);
   const std::int64_t n4 = n / 4;
   const std::int64_t i = global_thread();
   float v = 0.0f;
@@ -128,7 +140,9 @@ __global__ void read_vec4_kernel(const float* __restrict__ a, float* __restrict_
   if (threadIdx.x == 0) partials[blockIdx.x] = v;
 }
 
-__global__ void read_grid_stride_kernel(const float* __restrict__ a, float* __restrict__ partials, std::int64_t n) {
+__global__ void read_grid_stride_kernel(const float* __restrict__ a, float* __restrict__ partials, double* result,
+                                        std::int64_t n) {
+  zero_result(result);
   const std::int64_t n4 = n / 4;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const float4* a4 = reinterpret_cast<const float4*>(a);
@@ -149,12 +163,16 @@ __global__ void read_grid_stride_kernel(const float* __restrict__ a, float* __re
   if (threadIdx.x == 0) partials[blockIdx.x] = v;
 }
 
-// The final tiny pass: one block adds the partials in double.
-__global__ void finish_sum_kernel(const float* __restrict__ partials, std::int64_t count, double* __restrict__ result) {
+// The final pass: partials summed in double, one block per 1024 x 8 partials (a single block for
+// the grid-stride variant's few thousand), each block adding its total atomically.
+constexpr int finish_items_per_thread = 8;
+
+__global__ void finish_sum_kernel(const float* __restrict__ partials, std::int64_t count, double* result) {
   double v = 0.0;
-  for (std::int64_t i = threadIdx.x; i < count; i += blockDim.x) v += partials[i];
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = global_thread(); i < count; i += stride) v += partials[i];
   v = block_sum(v);
-  if (threadIdx.x == 0) *result = v;
+  if (threadIdx.x == 0) atomicAdd(result, v);
 }
 
 std::int64_t blocks_for(std::int64_t threads) { return (threads + block_threads - 1) / block_threads; }
@@ -226,14 +244,18 @@ void launch_read(int variant, const float* a, float* partials, double* result, s
                  cuda_stream stream) {
   const std::int64_t count = read_partial_count(variant, n, gs_blocks);
   switch (variant) {
-    case variant_scalar: read_scalar_kernel<<<count, block_threads, 0, stream>>>(a, partials, n); break;
-    case variant_broken: read_scalar_kernel<<<count, block_threads, 0, stream>>>(a, partials, n - 1); break;
-    case variant_vec4: read_vec4_kernel<<<count, block_threads, 0, stream>>>(a, partials, n); break;
-    case variant_grid_stride: read_grid_stride_kernel<<<count, block_threads, 0, stream>>>(a, partials, n); break;
+    case variant_scalar: read_scalar_kernel<<<count, block_threads, 0, stream>>>(a, partials, result, n); break;
+    case variant_broken: read_scalar_kernel<<<count, block_threads, 0, stream>>>(a, partials, result, n - 1); break;
+    case variant_vec4: read_vec4_kernel<<<count, block_threads, 0, stream>>>(a, partials, result, n); break;
+    case variant_grid_stride:
+      read_grid_stride_kernel<<<count, block_threads, 0, stream>>>(a, partials, result, n);
+      break;
     default: throw UsageError("unknown stream kernel variant");
   }
   RIDGE_CHECK_LAUNCH();
-  finish_sum_kernel<<<1, finish_threads, 0, stream>>>(partials, count, result);
+  const std::int64_t per_block = std::int64_t{finish_threads} * finish_items_per_thread;
+  const std::int64_t finish_blocks = std::min<std::int64_t>(1024, (count + per_block - 1) / per_block);
+  finish_sum_kernel<<<finish_blocks, finish_threads, 0, stream>>>(partials, count, result);
   RIDGE_CHECK_LAUNCH();
 }
 

@@ -24,8 +24,9 @@ std::int64_t read_partial_count(int variant, std::int64_t n, int grid_stride_blo
 void launch_elementwise(int op, int variant, const float* a, const float* b, float* c, float s, std::int64_t n,
                         int grid_stride_blocks, cuda_stream stream);
 
-/// Read-only sum of a[0..n): a first pass writes per-block partials (fp32), a final single-block
-/// pass sums them in double into *result.
+/// Read-only sum of a[0..n): a first pass writes per-block partials (fp32) and zeroes *result; a
+/// final pass (one block for a few thousand partials, more for the one-element-per-thread
+/// variant's n/256) adds them in double into *result.
 void launch_read(int variant, const float* a, float* partials, double* result, std::int64_t n, int grid_stride_blocks,
                  cuda_stream stream);
 
