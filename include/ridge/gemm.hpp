@@ -47,6 +47,14 @@ class Gemm {
   /// `sampled_entries` random entries (plus a full scan for NaN/inf) for large ones.
   GemmCheck verify(std::int64_t sampled_entries = 4096);
 
+  /// Times up to `top_k` of cuBLASLt's heuristic algorithms (a few calls each, CUDA events, on
+  /// `stream`) and keeps the fastest. cuBLASLt's first choice is not always its fastest; tuning is
+  /// what libraries like PyTorch get from cuBLAS's own selection. Call verify() afterwards: the check
+  /// must cover the algorithm that is timed. Returns the number of algorithms that ran.
+  int tune(int top_k = 8, cuda_stream stream = nullptr);
+  /// What tune() did, e.g. "fastest of 6 cuBLASLt candidates: #2, 4.1% faster than #0"; empty if not tuned.
+  std::string tuning() const;
+
   GemmShape shape() const;
   DType dtype() const;
   GemmBackend backend() const;

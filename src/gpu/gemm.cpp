@@ -1,5 +1,6 @@
 #include "ridge/gemm.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -83,12 +84,15 @@ struct Gemm::Impl {
   cublasLtMatmulHeuristicResult_t heuristic{};
   float alpha = 1.0f, beta = 0.0f;
   double alpha_d = 1.0, beta_d = 0.0;
+  cublasLtMatmulPreference_t pref = nullptr;
+  std::string tuning;
 
   ~Impl() {
     if (la) cublasLtMatrixLayoutDestroy(la);
     if (lb) cublasLtMatrixLayoutDestroy(lb);
     if (lc) cublasLtMatrixLayoutDestroy(lc);
     if (desc) cublasLtMatmulDescDestroy(desc);
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
     if (handle) cublasLtDestroy(handle);
     if (blas) cublasDestroy(blas);
     for (void* p : {a, b, c, workspace})
@@ -151,14 +155,12 @@ Gemm::Gemm(GemmShape shape, DType dtype, std::uint64_t seed, GemmBackend backend
   RIDGE_CHECK(cublasLtMatrixLayoutCreate(&s.la, s.info.ab, k, m, k));
   RIDGE_CHECK(cublasLtMatrixLayoutCreate(&s.lb, s.info.ab, k, n, k));
   RIDGE_CHECK(cublasLtMatrixLayoutCreate(&s.lc, s.info.c, m, n, m));
-  cublasLtMatmulPreference_t pref = nullptr;
-  RIDGE_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  RIDGE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &s.workspace_bytes,
-                                                   sizeof s.workspace_bytes));
+  RIDGE_CHECK(cublasLtMatmulPreferenceCreate(&s.pref));
+  RIDGE_CHECK(cublasLtMatmulPreferenceSetAttribute(s.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                   &s.workspace_bytes, sizeof s.workspace_bytes));
   int found = 0;
   const cublasStatus_t status =
-      cublasLtMatmulAlgoGetHeuristic(s.handle, s.desc, s.la, s.lb, s.lc, s.lc, pref, 1, &s.heuristic, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+      cublasLtMatmulAlgoGetHeuristic(s.handle, s.desc, s.la, s.lb, s.lc, s.lc, s.pref, 1, &s.heuristic, &found);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0)
     throw UsageError(fmt::format("cuBLASLt has no algorithm for a {} GEMM {}x{}x{} on this device ({})",
                                  to_string(dtype), m, n, k, detail::status_text(status)));
@@ -266,6 +268,74 @@ GemmCheck Gemm::verify(std::int64_t sampled_entries) {
   result.passed = result.non_finite == 0 && worst <= result.tolerance;
   return result;
 }
+
+int Gemm::tune(int top_k, cuda_stream stream) {
+  auto& s = *impl_;
+  if (top_k < 1) throw UsageError(fmt::format("tune: top_k must be >= 1, got {}", top_k));
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates(static_cast<std::size_t>(top_k));
+  int found = 0;
+  RIDGE_CHECK(cublasLtMatmulAlgoGetHeuristic(s.handle, s.desc, s.la, s.lb, s.lc, s.lc, s.pref, top_k,
+                                             candidates.data(), &found));
+  const cublasLtMatmulHeuristicResult_t first = s.heuristic;
+  cudaEvent_t start = nullptr, end = nullptr;
+  RIDGE_CHECK(cudaEventCreate(&start));
+  RIDGE_CHECK(cudaEventCreate(&end));
+  const void* alpha = s.dtype == DType::fp64 ? static_cast<const void*>(&s.alpha_d) : &s.alpha;
+  const void* beta = s.dtype == DType::fp64 ? static_cast<const void*>(&s.beta_d) : &s.beta;
+  // Runs `calls` products with candidate `h`; false when cuBLASLt refuses it.
+  auto launch = [&](const cublasLtMatmulHeuristicResult_t& h, int calls) {
+    for (int i = 0; i < calls; ++i)
+      if (cublasLtMatmul(s.handle, s.desc, alpha, s.a, s.la, s.b, s.lb, beta, s.c, s.lc, s.c, s.lc, &h.algo,
+                         s.workspace, s.workspace_bytes, stream) != CUBLAS_STATUS_SUCCESS)
+        return false;
+    return true;
+  };
+  auto time_per_call = [&](const cublasLtMatmulHeuristicResult_t& h, int calls) -> double {
+    RIDGE_CHECK(cudaEventRecord(start, stream));
+    const bool ok = launch(h, calls);
+    RIDGE_CHECK(cudaEventRecord(end, stream));
+    RIDGE_CHECK(cudaEventSynchronize(end));
+    float ms = 0;
+    RIDGE_CHECK(cudaEventElapsedTime(&ms, start, end));
+    return ok ? static_cast<double>(ms) / calls : static_cast<double>(INFINITY);
+  };
+  int ran = 0, best = -1;
+  double best_ms = INFINITY, first_ms = INFINITY;
+  for (int i = 0; i < found; ++i) {
+    const auto& h = candidates[static_cast<std::size_t>(i)];
+    if (h.state != CUBLAS_STATUS_SUCCESS || h.workspaceSize > s.workspace_bytes) continue;
+    if (!launch(h, 2)) continue;  // warm-up, and a refusal costs nothing
+    RIDGE_CHECK(cudaStreamSynchronize(stream));
+    const double once = time_per_call(h, 1);
+    // Enough calls for ~2 ms per round (launch latency then hides behind queued work), 3 rounds.
+    const int calls = static_cast<int>(std::clamp(2.0 / std::max(once, 1e-3), 3.0, 200.0));
+    double ms = INFINITY;
+    for (int round = 0; round < 3; ++round) ms = std::min(ms, time_per_call(h, calls));
+    if (!std::isfinite(ms)) continue;
+    ++ran;
+    if (i == 0) first_ms = ms;
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = i;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(end);
+  cudaGetLastError();
+  if (best < 0) {
+    s.heuristic = first;
+    s.tuning = "tuning found no runnable candidate; kept cuBLASLt's first choice";
+    return 0;
+  }
+  s.heuristic = candidates[static_cast<std::size_t>(best)];
+  s.tuning = std::isfinite(first_ms)
+                 ? fmt::format("fastest of {} cuBLASLt candidates: #{}, {:.1f}% faster than #0", ran, best,
+                               (first_ms / best_ms - 1) * 100)
+                 : fmt::format("fastest of {} cuBLASLt candidates: #{}", ran, best);
+  return ran;
+}
+
+std::string Gemm::tuning() const { return impl_->tuning; }
 
 GemmShape Gemm::shape() const { return impl_->shape; }
 DType Gemm::dtype() const { return impl_->dtype; }

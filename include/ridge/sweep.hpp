@@ -1,0 +1,141 @@
+#pragma once
+// Size sweeps: parameter lists and ranges, the byte/FLOP accounting of the streaming ops, the
+// knee finder ("the smallest size that reaches X% of the ceiling"), and a runner that streams
+// each record as it completes. CPU-only: everything here is unit-tested on any machine.
+// (Implementation: src/core/sweep.cpp.)
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ridge/dtype.hpp"
+#include "ridge/measure.hpp"
+#include "ridge/result.hpp"
+
+namespace ridge {
+
+// ---- parameter lists and ranges ----------------------------------------------------------------
+
+/// Parses sizes (element counts or matrix sides) from a comma-separated list whose items are
+/// numbers, powers or ranges:
+///   "256,512,1024"       the list as given
+///   "2^20"               one power
+///   "2^10:2^28:2"        2^10, 2^11, ..., 2^28 (a bare step is a factor: each size is 2x the last)
+///   "256:8192:x2"        256, 512, ..., 8192 (an explicit factor)
+///   "1024:4096:+1024"    1024, 2048, 3072, 4096 (an additive step)
+///   "256:8192"           factor 2 by default
+/// The end is included when the steps land on it, never exceeded. Returns the sizes in the order
+/// given, duplicates removed. Throws UsageError naming the bad item for garbage, non-positive
+/// sizes, an end below the start, a zero step, a factor <= 1, or more than `max_count` sizes.
+std::vector<std::int64_t> parse_sizes(const std::string& spec, std::size_t max_count = 4096);
+
+/// Splits "a,b,c" into its items (whitespace trimmed). Throws UsageError, naming `what` (e.g.
+/// "--ops"), for an empty list or an empty item.
+std::vector<std::string> parse_list(const std::string& spec, const std::string& what);
+
+/// One GEMM shape per item of "m,n,k;m,n,k" (also "n" for a square n,n,n). Throws UsageError.
+struct MatmulDims {
+  std::int64_t m = 0, n = 0, k = 0;
+};
+std::vector<MatmulDims> parse_shapes(const std::string& spec);
+
+// ---- streaming ops: bytes and FLOPs ------------------------------------------------------------
+
+/// The memory-bound ops of `ridge bandwidth` (STREAM's names, plus the seed's x + y).
+enum class StreamOp {
+  add,    ///< c = a + b      2 reads, 1 write, 1 FLOP per element
+  copy,   ///< c = a          1 read,  1 write, 0 FLOP
+  scale,  ///< c = s * a      1 read,  1 write, 1 FLOP
+  triad,  ///< c = a + s * b  2 reads, 1 write, 2 FLOP
+  read,   ///< sum(a)         1 read,  0 writes (a final pass over per-block partial sums), 1 FLOP
+};
+std::string to_string(StreamOp op);
+/// "add", "copy", "scale", "triad", "read" (also "sum", "reduce"); throws UsageError otherwise.
+StreamOp stream_op_from_string(const std::string& name);
+/// All ops, in the order above.
+const std::vector<StreamOp>& all_stream_ops();
+
+/// Arrays of n elements the op reads / writes once each.
+int arrays_read(StreamOp op);
+int arrays_written(StreamOp op);
+/// Bytes moved per element (reads + writes): add 12, copy 8, scale 8, triad 12, read 4 for fp32.
+double stream_bytes_per_element(StreamOp op, DType dtype = DType::fp32);
+/// FLOPs per element: add 1, copy 0, scale 1, triad 2 (a multiply and an add), read 1.
+double stream_flops_per_element(StreamOp op);
+/// Bytes one call moves over n elements (reads + writes), as the rate's numerator.
+double stream_bytes(StreamOp op, std::int64_t n, DType dtype = DType::fp32);
+/// FLOPs of one call over n elements.
+double stream_flops(StreamOp op, std::int64_t n);
+/// Bytes of distinct memory one call touches (every array it reads or writes): compared with
+/// the L2 size to decide whether a hot measurement is cache-resident.
+double stream_working_set_bytes(StreamOp op, std::int64_t n, DType dtype = DType::fp32);
+
+/// Working set of a GEMM: A, B and C once each (the same as matmul_bytes).
+double matmul_working_set_bytes(double m, double n, double k, double ab_bytes, double c_bytes);
+
+// ---- the knee finder ---------------------------------------------------------------------------
+
+/// One measured point of a sweep: size (elements, or n) and rate (bytes/s or FLOP/s).
+struct RatePoint {
+  double size = 0;
+  double rate = 0;
+};
+
+/// The smallest size at which `rate` first reaches `fraction` (e.g. 0.7) of `ceiling`,
+/// interpolated linearly in log(size) between the last measured size below the threshold and the
+/// first at or above it. Points are sorted by size first. Returns the first size when it already
+/// reaches the threshold, and nullopt when no point does (or there are no points). Throws
+/// UsageError for fraction outside (0, 1.5] or a non-positive ceiling.
+std::optional<double> find_knee(std::vector<RatePoint> points, double ceiling, double fraction);
+
+struct Knee {
+  double fraction = 0;          ///< e.g. 0.7
+  std::optional<double> size;   ///< nullopt: never reached
+};
+/// find_knee for each fraction (default 70% and 90%).
+std::vector<Knee> find_knees(const std::vector<RatePoint>& points, double ceiling,
+                             const std::vector<double>& fractions = {0.7, 0.9});
+
+// ---- timing method selection -------------------------------------------------------------------
+
+/// The method `--method auto` picks for an op whose single call takes about `estimated_ms`:
+/// CUDA-graph replay (launch-free) below `launch_free_below_ms`, where the host's launch latency
+/// would be a visible part of a per-sample event pair; CUDA events above it.
+Method auto_method(double estimated_ms, double launch_free_below_ms = 1.0);
+/// Parses "auto" (nullopt) or a method name (see method_from_string).
+std::optional<Method> parse_method_option(const std::string& name);
+
+// ---- the sweep runner --------------------------------------------------------------------------
+
+/// One point of a sweep: the values of each axis.
+struct SweepPoint {
+  std::int64_t size = 0;
+  std::string op;       ///< e.g. "add"; empty when the sweep has no op axis
+  std::string variant;  ///< e.g. "vec4"
+  std::string dtype;    ///< e.g. "fp32"
+  MatmulDims shape;     ///< for GEMM sweeps given explicit shapes (size = 0 then)
+  std::size_t index = 0;  ///< position in the sweep, from 0
+};
+
+/// The cartesian product ops x variants x dtypes x sizes (sizes innermost, so each curve is
+/// measured in one go). Empty axes count as one empty value.
+std::vector<SweepPoint> sweep_points(const std::vector<std::string>& ops, const std::vector<std::string>& variants,
+                                     const std::vector<std::string>& dtypes, const std::vector<std::int64_t>& sizes);
+
+/// Progress reporting: called before each point with (index, total, what).
+using SweepProgress = std::function<void(std::size_t index, std::size_t total, const std::string& what)>;
+/// A progress reporter that rewrites one line on stderr, only when stderr is a terminal.
+SweepProgress terminal_progress(const std::string& label);
+
+/// Runs `measure` on every point in order, handing each finished record to `on_record` at once
+/// (so a caller can print or write it while the sweep goes on), and returns all of them. Errors
+/// from `measure` propagate (a failed verification stops the sweep). Progress is cleared at the end.
+std::vector<Record> run_sweep(const std::vector<SweepPoint>& points, const std::function<Record(const SweepPoint&)>& measure,
+                              const std::function<void(const Record&)>& on_record = {},
+                              const SweepProgress& progress = {});
+
+/// "2^20" for powers of two >= 2^10, else the plain number: compact size labels for tables.
+std::string size_label(std::int64_t n);
+
+}  // namespace ridge
