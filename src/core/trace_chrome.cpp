@@ -4,6 +4,7 @@
 // Written by hand with fmt rather than through a JSON DOM: a million-kernel trace has four
 // million events, and building a DOM for them would cost gigabytes and seconds.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -99,6 +100,35 @@ struct Writer {
   Us rel(Nanoseconds t) const { return Us{t >= origin ? t - origin : 0}; }
   static Us dur(Nanoseconds s, Nanoseconds e) { return Us{e > s ? e - s : 0}; }
 
+  // Hot-path appenders: a million-kernel trace formats millions of numbers.
+  void put(std::string_view text) { out.append(text); }
+  void put_uint(std::uint64_t v) {
+    char buffer[24];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, v);
+    out.append(buffer, r.ptr);
+  }
+  void put_int(std::int64_t v) {
+    char buffer[24];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, v);
+    out.append(buffer, r.ptr);
+  }
+  /// Nanoseconds as microseconds with exactly three decimals.
+  void put_us(Us v) {
+    put_uint(v.ns / 1000);
+    const auto f = static_cast<unsigned>(v.ns % 1000);
+    const char frac[4] = {'.', static_cast<char>('0' + f / 100), static_cast<char>('0' + f / 10 % 10), static_cast<char>('0' + f % 10)};
+    out.append(frac, 4);
+  }
+  /// ,"pid":P,"tid":T,"ts":X
+  void put_track(std::int64_t pid, std::int64_t tid, Us ts) {
+    put(",\"pid\":");
+    put_int(pid);
+    put(",\"tid\":");
+    put_int(tid);
+    put(",\"ts\":");
+    put_us(ts);
+  }
+
   void begin_event() {
     if (!first) out += ",\n";
     first = false;
@@ -109,20 +139,24 @@ struct Writer {
   }
 
   void external(std::uint64_t id) {
-    if (id != 0) fmt::format_to(std::back_inserter(out), ",\"External id\":{}", id);
+    if (id == 0) return;
+    put(",\"External id\":");
+    put_uint(id);
   }
 
   void flow(const ApiCall* call, std::int64_t gpu_pid, std::int64_t gpu_tid, Nanoseconds gpu_start) {
     if (call == nullptr) return;
     const std::uint64_t id = next_flow++;
     begin_event();
-    fmt::format_to(std::back_inserter(out),
-                   R"({{"ph":"s","id":{},"pid":{},"tid":{},"ts":{},"cat":"ac2g","name":"ac2g"}})", id,
-                   pid_of_process(call->process), call->thread, rel(call->start));
+    put(R"({"ph":"s","id":)");
+    put_uint(id);
+    put_track(pid_of_process(call->process), call->thread, rel(call->start));
+    put(R"(,"cat":"ac2g","name":"ac2g"})");
     begin_event();
-    fmt::format_to(std::back_inserter(out),
-                   R"({{"ph":"f","id":{},"pid":{},"tid":{},"ts":{},"cat":"ac2g","name":"ac2g","bp":"e"}})", id, gpu_pid,
-                   gpu_tid, rel(gpu_start));
+    put(R"({"ph":"f","id":)");
+    put_uint(id);
+    put_track(gpu_pid, gpu_tid, rel(gpu_start));
+    put(R"(,"cat":"ac2g","name":"ac2g","bp":"e"})");
   }
 
   const ApiCall* launch_of(std::uint32_t correlation) const {
@@ -137,24 +171,52 @@ struct Writer {
       const std::int64_t pid = pid_of_process(a.process);
       threads.emplace(pid, a.thread);
       begin_event();
-      fmt::format_to(o, R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"correlation":{})",
-                     a.domain == ApiDomain::runtime ? "cuda_runtime" : "cuda_driver", names[a.name], pid, a.thread,
-                     rel(a.start), dur(a.start, a.end), a.correlation);
+      put(a.domain == ApiDomain::runtime ? R"({"ph":"X","cat":"cuda_runtime","name":)"
+                                         : R"({"ph":"X","cat":"cuda_driver","name":)");
+      put(names[a.name]);
+      put_track(pid, a.thread, rel(a.start));
+      put(R"(,"dur":)");
+      put_us(dur(a.start, a.end));
+      put(R"(,"args":{"correlation":)");
+      put_uint(a.correlation);
       external(a.external_id);
       out += "}}";
     }
     for (const auto& k : trace.kernels) {
       threads.emplace(k.device, k.stream);
       begin_event();
-      fmt::format_to(o,
-                     R"({{"ph":"X","cat":"kernel","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"device":{},"stream":{},"correlation":{})",
-                     names[k.name], k.device, k.stream, rel(k.start), dur(k.start, k.end), k.device, k.stream,
-                     k.correlation);
+      put(R"({"ph":"X","cat":"kernel","name":)");
+      put(names[k.name]);
+      put_track(k.device, k.stream, rel(k.start));
+      put(R"(,"dur":)");
+      put_us(dur(k.start, k.end));
+      put(R"(,"args":{"device":)");
+      put_uint(k.device);
+      put(R"(,"stream":)");
+      put_uint(k.stream);
+      put(R"(,"correlation":)");
+      put_uint(k.correlation);
       external(k.external_id);
-      fmt::format_to(o, R"(,"grid":[{},{},{}],"block":[{},{},{}],"registers per thread":{},"shared memory":{})",
-                     k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z, k.registers_per_thread,
-                     k.shared_memory_bytes);
-      if (k.graph_id != 0) fmt::format_to(o, R"(,"graph id":{})", k.graph_id);
+      put(R"(,"grid":[)");
+      put_int(k.grid.x);
+      put(",");
+      put_int(k.grid.y);
+      put(",");
+      put_int(k.grid.z);
+      put(R"(],"block":[)");
+      put_int(k.block.x);
+      put(",");
+      put_int(k.block.y);
+      put(",");
+      put_int(k.block.z);
+      put(R"(],"registers per thread":)");
+      put_uint(k.registers_per_thread);
+      put(R"(,"shared memory":)");
+      put_uint(k.shared_memory_bytes);
+      if (k.graph_id != 0) {
+        put(R"(,"graph id":)");
+        put_uint(k.graph_id);
+      }
       out += "}}";
       flow(launch_of(k.correlation), k.device, k.stream, k.start);
     }
