@@ -134,7 +134,8 @@ def count_steps(path, step_name="step"):
     steps.sort()
     per_step = []
     for s, e in steps:
-        inside = [(ks, ke) for corr, ks, ke in kernels if corr in launches and s <= launches[corr] <= e]
+        # Launched inside the step; a kernel whose launch call is missing counts where it ran.
+        inside = [(ks, ke) for corr, ks, ke in kernels if s <= launches.get(corr, ks) <= e]
         per_step.append({"kernels": len(inside), "gpu_busy_ns": union_ns(inside), "step_ns": e - s})
     out = {
         "trace": path,

@@ -190,7 +190,8 @@ struct RangeStat {
 
 struct StepStat {
   Nanoseconds start_ns = 0, duration_ns = 0;  ///< host range
-  std::uint64_t kernels = 0;            ///< kernels whose launch call began inside the step (any thread)
+  std::uint64_t kernels = 0;            ///< kernels whose launch call began inside the step (any thread;
+                                        ///< without a launch call: the kernel began inside)
   Nanoseconds gpu_busy_ns = 0;          ///< union of those kernels' intervals
 };
 

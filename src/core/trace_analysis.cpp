@@ -199,7 +199,10 @@ Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
     std::unordered_map<std::uint64_t, std::vector<std::pair<Nanoseconds, Nanoseconds>>> raw;
     for (const auto& k : trace.kernels) {
       const ApiCall* call = launches.find(k.correlation);
-      if (call == nullptr) continue;
+      if (call == nullptr) {
+        all_launches.emplace_back(k.start, &k);  // launch unknown: its start places it in a step
+        continue;
+      }
       raw[thread_key(call->process, call->thread)].emplace_back(call->start, duration(k.start, k.end));
       all_launches.emplace_back(call->start, &k);
     }
@@ -244,7 +247,8 @@ Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
     a.top_ranges = std::move(all);
   }
 
-  // ---- steps: kernels whose launch call began inside each step range (any thread) ----------------
+  // ---- steps: kernels whose launch call began inside each step range (any thread), or, for a
+  // kernel without a launch call in the trace, that began inside it -----------------------------
   if (!options.step_range.empty()) {
     if (auto id = trace.strings.find(options.step_range)) {
       for (const auto& r : trace.ranges) {

@@ -206,6 +206,19 @@ TEST(TraceAnalysis, KernelsPerStepAndRangesCountLaunchesInside) {
   EXPECT_EQ(ranges["attention"].kernels, 2u + 3u + 3u);
 }
 
+TEST(TraceAnalysis, KernelsWithoutLaunchCallsCountInTheStepTheyRanIn) {
+  Builder b;
+  b.range("step", 0, 10000);
+  b.range("step", 20000, 30000);
+  b.kernel("launched", 7, 1000, 2000, 500);
+  b.kernel("graph_node", 7, 3000, 4000);   // no launch call: placed by its start
+  b.kernel("late", 7, 25000, 26000, 9000);  // launched in step 1 although it ran during step 2
+  const Analysis a = analyze(b.done(), AnalysisOptions{.step_range = "step"});
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].kernels, 3u);
+  EXPECT_EQ(a.steps[1].kernels, 0u);
+}
+
 TEST(TraceAnalysis, RepeatedDeviceToHostCopiesAreFlaggedAsHiddenSyncs) {
   Builder b;
   for (int i = 0; i < 5; ++i) {
