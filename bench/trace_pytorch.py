@@ -210,8 +210,8 @@ def cmd_report(args):
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
 
-    def fmt(v, spec):
-        return format(v, spec) if isinstance(v, (int, float)) else "-"
+    def fmt(v, spec, suffix=""):
+        return format(v, spec) + suffix if isinstance(v, (int, float)) else "-"
 
     out = ["| size | kernels/step torch | kernels/step ridge | busy/step torch ms | busy/step ridge ms | busy diff |"
            " step ms plain | ridge overhead | torch.profiler overhead | dropped |",
@@ -219,9 +219,9 @@ def cmd_report(args):
     for size, s in summary["sizes"].items():
         out.append(f"| {size} | {fmt(s.get('torch_kernels_per_step'), 'g')} | {fmt(s.get('ridge_kernels_per_step'), 'g')} | "
                    f"{fmt(s.get('torch_busy_per_step_ms'), '.3f')} | {fmt(s.get('ridge_busy_per_step_ms'), '.3f')} | "
-                   f"{fmt(100 * s['busy_difference'] if s.get('busy_difference') is not None else None, '.2f')}% | "
-                   f"{fmt(s['step_ms_median'].get('plain'), '.3f')} | {fmt(s.get('ridge_overhead'), '.3f')}x | "
-                   f"{fmt(s.get('torch_overhead'), '.3f')}x | {fmt(s.get('ridge_dropped_records'), 'd')} |")
+                   f"{fmt(100 * s['busy_difference'] if s.get('busy_difference') is not None else None, '.2f', '%')} | "
+                   f"{fmt(s['step_ms_median'].get('plain'), '.3f')} | {fmt(s.get('ridge_overhead'), '.3f', 'x')} | "
+                   f"{fmt(s.get('torch_overhead'), '.3f', 'x')} | {fmt(s.get('ridge_dropped_records'), 'd')} |")
     if "many_kernels" in summary:
         m = summary["many_kernels"]
         out += ["", "| kernels | traced | dropped | untraced s | traced s | extra s (trace+write) | write s |",

@@ -107,6 +107,7 @@ struct State {
   std::atomic<bool> running{false};
   bool callbacks_registered = false;
   bool exit_hook = false;
+  pid_t pid = 0;  // the process that started tracing (a fork()ed child must not touch CUPTI)
   CUpti_SubscriberHandle subscriber = nullptr;
 };
 
@@ -338,7 +339,7 @@ void skip_trivial_calls(const State& s) {
 }
 
 void flush_at_exit() {
-  if (state().running.load()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (state().running.load() && state().pid == getpid()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 [[noreturn]] void throw_cupti(CUptiResult r, const std::string& what) {
@@ -408,6 +409,7 @@ void collector_start(const CollectorOptions& options) {
     std::atexit(flush_at_exit);
     s.exit_hook = true;
   }
+  s.pid = getpid();
   s.running = true;
 }
 
