@@ -1,0 +1,314 @@
+#pragma once
+// The trace event model, its analysis and the Chrome/Perfetto writer. CPU-only: the CUPTI
+// collector (src/trace) fills a Trace; everything here works on any machine, on synthetic events
+// in tests and on saved traces (`ridge trace --analyze FILE`).
+//
+// Times are nanoseconds on one clock (CUPTI's timestamp: host API calls and GPU activity alike).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ridge::trace {
+
+using Nanoseconds = std::uint64_t;
+
+/// Interned strings (kernel, API and range names): events carry a 32-bit id, so a trace of a
+/// million launches of ten kernels stores ten names.
+class StringTable {
+ public:
+  /// Id of `text`, adding it on first use.
+  std::uint32_t intern(std::string_view text);
+  const std::string& at(std::uint32_t id) const { return strings_.at(id); }
+  std::size_t size() const { return strings_.size(); }
+  /// Id of `text` if present.
+  std::optional<std::uint32_t> find(std::string_view text) const;
+
+ private:
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, std::uint32_t> index_;
+};
+
+struct Dim3 {
+  std::int32_t x = 1, y = 1, z = 1;
+  bool operator==(const Dim3&) const = default;
+};
+
+/// A kernel as the GPU ran it (CUPTI concurrent-kernel record).
+struct Kernel {
+  std::uint32_t name = 0;  ///< StringTable id (demangled name)
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;
+  Nanoseconds start = 0, end = 0;
+  Dim3 grid, block;
+  std::uint32_t correlation = 0;  ///< joins the launch API call
+  std::uint64_t external_id = 0;  ///< from an external correlation (e.g. a framework op), 0 if none
+  std::uint32_t registers_per_thread = 0;
+  std::uint32_t shared_memory_bytes = 0;  ///< static + dynamic
+  std::uint32_t graph_id = 0;             ///< CUDA graph the kernel ran in, 0 if none
+};
+
+enum class MemcpyKind : std::uint8_t { unknown, host_to_device, device_to_host, device_to_device, host_to_host, peer_to_peer };
+/// "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "unknown".
+std::string to_string(MemcpyKind kind);
+MemcpyKind memcpy_kind_from_string(std::string_view text);
+
+struct Memcpy {
+  MemcpyKind kind = MemcpyKind::unknown;
+  std::uint64_t bytes = 0;
+  std::uint32_t device = 0, stream = 0;
+  Nanoseconds start = 0, end = 0;
+  std::uint32_t correlation = 0;
+  std::uint64_t external_id = 0;
+};
+
+struct Memset {
+  std::uint64_t bytes = 0;
+  std::uint32_t device = 0, stream = 0;
+  Nanoseconds start = 0, end = 0;
+  std::uint32_t correlation = 0;
+  std::uint64_t external_id = 0;
+};
+
+enum class ApiDomain : std::uint8_t { runtime, driver };
+
+/// A CUDA runtime or driver API call on a host thread.
+struct ApiCall {
+  ApiDomain domain = ApiDomain::runtime;
+  std::uint32_t name = 0;  ///< StringTable id, e.g. "cudaLaunchKernel" (version suffix removed)
+  std::uint32_t process = 0, thread = 0;
+  Nanoseconds start = 0, end = 0;
+  std::uint32_t correlation = 0;
+  std::uint64_t external_id = 0;
+};
+
+enum class SyncKind : std::uint8_t { unknown, event_synchronize, stream_wait_event, stream_synchronize, context_synchronize };
+/// "Event Sync", "Stream Wait Event", "Stream Sync", "Context Sync", "Sync".
+std::string to_string(SyncKind kind);
+SyncKind sync_kind_from_string(std::string_view text);
+
+/// The host waiting for the GPU (CUPTI synchronization record).
+struct Sync {
+  SyncKind kind = SyncKind::unknown;
+  std::uint32_t device = 0, stream = 0;
+  Nanoseconds start = 0, end = 0;
+  std::uint32_t correlation = 0;  ///< joins the API call that waited
+};
+
+/// An NVTX range (push/pop or start/end) or, when `marker`, an instantaneous NVTX mark.
+struct NvtxRange {
+  std::uint32_t name = 0;
+  std::uint32_t process = 0, thread = 0;
+  Nanoseconds start = 0, end = 0;  ///< end == start for a marker
+  int depth = 0;                   ///< nesting level on its thread (0 = outermost); set by finalize()
+  bool marker = false;
+};
+
+/// CUPTI external correlation: API call `correlation` ran under the external id.
+struct ExternalCorrelation {
+  std::uint32_t correlation = 0;
+  std::uint64_t external_id = 0;
+  std::uint32_t kind = 0;
+};
+
+/// One trace: every event, the strings they name, and how it was collected.
+struct Trace {
+  StringTable strings;
+  std::vector<Kernel> kernels;
+  std::vector<Memcpy> memcpys;
+  std::vector<Memset> memsets;
+  std::vector<ApiCall> api_calls;
+  std::vector<Sync> syncs;
+  std::vector<NvtxRange> ranges;
+  std::vector<ExternalCorrelation> external_correlations;
+
+  std::uint64_t dropped_records = 0;  ///< CUPTI records lost for lack of buffer space
+  std::uint64_t incomplete_records = 0;  ///< GPU records without timestamps (work unfinished at stop)
+  std::uint32_t process_id = 0;       ///< the traced process
+  std::string command;                ///< what was traced (program and arguments), if known
+  std::string window;                 ///< the window applied, described ("" = everything)
+  Nanoseconds collection_start = 0, collection_stop = 0;  ///< when tracing ran (0 = unknown)
+  std::unordered_map<std::uint32_t, std::string> device_names;
+
+  /// Earliest timestamp of any event (collection_start when there are none).
+  Nanoseconds origin() const;
+  /// Latest end of any event.
+  Nanoseconds last_end() const;
+  std::size_t event_count() const;
+};
+
+/// After collection: copies external ids onto the events they correlate with, sorts every event
+/// list by start time and computes NVTX nesting depth per thread.
+void finalize(Trace& trace);
+
+/// Demangles a C++ symbol (returns it unchanged when it is not a mangled name).
+std::string demangle(const char* symbol);
+
+/// Strips CUPTI's version suffix: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
+std::string strip_api_version(std::string_view name);
+
+// ---- windows: keep warm-up out of the numbers --------------------------------------------------
+
+struct Window {
+  double skip_seconds = 0;         ///< drop what began in the first S seconds of collection
+  std::uint64_t skip_kernels = 0;  ///< drop everything launched before the (N+1)-th kernel's launch
+  std::string nvtx_range;          ///< keep only what was launched inside NVTX ranges of this name
+  bool profiler_range = false;     ///< keep only what lies between cudaProfilerStart and Stop calls
+  bool empty() const { return skip_seconds <= 0 && skip_kernels == 0 && nvtx_range.empty() && !profiler_range; }
+  std::string describe() const;
+};
+
+/// The part of `trace` inside the window. Host events are kept when they begin inside it; GPU
+/// activity is kept when its launch call was kept (or, without one, when it began inside).
+Trace apply_window(const Trace& trace, const Window& window);
+
+// ---- analysis ----------------------------------------------------------------------------------
+
+struct DurationStats {
+  std::uint64_t count = 0;
+  Nanoseconds total_ns = 0, min_ns = 0, max_ns = 0;
+  double mean_ns = 0;
+  void add(Nanoseconds d);
+};
+
+struct KernelStat {
+  std::string name;
+  DurationStats time;
+  double percent_of_kernel_time = 0;  ///< share of the summed time of all kernels
+};
+
+struct RangeStat {
+  std::string name;
+  DurationStats time;                 ///< host (wall) duration of the ranges
+  std::uint64_t kernels = 0;          ///< kernels launched inside them (same thread, innermost or not)
+  Nanoseconds kernel_time_ns = 0;     ///< summed time of those kernels
+};
+
+struct StepStat {
+  Nanoseconds start_ns = 0, duration_ns = 0;  ///< host range
+  std::uint64_t kernels = 0;            ///< kernels whose launch call began inside the step (any thread;
+                                        ///< without a launch call: the kernel began inside)
+  Nanoseconds gpu_busy_ns = 0;          ///< union of those kernels' intervals
+};
+
+struct MemcpyStat {
+  MemcpyKind kind = MemcpyKind::unknown;
+  std::uint64_t count = 0, bytes = 0;
+  Nanoseconds time_ns = 0;
+};
+
+/// Repeated device-to-host copies: each makes the host wait for the GPU (`.item()`, `.cpu()`).
+struct HiddenSync {
+  std::string api;            ///< the API call that issued it ("cudaMemcpyAsync", ...)
+  std::uint64_t bytes = 0;    ///< bytes per copy
+  std::uint64_t count = 0;    ///< copies of this size by this call
+  Nanoseconds copy_time_ns = 0;  ///< GPU time of the copies
+  Nanoseconds idle_after_ns = 0; ///< GPU idle time right after them (until the next kernel)
+};
+
+struct AnalysisOptions {
+  std::size_t top = 10;          ///< rows of the top-kernel and top-range tables
+  std::string step_range = "";   ///< NVTX range name marking one step ("" = no per-step numbers)
+  std::uint64_t hidden_sync_min_repeats = 3;  ///< a DtoH copy repeated this often counts as in a loop
+};
+
+struct Analysis {
+  std::uint64_t kernel_count = 0, memcpy_count = 0, memset_count = 0, api_count = 0, sync_count = 0, range_count = 0;
+  std::uint64_t dropped_records = 0;
+  std::uint64_t incomplete_records = 0;
+  std::string window;
+
+  Nanoseconds trace_span_ns = 0;    ///< first to last event of any kind
+  Nanoseconds kernel_span_ns = 0;   ///< first kernel start to last kernel end
+  Nanoseconds kernel_time_ns = 0;   ///< summed kernel durations (overlapping kernels count twice)
+  Nanoseconds gpu_busy_ns = 0;      ///< union of kernel intervals over all streams and devices
+  Nanoseconds gpu_active_ns = 0;    ///< union of kernel, memcpy and memset intervals
+  double busy_fraction_of_kernel_span = 0;
+  double busy_fraction_of_trace_span = 0;
+
+  // Idle gaps inside the kernel span (between busy intervals).
+  std::uint64_t gap_count = 0;
+  Nanoseconds idle_time_ns = 0;         ///< kernel_span - gpu_busy
+  Nanoseconds idle_waiting_on_host_ns = 0;  ///< gaps whose next kernel's launch call began after the GPU went idle
+  Nanoseconds idle_unattributed_ns = 0;     ///< gaps whose next kernel has no launch call in the trace
+  double host_bound_fraction_of_idle = 0;
+  Nanoseconds largest_gap_ns = 0;
+
+  // Launch latency: kernel start minus the end of its launch call (negative: started before the call returned).
+  std::uint64_t launch_latency_count = 0;
+  double launch_latency_median_ns = 0, launch_latency_mean_ns = 0, launch_latency_p90_ns = 0;
+  double launch_latency_min_ns = 0, launch_latency_max_ns = 0;
+  std::uint64_t kernels_without_launch_call = 0;  ///< no API record shares their correlation id
+
+  std::vector<KernelStat> top_kernels;
+  std::vector<RangeStat> top_ranges;
+  std::uint64_t distinct_kernels = 0;
+
+  std::string step_range;
+  std::vector<StepStat> steps;
+  double kernels_per_step_median = 0;
+  std::uint64_t kernels_per_step_min = 0, kernels_per_step_max = 0;
+  double step_time_median_ns = 0, step_gpu_busy_median_ns = 0;
+
+  std::vector<MemcpyStat> memcpy_totals;
+  Nanoseconds memset_time_ns = 0;
+  std::uint64_t memset_bytes = 0;
+  std::vector<HiddenSync> hidden_syncs;
+  Nanoseconds sync_time_ns = 0;  ///< host time spent in synchronization records
+
+  /// Warnings worth the user's attention (dropped records, host-bound idle, hidden syncs).
+  std::vector<std::string> findings;
+};
+
+/// Analyzes a finalized trace.
+Analysis analyze(const Trace& trace, const AnalysisOptions& options = {});
+
+/// The human summary `ridge trace` prints.
+std::string format_analysis(const Analysis& analysis);
+
+nlohmann::json to_json(const Analysis& analysis);
+Analysis analysis_from_json(const nlohmann::json& j);
+
+/// Union length of intervals [start, end) (any order, overlaps merged), in ns.
+Nanoseconds union_length(std::vector<std::pair<Nanoseconds, Nanoseconds>> intervals);
+
+// ---- "what if this kernel were S times faster" ------------------------------------------------
+
+struct KernelWhatIf {
+  std::string query;                   ///< the name asked for
+  std::vector<std::string> matched;    ///< kernel names it matched (exact, else substring)
+  std::uint64_t launches = 0;
+  Nanoseconds kernel_time_ns = 0;      ///< summed time of the matched kernels
+  double speedup = 1;                  ///< S
+  double fraction_of_busy = 0;         ///< kernel_time / gpu_busy (capped at 1)
+  double fraction_of_span = 0;         ///< kernel_time / trace span (capped at 1)
+  double overall_speedup_busy = 1;     ///< Amdahl on GPU busy time: the GPU-bound upper bound
+  double overall_speedup_span = 1;     ///< Amdahl on the wall span: if the host never waits
+  Nanoseconds busy_saved_ns = 0;       ///< kernel_time * (1 - 1/S)
+  std::string explanation;             ///< one paragraph saying what each number means
+};
+
+/// Amdahl's law fed from a trace. Matches `kernel` exactly, else as a substring (case-sensitive)
+/// of the kernel names. Throws UsageError when nothing matches (listing the top kernels) or S <= 0.
+KernelWhatIf kernel_what_if(const Trace& trace, const std::string& kernel, double speedup);
+
+// ---- Chrome trace JSON (Perfetto, chrome://tracing, PyTorch trace tools) -------------------------
+
+/// The trace as Chrome trace-event JSON using PyTorch profiler categories and argument names:
+/// timestamps in microseconds (3 decimals: nanosecond precision) relative to trace.origin().
+std::string to_chrome_json(const Trace& trace);
+
+/// Writes to_chrome_json atomically (temporary file + rename).
+void write_chrome_trace(const Trace& trace, const std::string& path);
+
+/// Rebuilds a Trace from JSON written by to_chrome_json (finalized). Throws UsageError when the
+/// text is not such a trace.
+Trace parse_chrome_json(const std::string& text);
+/// Reads and parses a trace file.
+Trace load_chrome_trace(const std::string& path);
+
+}  // namespace ridge::trace

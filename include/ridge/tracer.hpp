@@ -1,0 +1,80 @@
+#pragma once
+// In-process tracing of CUDA work (CUPTI activity API) and NVTX ranges. Host-only header: no
+// CUDA or CUPTI types. Link ridge::ridge.
+//
+//   ridge::Tracer tracer;
+//   tracer.start();
+//   { ridge::NvtxRange step("step"); run_my_step(); }
+//   tracer.stop();                       // synchronizes the device, flushes CUPTI
+//   tracer.write("runs/trace.json");     // open in https://ui.perfetto.dev
+//   std::puts(ridge::trace::format_analysis(tracer.summary({.step_range = "step"})).c_str());
+#include <cstdint>
+#include <string>
+
+#include "ridge/trace.hpp"
+
+namespace ridge {
+
+struct TracerOptions {
+  /// Record every CUDA runtime/driver call. Default false: trivial queries (cudaGetDevice,
+  /// cudaGetLastError, cuCtxGetCurrent, cudaStreamIsCapturing, ...) are not recorded, which keeps
+  /// the tracing overhead of framework code (PyTorch calls them constantly) low.
+  bool all_api_calls = false;
+  /// Size of each activity buffer handed to CUPTI, in bytes (CUPTI asks for as many as it needs).
+  std::size_t buffer_bytes = 8u << 20;
+};
+
+/// Traces this process's CUDA activity between start() and stop(): kernels (concurrent kind,
+/// which never serializes them), memcpy, memset, runtime and driver calls, synchronization, NVTX
+/// ranges and external correlations, all on CUPTI's clock. One tracer may run at a time in a
+/// process, and none while another CUPTI client (Nsight Systems/Compute, PyTorch's profiler) is
+/// attached: start() then throws ridge::Error saying so.
+class Tracer {
+ public:
+  explicit Tracer(TracerOptions options = {});
+  ~Tracer();  ///< stops a running trace (errors swallowed)
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  /// Begins recording. Throws Error when CUPTI cannot start (another subscriber, no CUPTI).
+  void start();
+  /// Synchronizes the current device (when a GPU is present), stops recording, flushes every
+  /// CUPTI buffer and makes the events available. Events of a previous start/stop are replaced.
+  void stop();
+  bool running() const { return running_; }
+
+  /// The events recorded by the last start/stop (finalized: sorted, nesting computed).
+  const trace::Trace& events() const { return trace_; }
+  /// Writes the Chrome/Perfetto trace JSON atomically.
+  void write(const std::string& path) const;
+  /// Top kernels, GPU busy and idle, launch latency, steps: see trace::analyze.
+  trace::Analysis summary(const trace::AnalysisOptions& options = {}) const;
+  /// Records CUPTI dropped for lack of buffer space during the last trace (reported, never hidden).
+  std::uint64_t dropped_records() const { return trace_.dropped_records; }
+
+ private:
+  TracerOptions options_;
+  trace::Trace trace_;
+  bool running_ = false;
+};
+
+/// RAII NVTX range: pushed on construction, popped on destruction (NVTX v3, header-only from the
+/// CUDA toolkit). Costs a few nanoseconds when no tool listens.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name);
+  explicit NvtxRange(const std::string& name) : NvtxRange(name.c_str()) {}
+  ~NvtxRange();
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+/// An instantaneous NVTX marker.
+void nvtx_mark(const char* name);
+
+/// Routes this process's NVTX calls to CUPTI by setting NVTX_INJECTION64_PATH to the loaded CUPTI
+/// library, unless it is already set. NVTX reads the variable at the process's first NVTX call,
+/// so this must run before it; Tracer::start() calls it. Returns false if CUPTI's path is unknown.
+bool enable_nvtx_capture();
+
+}  // namespace ridge

@@ -1,0 +1,534 @@
+// Trace analysis: what dominates, how many kernels a step launches, how much of the time the GPU
+// sat idle and whether it was waiting for the host.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "ridge/errors.hpp"
+#include "ridge/format.hpp"
+#include "ridge/roofline.hpp"
+#include "ridge/stats.hpp"
+#include "ridge/trace.hpp"
+
+namespace ridge::trace {
+
+void DurationStats::add(Nanoseconds d) {
+  if (count == 0 || d < min_ns) min_ns = d;
+  if (count == 0 || d > max_ns) max_ns = d;
+  ++count;
+  total_ns += d;
+  mean_ns = static_cast<double>(total_ns) / static_cast<double>(count);
+}
+
+Nanoseconds union_length(std::vector<std::pair<Nanoseconds, Nanoseconds>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  Nanoseconds total = 0;
+  bool open = false;
+  Nanoseconds s = 0, e = 0;
+  for (const auto& [a, b] : intervals) {
+    if (b <= a) continue;
+    if (open && a <= e) {
+      e = std::max(e, b);
+      continue;
+    }
+    if (open) total += e - s;
+    s = a;
+    e = b;
+    open = true;
+  }
+  if (open) total += e - s;
+  return total;
+}
+
+namespace {
+
+Nanoseconds duration(Nanoseconds start, Nanoseconds end) { return end > start ? end - start : 0; }
+
+double ms(double ns) { return ns / 1e6; }
+
+std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
+
+/// A kernel's launch call, found by correlation id.
+struct LaunchIndex {
+  std::unordered_map<std::uint32_t, const ApiCall*> by_correlation;
+  explicit LaunchIndex(const Trace& t) {
+    by_correlation.reserve(t.api_calls.size());
+    // Prefer the runtime call when a driver call shares the id (both cannot launch one kernel).
+    for (const auto& a : t.api_calls) {
+      auto [it, inserted] = by_correlation.emplace(a.correlation, &a);
+      if (!inserted && it->second->domain == ApiDomain::driver && a.domain == ApiDomain::runtime) it->second = &a;
+    }
+  }
+  const ApiCall* find(std::uint32_t correlation) const {
+    if (correlation == 0) return nullptr;
+    auto it = by_correlation.find(correlation);
+    return it == by_correlation.end() ? nullptr : it->second;
+  }
+};
+
+std::uint64_t thread_key(std::uint32_t process, std::uint32_t thread) {
+  return (static_cast<std::uint64_t>(process) << 32) | thread;
+}
+
+/// Kernel launches of one thread, by launch-call start, with prefix sums for range queries.
+struct Launches {
+  std::vector<Nanoseconds> starts;
+  std::vector<std::uint64_t> count_prefix{0};
+  std::vector<Nanoseconds> time_prefix{0};
+};
+
+}  // namespace
+
+Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
+  Analysis a;
+  a.kernel_count = trace.kernels.size();
+  a.memcpy_count = trace.memcpys.size();
+  a.memset_count = trace.memsets.size();
+  a.api_count = trace.api_calls.size();
+  a.sync_count = trace.syncs.size();
+  a.range_count = trace.ranges.size();
+  a.dropped_records = trace.dropped_records;
+  a.incomplete_records = trace.incomplete_records;
+  a.window = trace.window;
+  a.step_range = options.step_range;
+  if (trace.event_count() > 0) a.trace_span_ns = duration(trace.origin(), trace.last_end());
+
+  const LaunchIndex launches(trace);
+
+  // ---- busy, span, gaps ----------------------------------------------------------------------
+  std::vector<const Kernel*> by_start;
+  by_start.reserve(trace.kernels.size());
+  for (const auto& k : trace.kernels) by_start.push_back(&k);
+  std::stable_sort(by_start.begin(), by_start.end(), [](const Kernel* x, const Kernel* y) { return x->start < y->start; });
+
+  std::vector<std::pair<Nanoseconds, Nanoseconds>> kernel_intervals;
+  kernel_intervals.reserve(trace.kernels.size());
+  for (const auto* k : by_start) {
+    kernel_intervals.emplace_back(k->start, k->end);
+    a.kernel_time_ns += duration(k->start, k->end);
+  }
+  a.gpu_busy_ns = union_length(kernel_intervals);
+  {
+    auto active = kernel_intervals;
+    for (const auto& m : trace.memcpys) active.emplace_back(m.start, m.end);
+    for (const auto& m : trace.memsets) active.emplace_back(m.start, m.end);
+    a.gpu_active_ns = union_length(std::move(active));
+  }
+  if (!by_start.empty()) {
+    Nanoseconds first = by_start.front()->start, last = 0;
+    for (const auto* k : by_start) last = std::max(last, k->end);
+    a.kernel_span_ns = duration(first, last);
+    Nanoseconds busy_until = by_start.front()->end;
+    for (std::size_t i = 1; i < by_start.size(); ++i) {
+      const Kernel& k = *by_start[i];
+      if (k.start > busy_until) {
+        const Nanoseconds gap = k.start - busy_until;
+        ++a.gap_count;
+        a.largest_gap_ns = std::max(a.largest_gap_ns, gap);
+        const ApiCall* call = launches.find(k.correlation);
+        if (call == nullptr)
+          a.idle_unattributed_ns += gap;
+        else if (call->start >= busy_until)
+          a.idle_waiting_on_host_ns += gap;  // the host had not even begun to launch it
+      }
+      busy_until = std::max(busy_until, k.end);
+    }
+    a.idle_time_ns = a.kernel_span_ns > a.gpu_busy_ns ? a.kernel_span_ns - a.gpu_busy_ns : 0;
+    if (a.kernel_span_ns > 0) a.busy_fraction_of_kernel_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(a.kernel_span_ns);
+    if (a.trace_span_ns > 0) a.busy_fraction_of_trace_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(a.trace_span_ns);
+    if (a.idle_time_ns > 0)
+      a.host_bound_fraction_of_idle = static_cast<double>(a.idle_waiting_on_host_ns) / static_cast<double>(a.idle_time_ns);
+  }
+
+  // ---- launch latency (first kernel of each launch call: a graph launch runs many) -------------
+  {
+    std::unordered_map<std::uint32_t, const Kernel*> first_kernel;
+    first_kernel.reserve(trace.kernels.size());
+    for (const auto* k : by_start) {
+      if (launches.find(k->correlation) == nullptr) {
+        ++a.kernels_without_launch_call;
+        continue;
+      }
+      first_kernel.emplace(k->correlation, k);  // by_start order: the first one wins
+    }
+    std::vector<double> latency;
+    latency.reserve(first_kernel.size());
+    for (const auto& [corr, k] : first_kernel)
+      latency.push_back(static_cast<double>(k->start) - static_cast<double>(launches.find(corr)->end));
+    if (!latency.empty()) {
+      std::sort(latency.begin(), latency.end());
+      a.launch_latency_count = latency.size();
+      a.launch_latency_median_ns = quantile_sorted(latency, 0.5);
+      a.launch_latency_p90_ns = quantile_sorted(latency, 0.9);
+      a.launch_latency_min_ns = latency.front();
+      a.launch_latency_max_ns = latency.back();
+      double sum = 0;
+      for (double v : latency) sum += v;
+      a.launch_latency_mean_ns = sum / static_cast<double>(latency.size());
+    }
+  }
+
+  // ---- top kernels -----------------------------------------------------------------------------
+  {
+    std::unordered_map<std::uint32_t, DurationStats> per_name;
+    for (const auto& k : trace.kernels) per_name[k.name].add(duration(k.start, k.end));
+    a.distinct_kernels = per_name.size();
+    std::vector<KernelStat> all;
+    all.reserve(per_name.size());
+    for (const auto& [name, stats] : per_name) {
+      KernelStat s{trace.strings.at(name), stats, 0};
+      if (a.kernel_time_ns > 0) s.percent_of_kernel_time = 100.0 * static_cast<double>(stats.total_ns) / static_cast<double>(a.kernel_time_ns);
+      all.push_back(std::move(s));
+    }
+    std::sort(all.begin(), all.end(), [](const KernelStat& x, const KernelStat& y) {
+      return x.time.total_ns != y.time.total_ns ? x.time.total_ns > y.time.total_ns : x.name < y.name;
+    });
+    if (all.size() > options.top) all.resize(options.top);
+    a.top_kernels = std::move(all);
+  }
+
+  // ---- NVTX ranges: host time and the kernels launched inside (same thread) ----------------------
+  // Launch calls of each thread with the time of the kernels they launched.
+  std::unordered_map<std::uint64_t, Launches> per_thread;
+  std::vector<std::pair<Nanoseconds, const Kernel*>> all_launches;  // (launch-call start, kernel)
+  all_launches.reserve(trace.kernels.size());
+  {
+    std::unordered_map<std::uint64_t, std::vector<std::pair<Nanoseconds, Nanoseconds>>> raw;
+    for (const auto& k : trace.kernels) {
+      const ApiCall* call = launches.find(k.correlation);
+      if (call == nullptr) {
+        all_launches.emplace_back(k.start, &k);  // launch unknown: its start places it in a step
+        continue;
+      }
+      raw[thread_key(call->process, call->thread)].emplace_back(call->start, duration(k.start, k.end));
+      all_launches.emplace_back(call->start, &k);
+    }
+    for (auto& [key, v] : raw) {
+      std::sort(v.begin(), v.end());
+      Launches& l = per_thread[key];
+      l.starts.reserve(v.size());
+      for (const auto& [s, d] : v) {
+        l.starts.push_back(s);
+        l.count_prefix.push_back(l.count_prefix.back() + 1);
+        l.time_prefix.push_back(l.time_prefix.back() + d);
+      }
+    }
+    std::sort(all_launches.begin(), all_launches.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+  }
+  {
+    std::unordered_map<std::uint32_t, RangeStat> per_name;
+    for (const auto& r : trace.ranges) {
+      if (r.marker) continue;
+      RangeStat& s = per_name[r.name];
+      s.time.add(duration(r.start, r.end));
+      auto it = per_thread.find(thread_key(r.process, r.thread));
+      if (it == per_thread.end()) continue;
+      const Launches& l = it->second;
+      const auto lo = static_cast<std::size_t>(std::lower_bound(l.starts.begin(), l.starts.end(), r.start) - l.starts.begin());
+      const auto hi = static_cast<std::size_t>(std::upper_bound(l.starts.begin(), l.starts.end(), r.end) - l.starts.begin());
+      if (hi > lo) {
+        s.kernels += l.count_prefix[hi] - l.count_prefix[lo];
+        s.kernel_time_ns += l.time_prefix[hi] - l.time_prefix[lo];
+      }
+    }
+    std::vector<RangeStat> all;
+    for (auto& [name, s] : per_name) {
+      s.name = trace.strings.at(name);
+      all.push_back(std::move(s));
+    }
+    std::sort(all.begin(), all.end(), [](const RangeStat& x, const RangeStat& y) {
+      return x.time.total_ns != y.time.total_ns ? x.time.total_ns > y.time.total_ns : x.name < y.name;
+    });
+    if (all.size() > options.top) all.resize(options.top);
+    a.top_ranges = std::move(all);
+  }
+
+  // ---- steps: kernels whose launch call began inside each step range (any thread), or, for a
+  // kernel without a launch call in the trace, that began inside it -----------------------------
+  if (!options.step_range.empty()) {
+    if (auto id = trace.strings.find(options.step_range)) {
+      for (const auto& r : trace.ranges) {
+        if (r.marker || r.name != *id) continue;
+        StepStat step;
+        step.start_ns = r.start;
+        step.duration_ns = duration(r.start, r.end);
+        auto lo = std::lower_bound(all_launches.begin(), all_launches.end(), r.start,
+                                   [](const auto& x, Nanoseconds t) { return x.first < t; });
+        std::vector<std::pair<Nanoseconds, Nanoseconds>> intervals;
+        for (auto it = lo; it != all_launches.end() && it->first <= r.end; ++it) {
+          ++step.kernels;
+          intervals.emplace_back(it->second->start, it->second->end);
+        }
+        step.gpu_busy_ns = union_length(std::move(intervals));
+        a.steps.push_back(step);
+      }
+    }
+    if (!a.steps.empty()) {
+      std::vector<double> counts, times, busy;
+      a.kernels_per_step_min = std::numeric_limits<std::uint64_t>::max();
+      for (const auto& s : a.steps) {
+        counts.push_back(static_cast<double>(s.kernels));
+        times.push_back(static_cast<double>(s.duration_ns));
+        busy.push_back(static_cast<double>(s.gpu_busy_ns));
+        a.kernels_per_step_min = std::min(a.kernels_per_step_min, s.kernels);
+        a.kernels_per_step_max = std::max(a.kernels_per_step_max, s.kernels);
+      }
+      a.kernels_per_step_median = median(counts);
+      a.step_time_median_ns = median(times);
+      a.step_gpu_busy_median_ns = median(busy);
+    }
+  }
+
+  // ---- memory traffic and hidden synchronizations -----------------------------------------------
+  {
+    std::map<MemcpyKind, MemcpyStat> per_kind;
+    for (const auto& m : trace.memcpys) {
+      MemcpyStat& s = per_kind[m.kind];
+      s.kind = m.kind;
+      ++s.count;
+      s.bytes += m.bytes;
+      s.time_ns += duration(m.start, m.end);
+    }
+    for (auto& [kind, s] : per_kind) a.memcpy_totals.push_back(s);
+    for (const auto& m : trace.memsets) {
+      a.memset_bytes += m.bytes;
+      a.memset_time_ns += duration(m.start, m.end);
+    }
+    for (const auto& s : trace.syncs) a.sync_time_ns += duration(s.start, s.end);
+
+    std::vector<Nanoseconds> kernel_starts;
+    kernel_starts.reserve(by_start.size());
+    for (const auto* k : by_start) kernel_starts.push_back(k->start);
+    std::map<std::pair<std::string, std::uint64_t>, HiddenSync> copies;
+    for (const auto& m : trace.memcpys) {
+      if (m.kind != MemcpyKind::device_to_host) continue;
+      const ApiCall* call = launches.find(m.correlation);
+      const std::string api = call ? trace.strings.at(call->name) : std::string("(no API record)");
+      HiddenSync& h = copies[{api, m.bytes}];
+      h.api = api;
+      h.bytes = m.bytes;
+      ++h.count;
+      h.copy_time_ns += duration(m.start, m.end);
+      auto next = std::lower_bound(kernel_starts.begin(), kernel_starts.end(), m.end);
+      if (next != kernel_starts.end()) h.idle_after_ns += *next - m.end;
+    }
+    for (auto& [key, h] : copies)
+      if (h.count >= options.hidden_sync_min_repeats) a.hidden_syncs.push_back(h);
+    std::sort(a.hidden_syncs.begin(), a.hidden_syncs.end(),
+              [](const HiddenSync& x, const HiddenSync& y) { return x.count > y.count; });
+  }
+
+  // ---- findings --------------------------------------------------------------------------------
+  if (a.dropped_records > 0)
+    a.findings.push_back(fmt::format(
+        "CUPTI dropped {} activity records for lack of buffer space: the counts and times below are incomplete.",
+        a.dropped_records));
+  if (a.incomplete_records > 0)
+    a.findings.push_back(fmt::format(
+        "{} GPU activity records were still incomplete when tracing stopped (work queued but unfinished: synchronize "
+        "before stopping) and were left out.",
+        a.incomplete_records));
+  if (a.kernel_count == 0)
+    a.findings.push_back("No kernels were recorded" + std::string(a.window.empty() ? "" : " in the window") +
+                         ": did the program run CUDA work (and was the window right)?");
+  if (a.kernel_span_ns > 0 && a.idle_time_ns > a.kernel_span_ns / 5 && a.host_bound_fraction_of_idle > 0.5)
+    a.findings.push_back(fmt::format(
+        "The GPU was idle {} of the kernel span and, for {} of that idle time, the next launch had not even been "
+        "issued: the host is the bottleneck (launch overhead, Python, synchronization). CUDA graphs, kernel fusion "
+        "or more work per launch help.",
+        pct(1 - a.busy_fraction_of_kernel_span), pct(a.host_bound_fraction_of_idle)));
+  for (const auto& h : a.hidden_syncs)
+    a.findings.push_back(fmt::format(
+        "{} device-to-host copies of {} by {}: each one makes the host wait for the GPU to drain (a hidden "
+        "synchronization, e.g. .item() or .cpu() in a loop); the GPU then sat idle {} after them in total.",
+        h.count, format_bytes(static_cast<double>(h.bytes)), h.api, format_ms(ms(static_cast<double>(h.idle_after_ns)))));
+  if (a.kernels_without_launch_call > 0 && a.kernels_without_launch_call < a.kernel_count)
+    a.findings.push_back(fmt::format("{} kernels have no launch call in the trace (launched before the window, by a "
+                                     "graph, or their API records were lost)",
+                                     a.kernels_without_launch_call));
+  return a;
+}
+
+// ---- the printed summary ---------------------------------------------------------------------
+
+namespace {
+
+std::string t(double ns) { return format_ms(ns / 1e6); }
+std::string t(Nanoseconds ns) { return format_ms(static_cast<double>(ns) / 1e6); }
+
+std::string shorten(const std::string& name, std::size_t width) {
+  if (name.size() <= width) return name;
+  return name.substr(0, width - 3) + "...";
+}
+
+}  // namespace
+
+std::string format_analysis(const Analysis& a) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  line(fmt::format("Trace: {} kernels ({} distinct), {} memcpy, {} memset, {} API calls, {} sync waits, {} NVTX ranges",
+                   a.kernel_count, a.distinct_kernels, a.memcpy_count, a.memset_count, a.api_count, a.sync_count,
+                   a.range_count));
+  if (!a.window.empty()) line("Window: " + a.window);
+  line(fmt::format("CUPTI dropped records: {}{}", a.dropped_records,
+                   a.incomplete_records ? fmt::format("; incomplete records left out: {}", a.incomplete_records) : std::string()));
+  if (a.kernel_count > 0) {
+    line(fmt::format("Span: {} from first to last event; kernels ran over {}", t(a.trace_span_ns), t(a.kernel_span_ns)));
+    line(fmt::format("GPU busy (union of kernels, all streams): {} = {} of the kernel span, {} of the trace span",
+                     t(a.gpu_busy_ns), pct(a.busy_fraction_of_kernel_span), pct(a.busy_fraction_of_trace_span)));
+    line(fmt::format("Idle: {} in {} gaps (largest {}); GPU waiting on the host (next launch issued after it went "
+                     "idle): {} = {} of idle",
+                     t(a.idle_time_ns), a.gap_count, t(a.largest_gap_ns), t(a.idle_waiting_on_host_ns),
+                     pct(a.host_bound_fraction_of_idle)));
+    if (a.launch_latency_count > 0)
+      line(fmt::format("Launch latency (kernel start - end of its launch call): median {}, p90 {}, min {}, max {} ({} launches)",
+                       t(a.launch_latency_median_ns), t(a.launch_latency_p90_ns), t(a.launch_latency_min_ns),
+                       t(a.launch_latency_max_ns), a.launch_latency_count));
+  }
+  if (!a.top_kernels.empty()) {
+    line("");
+    line("Top kernels by total GPU time:");
+    line(fmt::format("  {:>6}  {:>10}  {:>8}  {:>10}  {:>10}  {:>10}  {}", "% time", "total", "count", "mean", "min",
+                     "max", "name"));
+    for (const auto& k : a.top_kernels)
+      line(fmt::format("  {:>5.1f}%  {:>10}  {:>8}  {:>10}  {:>10}  {:>10}  {}", k.percent_of_kernel_time,
+                       t(k.time.total_ns), k.time.count, t(k.time.mean_ns), t(k.time.min_ns), t(k.time.max_ns),
+                       shorten(k.name, 90)));
+  }
+  if (!a.top_ranges.empty()) {
+    line("");
+    line("Top NVTX ranges by host time:");
+    line(fmt::format("  {:>10}  {:>8}  {:>10}  {:>9}  {:>12}  {}", "total", "count", "mean", "kernels", "kernel time",
+                     "name"));
+    for (const auto& r : a.top_ranges)
+      line(fmt::format("  {:>10}  {:>8}  {:>10}  {:>9}  {:>12}  {}", t(r.time.total_ns), r.time.count,
+                       t(r.time.mean_ns), r.kernels, t(r.kernel_time_ns), shorten(r.name, 60)));
+  }
+  if (!a.step_range.empty()) {
+    line("");
+    if (a.steps.empty())
+      line(fmt::format("Steps: no NVTX range named \"{}\" in the trace", a.step_range));
+    else
+      line(fmt::format("Steps (\"{}\"): {} steps; kernels per step median {:g} (min {}, max {}); step {} median, GPU "
+                       "busy {} per step ({} of the step)",
+                       a.step_range, a.steps.size(), a.kernels_per_step_median, a.kernels_per_step_min,
+                       a.kernels_per_step_max, t(a.step_time_median_ns), t(a.step_gpu_busy_median_ns),
+                       pct(a.step_time_median_ns > 0 ? a.step_gpu_busy_median_ns / a.step_time_median_ns : 0)));
+  }
+  if (!a.memcpy_totals.empty() || a.memset_count > 0) {
+    line("");
+    for (const auto& m : a.memcpy_totals)
+      line(fmt::format("Memcpy {}: {} copies, {}, {} on the GPU", to_string(m.kind), m.count,
+                       format_bytes(static_cast<double>(m.bytes)), t(m.time_ns)));
+    if (a.memset_count > 0)
+      line(fmt::format("Memset: {} calls, {}, {}", a.memset_count, format_bytes(static_cast<double>(a.memset_bytes)),
+                       t(a.memset_time_ns)));
+  }
+  if (a.sync_count > 0) line(fmt::format("Host waited in synchronization calls: {} ({} waits)", t(a.sync_time_ns), a.sync_count));
+  if (!a.findings.empty()) {
+    line("");
+    line("Findings:");
+    for (const auto& f : a.findings) line("  - " + f);
+  }
+  return out;
+}
+
+// ---- JSON --------------------------------------------------------------------------------------
+
+NLOHMANN_JSON_SERIALIZE_ENUM(MemcpyKind, {{MemcpyKind::unknown, "unknown"},
+                                          {MemcpyKind::host_to_device, "HtoD"},
+                                          {MemcpyKind::device_to_host, "DtoH"},
+                                          {MemcpyKind::device_to_device, "DtoD"},
+                                          {MemcpyKind::host_to_host, "HtoH"},
+                                          {MemcpyKind::peer_to_peer, "PtoP"}})
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DurationStats, count, total_ns, min_ns, max_ns, mean_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelStat, name, time, percent_of_kernel_time)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RangeStat, name, time, kernels, kernel_time_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepStat, start_ns, duration_ns, kernels, gpu_busy_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemcpyStat, kind, count, bytes, time_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(HiddenSync, api, bytes, count, copy_time_ns, idle_after_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(
+    Analysis, kernel_count, memcpy_count, memset_count, api_count, sync_count, range_count, dropped_records, incomplete_records, window,
+    trace_span_ns, kernel_span_ns, kernel_time_ns, gpu_busy_ns, gpu_active_ns, busy_fraction_of_kernel_span,
+    busy_fraction_of_trace_span, gap_count, idle_time_ns, idle_waiting_on_host_ns, idle_unattributed_ns,
+    host_bound_fraction_of_idle, largest_gap_ns, launch_latency_count, launch_latency_median_ns, launch_latency_mean_ns,
+    launch_latency_p90_ns, launch_latency_min_ns, launch_latency_max_ns, kernels_without_launch_call, top_kernels,
+    top_ranges, distinct_kernels, step_range, steps, kernels_per_step_median, kernels_per_step_min,
+    kernels_per_step_max, step_time_median_ns, step_gpu_busy_median_ns, memcpy_totals, memset_time_ns, memset_bytes,
+    hidden_syncs, sync_time_ns, findings)
+
+nlohmann::json to_json(const Analysis& analysis) {
+  nlohmann::json j = analysis;
+  j["schema"] = "ridge.trace_analysis/1";
+  return j;
+}
+
+Analysis analysis_from_json(const nlohmann::json& j) {
+  try {
+    return j.get<Analysis>();
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("not a ridge trace summary: {}", e.what()));
+  }
+}
+
+// ---- Amdahl fed from a trace -----------------------------------------------------------------
+
+KernelWhatIf kernel_what_if(const Trace& trace, const std::string& kernel, double speedup) {
+  if (!(speedup > 0)) throw UsageError(fmt::format("--speedup must be > 0 (got {})", speedup));
+  if (kernel.empty()) throw UsageError("--kernel needs a kernel name (or part of one)");
+  KernelWhatIf w;
+  w.query = kernel;
+  w.speedup = speedup;
+  std::unordered_map<std::uint32_t, bool> matches;  // name id -> matched
+  auto exact = trace.strings.find(kernel);
+  bool any_exact = false;
+  if (exact)
+    for (const auto& k : trace.kernels)
+      if (k.name == *exact) {
+        any_exact = true;
+        break;
+      }
+  for (const auto& k : trace.kernels) {
+    auto [it, inserted] = matches.try_emplace(k.name, false);
+    if (inserted) it->second = any_exact ? k.name == *exact : trace.strings.at(k.name).find(kernel) != std::string::npos;
+    if (!it->second) continue;
+    ++w.launches;
+    w.kernel_time_ns += k.end > k.start ? k.end - k.start : 0;
+  }
+  for (const auto& [id, matched] : matches)
+    if (matched) w.matched.push_back(trace.strings.at(id));
+  std::sort(w.matched.begin(), w.matched.end());
+  if (w.matched.empty()) {
+    const Analysis a = analyze(trace, AnalysisOptions{.top = 5});
+    std::string names;
+    for (const auto& k : a.top_kernels) names += "\n  " + k.name;
+    throw UsageError(fmt::format("no kernel in the trace matches \"{}\" ({} kernels, {} distinct). The top kernels by time:{}",
+                                 kernel, a.kernel_count, a.distinct_kernels, names.empty() ? " none" : names));
+  }
+  std::vector<std::pair<Nanoseconds, Nanoseconds>> intervals;
+  intervals.reserve(trace.kernels.size());
+  for (const auto& k : trace.kernels) intervals.emplace_back(k.start, k.end);
+  const Nanoseconds busy = union_length(std::move(intervals));
+  const Nanoseconds span = trace.event_count() > 0 ? trace.last_end() - trace.origin() : 0;
+  const double kt = static_cast<double>(w.kernel_time_ns);
+  w.fraction_of_busy = busy > 0 ? std::min(1.0, kt / static_cast<double>(busy)) : 0;
+  w.fraction_of_span = span > 0 ? std::min(1.0, kt / static_cast<double>(span)) : 0;
+  w.overall_speedup_busy = amdahl_speedup(w.fraction_of_busy, speedup);
+  w.overall_speedup_span = amdahl_speedup(w.fraction_of_span, speedup);
+  w.busy_saved_ns = static_cast<Nanoseconds>(std::llround(kt * (1 - 1 / speedup)));
+  w.explanation = fmt::format(
+      "{} launch{} of {} kernel name{} took {} in total: {} of the GPU's busy time ({}) and {} of the traced wall span "
+      "({}). Made {:g}x faster, the GPU's busy time shrinks {:.3f}x (Amdahl on busy time: the gain if the GPU is the "
+      "bottleneck); the wall span shrinks at most {:.3f}x (Amdahl on the span: the gain if the host never waits for "
+      "the GPU, less if the GPU was idle waiting for the host).",
+      w.launches, w.launches == 1 ? "" : "es", w.matched.size(), w.matched.size() == 1 ? "" : "s", t(w.kernel_time_ns),
+      pct(w.fraction_of_busy), t(busy), pct(w.fraction_of_span), t(span), speedup, w.overall_speedup_busy,
+      w.overall_speedup_span);
+  return w;
+}
+
+}  // namespace ridge::trace

@@ -1,0 +1,498 @@
+// Chrome trace-event JSON, the format Perfetto and chrome://tracing open, written with the
+// categories and argument names PyTorch's profiler (Kineto) uses, and read back.
+//
+// Written by hand with fmt rather than through a JSON DOM: a million-kernel trace has four
+// million events, and building a DOM for them would cost gigabytes and seconds.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <iterator>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "ridge/errors.hpp"
+#include "ridge/trace.hpp"
+#include "ridge/version.hpp"
+#include "ridge/writers.hpp"
+
+namespace ridge::trace {
+
+namespace {
+
+/// Track ids of the host-side wait records: one per stream, apart from the kernel tracks so
+/// that slices on each track nest.
+constexpr std::int64_t sync_track_base = 1LL << 30;
+constexpr std::uint32_t no_stream = 0xffffffffu;
+
+void append_escaped(std::string& out, std::string_view text) {
+  out.push_back('"');
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20) {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", u);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+std::string escaped(std::string_view text) {
+  std::string s;
+  s.reserve(text.size() + 2);
+  append_escaped(s, text);
+  return s;
+}
+
+/// Writes `ns` nanoseconds as microseconds with exactly three decimals: no precision lost.
+struct Us {
+  Nanoseconds ns;
+};
+
+}  // namespace
+}  // namespace ridge::trace
+
+template <>
+struct fmt::formatter<ridge::trace::Us> : fmt::formatter<std::string_view> {
+  auto format(ridge::trace::Us v, fmt::format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "{}.{:03}", v.ns / 1000, v.ns % 1000);
+  }
+};
+
+namespace ridge::trace {
+
+namespace {
+
+struct Writer {
+  const Trace& trace;
+  Nanoseconds origin;
+  std::int64_t host_pid;
+  std::string out;
+  std::vector<std::string> names;  // escaped strings, by id
+  std::unordered_map<std::uint32_t, const ApiCall*> api_by_correlation;
+  std::set<std::pair<std::int64_t, std::int64_t>> threads;  // (pid, tid) that carry events
+  std::uint64_t next_flow = 1;
+  bool first = true;
+
+  explicit Writer(const Trace& t) : trace(t), origin(t.origin()) {
+    host_pid = t.process_id;
+    // GPU tracks use the device index as pid (as PyTorch does): keep the host clear of them.
+    std::set<std::uint32_t> devices;
+    for (const auto& k : t.kernels) devices.insert(k.device);
+    for (const auto& m : t.memcpys) devices.insert(m.device);
+    for (const auto& m : t.memsets) devices.insert(m.device);
+    for (const auto& s : t.syncs) devices.insert(s.device);
+    while (devices.count(static_cast<std::uint32_t>(host_pid))) host_pid += 1000000;
+    names.reserve(t.strings.size());
+    for (std::size_t i = 0; i < t.strings.size(); ++i) names.push_back(escaped(t.strings.at(static_cast<std::uint32_t>(i))));
+    api_by_correlation.reserve(t.api_calls.size());
+    for (const auto& a : t.api_calls) {
+      auto [it, inserted] = api_by_correlation.emplace(a.correlation, &a);
+      if (!inserted && it->second->domain == ApiDomain::driver && a.domain == ApiDomain::runtime) it->second = &a;
+    }
+  }
+
+  Us rel(Nanoseconds t) const { return Us{t >= origin ? t - origin : 0}; }
+  static Us dur(Nanoseconds s, Nanoseconds e) { return Us{e > s ? e - s : 0}; }
+
+  // Hot-path appenders: a million-kernel trace formats millions of numbers.
+  void put(std::string_view text) { out.append(text); }
+  void put_uint(std::uint64_t v) {
+    char buffer[24];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, v);
+    out.append(buffer, r.ptr);
+  }
+  void put_int(std::int64_t v) {
+    char buffer[24];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, v);
+    out.append(buffer, r.ptr);
+  }
+  /// Nanoseconds as microseconds with exactly three decimals.
+  void put_us(Us v) {
+    put_uint(v.ns / 1000);
+    const auto f = static_cast<unsigned>(v.ns % 1000);
+    const char frac[4] = {'.', static_cast<char>('0' + f / 100), static_cast<char>('0' + f / 10 % 10), static_cast<char>('0' + f % 10)};
+    out.append(frac, 4);
+  }
+  /// ,"pid":P,"tid":T,"ts":X
+  void put_track(std::int64_t pid, std::int64_t tid, Us ts) {
+    put(",\"pid\":");
+    put_int(pid);
+    put(",\"tid\":");
+    put_int(tid);
+    put(",\"ts\":");
+    put_us(ts);
+  }
+
+  void begin_event() {
+    if (!first) out += ",\n";
+    first = false;
+  }
+
+  std::int64_t pid_of_process(std::uint32_t process) const {
+    return process == trace.process_id || process == 0 ? host_pid : static_cast<std::int64_t>(process);
+  }
+
+  void external(std::uint64_t id) {
+    if (id == 0) return;
+    put(",\"External id\":");
+    put_uint(id);
+  }
+
+  void flow(const ApiCall* call, std::int64_t gpu_pid, std::int64_t gpu_tid, Nanoseconds gpu_start) {
+    if (call == nullptr) return;
+    const std::uint64_t id = next_flow++;
+    begin_event();
+    put(R"({"ph":"s","id":)");
+    put_uint(id);
+    put_track(pid_of_process(call->process), call->thread, rel(call->start));
+    put(R"(,"cat":"ac2g","name":"ac2g"})");
+    begin_event();
+    put(R"({"ph":"f","id":)");
+    put_uint(id);
+    put_track(gpu_pid, gpu_tid, rel(gpu_start));
+    put(R"(,"cat":"ac2g","name":"ac2g","bp":"e"})");
+  }
+
+  const ApiCall* launch_of(std::uint32_t correlation) const {
+    if (correlation == 0) return nullptr;
+    auto it = api_by_correlation.find(correlation);
+    return it == api_by_correlation.end() ? nullptr : it->second;
+  }
+
+  void write_events() {
+    auto o = std::back_inserter(out);
+    for (const auto& a : trace.api_calls) {
+      const std::int64_t pid = pid_of_process(a.process);
+      threads.emplace(pid, a.thread);
+      begin_event();
+      put(a.domain == ApiDomain::runtime ? R"({"ph":"X","cat":"cuda_runtime","name":)"
+                                         : R"({"ph":"X","cat":"cuda_driver","name":)");
+      put(names[a.name]);
+      put_track(pid, a.thread, rel(a.start));
+      put(R"(,"dur":)");
+      put_us(dur(a.start, a.end));
+      put(R"(,"args":{"correlation":)");
+      put_uint(a.correlation);
+      external(a.external_id);
+      out += "}}";
+    }
+    for (const auto& k : trace.kernels) {
+      threads.emplace(k.device, k.stream);
+      begin_event();
+      put(R"({"ph":"X","cat":"kernel","name":)");
+      put(names[k.name]);
+      put_track(k.device, k.stream, rel(k.start));
+      put(R"(,"dur":)");
+      put_us(dur(k.start, k.end));
+      put(R"(,"args":{"device":)");
+      put_uint(k.device);
+      put(R"(,"stream":)");
+      put_uint(k.stream);
+      put(R"(,"correlation":)");
+      put_uint(k.correlation);
+      external(k.external_id);
+      put(R"(,"grid":[)");
+      put_int(k.grid.x);
+      put(",");
+      put_int(k.grid.y);
+      put(",");
+      put_int(k.grid.z);
+      put(R"(],"block":[)");
+      put_int(k.block.x);
+      put(",");
+      put_int(k.block.y);
+      put(",");
+      put_int(k.block.z);
+      put(R"(],"registers per thread":)");
+      put_uint(k.registers_per_thread);
+      put(R"(,"shared memory":)");
+      put_uint(k.shared_memory_bytes);
+      if (k.graph_id != 0) {
+        put(R"(,"graph id":)");
+        put_uint(k.graph_id);
+      }
+      out += "}}";
+      flow(launch_of(k.correlation), k.device, k.stream, k.start);
+    }
+    for (const auto& m : trace.memcpys) {
+      threads.emplace(m.device, m.stream);
+      const double seconds = static_cast<double>(m.end > m.start ? m.end - m.start : 0) / 1e9;
+      begin_event();
+      fmt::format_to(o,
+                     R"j({{"ph":"X","cat":"gpu_memcpy","name":"Memcpy {}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"device":{},"stream":{},"correlation":{},"bytes":{},"memory bandwidth (GB/s)":{:.3f})j",
+                     to_string(m.kind), m.device, m.stream, rel(m.start), dur(m.start, m.end), m.device, m.stream,
+                     m.correlation, m.bytes, seconds > 0 ? static_cast<double>(m.bytes) / seconds / 1e9 : 0.0);
+      external(m.external_id);
+      out += "}}";
+      flow(launch_of(m.correlation), m.device, m.stream, m.start);
+    }
+    for (const auto& m : trace.memsets) {
+      threads.emplace(m.device, m.stream);
+      begin_event();
+      fmt::format_to(o,
+                     R"({{"ph":"X","cat":"gpu_memset","name":"Memset","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"device":{},"stream":{},"correlation":{},"bytes":{})",
+                     m.device, m.stream, rel(m.start), dur(m.start, m.end), m.device, m.stream, m.correlation, m.bytes);
+      external(m.external_id);
+      out += "}}";
+      flow(launch_of(m.correlation), m.device, m.stream, m.start);
+    }
+    for (const auto& s : trace.syncs) {
+      const std::int64_t tid = s.stream == no_stream ? sync_track_base - 1 : sync_track_base + s.stream;
+      threads.emplace(s.device, tid);
+      begin_event();
+      fmt::format_to(o,
+                     R"({{"ph":"X","cat":"cuda_sync","name":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"device":{},"stream":{},"correlation":{}}}}})",
+                     to_string(s.kind), s.device, tid, rel(s.start), dur(s.start, s.end), s.device,
+                     s.stream == no_stream ? -1 : static_cast<std::int64_t>(s.stream), s.correlation);
+    }
+    for (const auto& r : trace.ranges) {
+      const std::int64_t pid = pid_of_process(r.process);
+      threads.emplace(pid, r.thread);
+      begin_event();
+      if (r.marker)
+        fmt::format_to(o, R"({{"ph":"i","s":"t","cat":"user_annotation","name":{},"pid":{},"tid":{},"ts":{}}})",
+                       names[r.name], pid, r.thread, rel(r.start));
+      else
+        fmt::format_to(o,
+                       R"({{"ph":"X","cat":"user_annotation","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"depth":{}}}}})",
+                       names[r.name], pid, r.thread, rel(r.start), dur(r.start, r.end), r.depth);
+    }
+  }
+
+  void write_metadata() {
+    auto o = std::back_inserter(out);
+    std::set<std::int64_t> pids;
+    for (const auto& [pid, tid] : threads) pids.insert(pid);
+    pids.insert(host_pid);
+    for (std::int64_t pid : pids) {
+      std::string name;
+      int sort = 0;
+      if (pid == host_pid) {
+        name = fmt::format("host: {} (pid {})", trace.command.empty() ? std::string("process") : trace.command.substr(0, 120),
+                           trace.process_id);
+      } else if (pid >= 0 && pid < 1000000 && (trace.device_names.count(static_cast<std::uint32_t>(pid)) || pid < 64)) {
+        auto it = trace.device_names.find(static_cast<std::uint32_t>(pid));
+        name = fmt::format("GPU {}{}", pid, it != trace.device_names.end() ? ": " + it->second : std::string());
+        sort = 1000 + static_cast<int>(pid);
+      } else {
+        name = fmt::format("process {}", pid);
+        sort = 500;
+      }
+      begin_event();
+      fmt::format_to(o, R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}})", pid, escaped(name));
+      begin_event();
+      fmt::format_to(o, R"({{"ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", pid, sort);
+    }
+    for (const auto& [pid, tid] : threads) {
+      std::string name;
+      if (pid == host_pid || !(pid >= 0 && pid < 1000000)) name = fmt::format("thread {}", tid);
+      else if (tid == sync_track_base - 1) name = "host waits: context/event sync";
+      else if (tid >= sync_track_base) name = fmt::format("host waits: stream {}", tid - sync_track_base);
+      else name = fmt::format("stream {}", tid);
+      begin_event();
+      fmt::format_to(o, R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", pid, tid, escaped(name));
+      begin_event();
+      fmt::format_to(o, R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})", pid, tid,
+                     tid >= sync_track_base ? tid : tid % sync_track_base);
+    }
+  }
+
+  std::string run() {
+    out.reserve(256 + trace.kernels.size() * 560 + (trace.api_calls.size() + trace.memcpys.size()) * 200 +
+                trace.ranges.size() * 160);
+    nlohmann::json meta{{"format", "ridge.chrome_trace/1"},
+                        {"tool_version", tool_version()},
+                        {"origin_ns", origin},
+                        {"host_pid", host_pid},
+                        {"process_id", trace.process_id},
+                        {"command", trace.command},
+                        {"window", trace.window},
+                        {"dropped_records", trace.dropped_records},
+                        {"incomplete_records", trace.incomplete_records},
+                        {"collection_start_ns", trace.collection_start},
+                        {"collection_stop_ns", trace.collection_stop},
+                        {"devices", nlohmann::json::object()}};
+    for (const auto& [id, name] : trace.device_names) meta["devices"][std::to_string(id)] = name;
+    out += "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",";
+    fmt::format_to(std::back_inserter(out), "\"baseTimeNanoseconds\":{},\n\"ridge\":{},\n\"traceEvents\":[\n", origin,
+                   meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    write_events();
+    write_metadata();
+    out += "\n]}\n";
+    return std::move(out);
+  }
+};
+
+}  // namespace
+
+std::string to_chrome_json(const Trace& trace) { return Writer(trace).run(); }
+
+void write_chrome_trace(const Trace& trace, const std::string& path) { write_text(path, to_chrome_json(trace)); }
+
+// ---- reading back ------------------------------------------------------------------------------
+
+namespace {
+
+std::int64_t int_or(const nlohmann::json& j, const char* key, std::int64_t fallback) {
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (it->is_number_integer() || it->is_number_unsigned()) return it->get<std::int64_t>();
+  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_string()) {  // PyTorch writes some ids as strings ("stream 7" tids)
+    const std::string& s = it->get_ref<const std::string&>();
+    const auto digit = s.find_first_of("0123456789");
+    if (digit != std::string::npos) return std::stoll(s.substr(digit));
+  }
+  return fallback;
+}
+
+Dim3 dim3_of(const nlohmann::json& args, const char* key) {
+  Dim3 d;
+  auto it = args.find(key);
+  if (it != args.end() && it->is_array() && it->size() == 3)
+    d = Dim3{(*it)[0].get<std::int32_t>(), (*it)[1].get<std::int32_t>(), (*it)[2].get<std::int32_t>()};
+  return d;
+}
+
+}  // namespace
+
+Trace parse_chrome_json(const std::string& text) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("not a JSON trace: {}", e.what()));
+  }
+  const nlohmann::json* events = nullptr;
+  if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) events = &doc["traceEvents"];
+  else if (doc.is_array()) events = &doc;
+  if (events == nullptr)
+    throw UsageError("not a Chrome trace: no \"traceEvents\" array (ridge reads traces written by `ridge trace` or PyTorch's profiler)");
+
+  Trace trace;
+  Nanoseconds origin = 0;
+  std::int64_t host_pid = -1;
+  if (doc.is_object() && doc.contains("ridge")) {
+    const auto& m = doc["ridge"];
+    origin = m.value("origin_ns", Nanoseconds{0});
+    host_pid = m.value("host_pid", std::int64_t{-1});
+    trace.process_id = m.value("process_id", 0u);
+    trace.command = m.value("command", std::string());
+    trace.window = m.value("window", std::string());
+    trace.dropped_records = m.value("dropped_records", std::uint64_t{0});
+    trace.incomplete_records = m.value("incomplete_records", std::uint64_t{0});
+    trace.collection_start = m.value("collection_start_ns", Nanoseconds{0});
+    trace.collection_stop = m.value("collection_stop_ns", Nanoseconds{0});
+    if (m.contains("devices"))
+      for (const auto& [k, v] : m["devices"].items()) trace.device_names[static_cast<std::uint32_t>(std::stoul(k))] = v.get<std::string>();
+  }
+  auto ns_of = [&](const nlohmann::json& e, const char* key) -> Nanoseconds {
+    auto it = e.find(key);
+    if (it == e.end() || !it->is_number()) return origin;
+    const double us = it->get<double>();
+    return origin + static_cast<Nanoseconds>(std::llround(std::max(0.0, us) * 1000.0));
+  };
+  auto process_of = [&](std::int64_t pid) -> std::uint32_t {
+    return pid == host_pid ? trace.process_id : static_cast<std::uint32_t>(pid);
+  };
+  static const nlohmann::json no_args = nlohmann::json::object();
+
+  for (const auto& e : *events) {
+    if (!e.is_object()) continue;
+    const std::string ph = e.value("ph", std::string());
+    const std::string cat = e.value("cat", std::string());
+    if (ph != "X" && !(ph == "i" || ph == "I")) continue;
+    const std::string name = e.value("name", std::string());
+    const auto args_it = e.find("args");
+    const nlohmann::json& args = args_it != e.end() && args_it->is_object() ? *args_it : no_args;
+    const Nanoseconds start = ns_of(e, "ts");
+    const Nanoseconds end = start + static_cast<Nanoseconds>(std::llround(std::max(0.0, e.value("dur", 0.0)) * 1000.0));
+    const std::int64_t pid = int_or(e, "pid", 0), tid = int_or(e, "tid", 0);
+    const auto correlation = static_cast<std::uint32_t>(int_or(args, "correlation", 0));
+    const auto external = static_cast<std::uint64_t>(int_or(args, "External id", 0));
+    const auto device = static_cast<std::uint32_t>(int_or(args, "device", pid));
+    const auto stream = static_cast<std::uint32_t>(int_or(args, "stream", tid));
+    if (ph != "X" && cat != "user_annotation") continue;
+    if (cat == "kernel") {
+      Kernel k;
+      k.name = trace.strings.intern(name);
+      k.device = device;
+      k.stream = stream;
+      k.start = start;
+      k.end = end;
+      k.grid = dim3_of(args, "grid");
+      k.block = dim3_of(args, "block");
+      k.correlation = correlation;
+      k.external_id = external;
+      k.registers_per_thread = static_cast<std::uint32_t>(int_or(args, "registers per thread", 0));
+      k.shared_memory_bytes = static_cast<std::uint32_t>(int_or(args, "shared memory", 0));
+      k.graph_id = static_cast<std::uint32_t>(int_or(args, "graph id", 0));
+      trace.kernels.push_back(k);
+    } else if (cat == "gpu_memcpy") {
+      Memcpy m;
+      // "Memcpy HtoD" (ours) or "Memcpy HtoD (Pageable -> Device)" (PyTorch).
+      std::string kind = name.rfind("Memcpy ", 0) == 0 ? name.substr(7, 4) : std::string();
+      m.kind = memcpy_kind_from_string(kind);
+      m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
+      m.device = device;
+      m.stream = stream;
+      m.start = start;
+      m.end = end;
+      m.correlation = correlation;
+      m.external_id = external;
+      trace.memcpys.push_back(m);
+    } else if (cat == "gpu_memset") {
+      Memset m;
+      m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
+      m.device = device;
+      m.stream = stream;
+      m.start = start;
+      m.end = end;
+      m.correlation = correlation;
+      m.external_id = external;
+      trace.memsets.push_back(m);
+    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      ApiCall a;
+      a.domain = cat == "cuda_runtime" ? ApiDomain::runtime : ApiDomain::driver;
+      a.name = trace.strings.intern(name);
+      a.process = process_of(pid);
+      a.thread = static_cast<std::uint32_t>(tid);
+      a.start = start;
+      a.end = end;
+      a.correlation = correlation;
+      a.external_id = external;
+      trace.api_calls.push_back(a);
+    } else if (cat == "cuda_sync") {
+      Sync s;
+      s.kind = sync_kind_from_string(name);
+      s.device = device;
+      const std::int64_t st = int_or(args, "stream", -1);
+      s.stream = st < 0 ? no_stream : static_cast<std::uint32_t>(st);
+      s.start = start;
+      s.end = end;
+      s.correlation = correlation;
+      trace.syncs.push_back(s);
+    } else if (cat == "user_annotation") {
+      NvtxRange r;
+      r.name = trace.strings.intern(name);
+      r.process = process_of(pid);
+      r.thread = static_cast<std::uint32_t>(tid);
+      r.start = start;
+      r.marker = ph != "X";
+      r.end = r.marker ? start : end;
+      trace.ranges.push_back(r);
+    }
+  }
+  finalize(trace);
+  return trace;
+}
+
+Trace load_chrome_trace(const std::string& path) { return parse_chrome_json(read_text(path)); }
+
+}  // namespace ridge::trace

@@ -1,0 +1,19 @@
+#pragma once
+// Environment variables through which `ridge trace` configures libridge_inject.so in the traced
+// program (the injection library has no command line of its own).
+namespace ridge::inject_env {
+
+inline constexpr const char* output = "RIDGE_TRACE_OUTPUT";        ///< Chrome trace path ("" = none)
+inline constexpr const char* summary = "RIDGE_TRACE_SUMMARY";      ///< analysis JSON path
+inline constexpr const char* owner = "RIDGE_TRACE_OWNER";          ///< claim file: the first CUDA process owns the output
+inline constexpr const char* command = "RIDGE_TRACE_COMMAND";      ///< the traced command, for the trace's metadata
+inline constexpr const char* skip_seconds = "RIDGE_TRACE_SKIP_SECONDS";
+inline constexpr const char* skip_kernels = "RIDGE_TRACE_SKIP_KERNELS";
+inline constexpr const char* nvtx_range = "RIDGE_TRACE_NVTX_RANGE";
+inline constexpr const char* profiler_range = "RIDGE_TRACE_PROFILER_RANGE";  ///< "1": between cudaProfilerStart/Stop
+inline constexpr const char* step_range = "RIDGE_TRACE_STEP_RANGE";
+inline constexpr const char* top = "RIDGE_TRACE_TOP";
+inline constexpr const char* all_api = "RIDGE_TRACE_ALL_API";      ///< "1": record trivial API calls too
+inline constexpr const char* buffer_mb = "RIDGE_TRACE_BUFFER_MB";
+
+}  // namespace ridge::inject_env

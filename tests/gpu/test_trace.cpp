@@ -1,0 +1,209 @@
+// The tracer on a workload known in advance, traced in-process (ridge::Tracer) and by injection
+// into a separate program (`ridge trace -- trace_target`).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "gpu_test_util.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/tracer.hpp"
+#include "ridge/writers.hpp"
+#include "trace_workload.hpp"
+
+namespace fs = std::filesystem;
+using namespace ridge::trace;
+
+namespace {
+
+fs::path bin_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  // build/tests/ridge_gpu_tests -> build/bin (works wherever the build folder was carried to)
+  if (!ec && fs::exists(exe.parent_path() / ".." / "bin" / "ridge")) return exe.parent_path() / ".." / "bin";
+  return RIDGE_BIN_DIR;
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ridge-trace-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+/// Runs a shell command line; returns its exit code (128 + N for a signal, as a shell reports it).
+int run_command(const std::string& line) {
+  const int status = std::system(line.c_str());
+  if (status == -1) return -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+
+/// Everything the workload's trace must show.
+void check_workload_trace(const Trace& t, const Analysis& a) {
+  namespace w = trace_workload;
+  EXPECT_EQ(t.dropped_records, 0u);
+  ASSERT_EQ(t.kernels.size(), static_cast<std::size_t>(w::total_kernels));
+  EXPECT_EQ(a.kernel_count, static_cast<std::uint64_t>(w::total_kernels));
+
+  std::vector<const Kernel*> busy, adds;
+  for (const auto& k : t.kernels) {
+    const std::string& name = t.strings.at(k.name);
+    if (contains(name, w::busy_kernel_name)) busy.push_back(&k);
+    else if (contains(name, w::add_kernel_name)) adds.push_back(&k);
+    else ADD_FAILURE() << "unexpected kernel " << name;
+  }
+  ASSERT_EQ(busy.size(), static_cast<std::size_t>(w::steps * w::busy_per_step));
+  ASSERT_EQ(adds.size(), static_cast<std::size_t>(w::steps * w::adds_per_step));
+
+  // Durations: the busy-wait kernels spin 200 us on the GPU's timer.
+  for (const Kernel* k : busy) {
+    const double us = static_cast<double>(k->end - k->start) / 1e3;
+    EXPECT_GE(us, w::busy_ns / 1e3 * 0.99) << "busy-wait kernel shorter than it spins";
+    EXPECT_LE(us, w::busy_ns / 1e3 * 1.5) << "busy-wait kernel far longer than it spins";
+    EXPECT_EQ(k->grid, (Dim3{1, 1, 1}));
+  }
+  for (const Kernel* k : adds) EXPECT_EQ(k->block, (Dim3{256, 1, 1}));
+
+  // Two streams, each kernel kind on its own, and kernels of one stream never overlap.
+  const std::uint32_t stream_a = busy.front()->stream, stream_b = adds.front()->stream;
+  EXPECT_NE(stream_a, stream_b);
+  for (const Kernel* k : busy) EXPECT_EQ(k->stream, stream_a);
+  for (const Kernel* k : adds) EXPECT_EQ(k->stream, stream_b);
+  for (auto* list : {&busy, &adds}) {
+    std::sort(list->begin(), list->end(), [](const Kernel* x, const Kernel* y) { return x->start < y->start; });
+    for (std::size_t i = 1; i < list->size(); ++i) EXPECT_LE((*list)[i - 1]->end, (*list)[i]->start);
+  }
+
+  // Every kernel joins its launch call, which began before it ran (one clock for host and GPU).
+  std::map<std::uint32_t, const ApiCall*> calls;
+  for (const auto& c : t.api_calls) calls[c.correlation] = &c;
+  std::map<std::uint32_t, std::vector<std::pair<Nanoseconds, Nanoseconds>>> launch_then_start;  // per stream
+  for (const auto& k : t.kernels) {
+    auto it = calls.find(k.correlation);
+    ASSERT_NE(it, calls.end()) << "kernel without its launch call";
+    EXPECT_TRUE(contains(t.strings.at(it->second->name), "Launch")) << t.strings.at(it->second->name);
+    EXPECT_LE(it->second->start, k.start);
+    launch_then_start[k.stream].emplace_back(it->second->start, k.start);
+  }
+  // On one stream, launch order is execution order.
+  for (auto& [stream, pairs] : launch_then_start) {
+    std::sort(pairs.begin(), pairs.end());
+    for (std::size_t i = 1; i < pairs.size(); ++i) EXPECT_LT(pairs[i - 1].second, pairs[i].second) << "stream " << stream;
+  }
+  EXPECT_EQ(a.launch_latency_count, static_cast<std::uint64_t>(w::total_kernels));
+  EXPECT_GE(a.gpu_busy_ns, static_cast<Nanoseconds>(w::steps * w::busy_per_step * w::busy_ns));
+
+  // One copy each way of the whole buffer.
+  std::map<MemcpyKind, std::uint64_t> bytes, copies;
+  for (const auto& m : t.memcpys) {
+    bytes[m.kind] += m.bytes;
+    copies[m.kind]++;
+  }
+  // (A pageable copy may be reported in pieces; the bytes must add up either way.)
+  EXPECT_GE(copies[MemcpyKind::host_to_device], 1u);
+  EXPECT_GE(copies[MemcpyKind::device_to_host], 1u);
+  EXPECT_EQ(bytes[MemcpyKind::host_to_device], sizeof(float) * w::elements);
+  EXPECT_EQ(bytes[MemcpyKind::device_to_host], sizeof(float) * w::elements);
+  for (const auto& m : t.memcpys) {
+    auto it = calls.find(m.correlation);
+    ASSERT_NE(it, calls.end()) << "memcpy without its API call";
+    EXPECT_TRUE(contains(t.strings.at(it->second->name), "Memcpy")) << t.strings.at(it->second->name);
+  }
+
+  // NVTX: three steps of five kernels, launched on the thread that opened the range.
+  std::size_t step_ranges = 0;
+  for (const auto& r : t.ranges) step_ranges += t.strings.at(r.name) == w::step_range;
+  EXPECT_EQ(step_ranges, static_cast<std::size_t>(w::steps));
+  ASSERT_EQ(a.steps.size(), static_cast<std::size_t>(w::steps));
+  for (const auto& s : a.steps) {
+    EXPECT_EQ(s.kernels, static_cast<std::uint64_t>(w::kernels_per_step));
+    EXPECT_GE(s.duration_ns, static_cast<Nanoseconds>(w::busy_per_step * w::busy_ns));  // it synchronizes inside
+  }
+  bool found_range = false;
+  for (const auto& r : a.top_ranges)
+    if (r.name == w::step_range) {
+      found_range = true;
+      EXPECT_EQ(r.kernels, static_cast<std::uint64_t>(w::total_kernels)) << "NVTX and API thread ids disagree";
+    }
+  EXPECT_TRUE(found_range);
+  // Synchronization records: the workload waits on each stream every step.
+  EXPECT_GE(t.syncs.size(), static_cast<std::size_t>(2 * w::steps));
+}
+
+}  // namespace
+
+TEST(TraceGpu, InProcessTracerRecordsTheKnownWorkload) {
+  RIDGE_REQUIRE_GPU();
+  ridge::Tracer tracer;
+  tracer.start();
+  EXPECT_TRUE(tracer.running());
+  ASSERT_EQ(trace_workload::run(), 0);
+  tracer.stop();
+  const AnalysisOptions options{.step_range = trace_workload::step_range};
+  check_workload_trace(tracer.events(), tracer.summary(options));
+
+  // What was written reads back as the same trace.
+  const fs::path path = scratch("inprocess.json");
+  tracer.write(path.string());
+  const Trace back = load_chrome_trace(path.string());
+  EXPECT_EQ(back.kernels.size(), tracer.events().kernels.size());
+  EXPECT_EQ(to_json(analyze(back, options)), to_json(tracer.summary(options)));
+}
+
+TEST(TraceGpu, SecondTracerWhileOneRunsIsAnError) {
+  RIDGE_REQUIRE_GPU();
+  ridge::Tracer first, second;
+  first.start();
+  EXPECT_THROW(second.start(), ridge::UsageError);
+  first.stop();
+  // And a fresh start after a stop works.
+  second.start();
+  second.stop();
+}
+
+TEST(TraceGpu, RidgeTraceInjectsIntoAnUnmodifiedProgram) {
+  RIDGE_REQUIRE_GPU();
+  const fs::path trace_file = scratch("inject.json"), summary = scratch("inject.summary.json");
+  const std::string line = (bin_dir() / "ridge").string() + " trace -o " + trace_file.string() + " --json " +
+                           summary.string() + " --step-range step -- " + (bin_dir() / "trace_target").string();
+  ASSERT_EQ(run_command(line), 0) << line;
+  const Trace t = load_chrome_trace(trace_file.string());
+  const nlohmann::json j = nlohmann::json::parse(ridge::read_text(summary));
+  EXPECT_EQ(j["program"]["exit_code"], 0);
+  EXPECT_EQ(j["end"], "exit");
+  check_workload_trace(t, analysis_from_json(j));
+  EXPECT_NE(t.command.find("trace_target"), std::string::npos);
+}
+
+TEST(TraceGpu, RidgeTracePassesExitCodesThroughAndWritesAfterACrash) {
+  RIDGE_REQUIRE_GPU();
+  const std::string ridge = (bin_dir() / "ridge").string(), target = (bin_dir() / "trace_target").string();
+  const fs::path exited = scratch("exit7.json");
+  EXPECT_EQ(run_command(ridge + " trace -o " + exited.string() + " -- " + target + " --exit-code 7"), 7);
+  EXPECT_EQ(load_chrome_trace(exited.string()).kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels));
+
+  const fs::path crashed = scratch("abort.json");
+  EXPECT_EQ(run_command(ridge + " trace -o " + crashed.string() + " -- " + target + " --abort"), 128 + SIGABRT);
+  ASSERT_TRUE(fs::exists(crashed)) << "the trace must be written when the program aborts";
+  EXPECT_EQ(load_chrome_trace(crashed.string()).kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels));
+}
+
+TEST(TraceGpu, RidgeTraceWindowsLeaveWarmupOut) {
+  RIDGE_REQUIRE_GPU();
+  const std::string ridge = (bin_dir() / "ridge").string(), target = (bin_dir() / "trace_target").string();
+  const fs::path skipped = scratch("skip.json");
+  ASSERT_EQ(run_command(ridge + " trace --skip-kernels 5 -o " + skipped.string() + " -- " + target), 0);
+  EXPECT_EQ(load_chrome_trace(skipped.string()).kernels.size(),
+            static_cast<std::size_t>(trace_workload::total_kernels - 5));
+  const fs::path ranged = scratch("range.json");
+  ASSERT_EQ(run_command(ridge + " trace --nvtx-range step -o " + ranged.string() + " -- " + target), 0);
+  const Trace t = load_chrome_trace(ranged.string());
+  EXPECT_EQ(t.kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels));
+  EXPECT_TRUE(t.memcpys.empty()) << "the copies happen outside the step ranges";
+}

@@ -1,0 +1,48 @@
+// The tracer's known workload (see trace_workload.hpp). No fmt here: this is a .cu file.
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <vector>
+
+#include "ridge/cuda_check.hpp"
+#include "ridge/probes.hpp"
+#include "trace_workload.hpp"
+
+__global__ void target_add_one(float* x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+
+namespace trace_workload {
+
+int run() {
+  cudaStream_t a = nullptr, b = nullptr;
+  RIDGE_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  RIDGE_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  float* device = nullptr;
+  RIDGE_CHECK(cudaMalloc(&device, sizeof(float) * elements));
+  std::vector<float> host(elements, 1.0f);
+  RIDGE_CHECK(cudaMemcpy(device, host.data(), sizeof(float) * elements, cudaMemcpyHostToDevice));
+  const int block = 256, grid = (elements + block - 1) / block;
+  for (int s = 0; s < steps; ++s) {
+    nvtxRangePushA(step_range);
+    for (int i = 0; i < busy_per_step; ++i) ridge::launch_busy_wait(a, busy_ns);
+    for (int i = 0; i < adds_per_step; ++i) {
+      target_add_one<<<grid, block, 0, b>>>(device, elements);
+      RIDGE_CHECK_LAUNCH();
+    }
+    RIDGE_CHECK(cudaStreamSynchronize(a));
+    RIDGE_CHECK(cudaStreamSynchronize(b));
+    nvtxRangePop();
+  }
+  RIDGE_CHECK(cudaMemcpy(host.data(), device, sizeof(float) * elements, cudaMemcpyDeviceToHost));
+  const float expected = 1.0f + steps * adds_per_step;
+  int wrong = 0;
+  for (float v : host) wrong += v != expected;
+  RIDGE_CHECK(cudaFree(device));
+  RIDGE_CHECK(cudaStreamDestroy(a));
+  RIDGE_CHECK(cudaStreamDestroy(b));
+  return wrong;
+}
+
+}  // namespace trace_workload

@@ -1,0 +1,490 @@
+// Trace model, analysis, windows and the Chrome writer on synthetic event lists.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "ridge/errors.hpp"
+#include "ridge/trace.hpp"
+
+using namespace ridge::trace;
+
+namespace {
+
+constexpr std::uint32_t pid = 4242, tid = 77;
+
+/// Builds synthetic traces: every kernel gets a runtime launch call on one thread.
+struct Builder {
+  Trace t;
+  std::uint32_t next_correlation = 1;
+
+  Builder() {
+    t.process_id = pid;
+    t.command = "synthetic";
+    t.device_names[0] = "Test GPU";
+  }
+  ApiCall& api(const std::string& name, Nanoseconds start, Nanoseconds end, std::uint32_t thread = tid) {
+    ApiCall a;
+    a.name = t.strings.intern(name);
+    a.process = pid;
+    a.thread = thread;
+    a.start = start;
+    a.end = end;
+    a.correlation = next_correlation++;
+    t.api_calls.push_back(a);
+    return t.api_calls.back();
+  }
+  /// A kernel launched by a cudaLaunchKernel call [launch_start, launch_start + 2000).
+  void kernel(const std::string& name, std::uint32_t stream, Nanoseconds start, Nanoseconds end,
+              std::optional<Nanoseconds> launch_start = std::nullopt, std::uint32_t thread = tid) {
+    Kernel k;
+    k.name = t.strings.intern(name);
+    k.stream = stream;
+    k.start = start;
+    k.end = end;
+    k.grid = {128, 2, 1};
+    k.block = {256, 1, 1};
+    if (launch_start) k.correlation = api("cudaLaunchKernel", *launch_start, *launch_start + 2000, thread).correlation;
+    t.kernels.push_back(k);
+  }
+  void range(const std::string& name, Nanoseconds start, Nanoseconds end, std::uint32_t thread = tid) {
+    NvtxRange r;
+    r.name = t.strings.intern(name);
+    r.process = pid;
+    r.thread = thread;
+    r.start = start;
+    r.end = end;
+    t.ranges.push_back(r);
+  }
+  void copy(MemcpyKind kind, std::uint64_t bytes, Nanoseconds start, Nanoseconds end, const std::string& api_name) {
+    Memcpy m;
+    m.kind = kind;
+    m.bytes = bytes;
+    m.stream = 7;
+    m.start = start;
+    m.end = end;
+    m.correlation = api(api_name, start - 1000, end + 500).correlation;
+    t.memcpys.push_back(m);
+  }
+  Trace done() {
+    finalize(t);
+    return t;
+  }
+};
+
+}  // namespace
+
+TEST(TraceModel, UnionLengthMergesOverlapsAndIgnoresEmptyIntervals) {
+  EXPECT_EQ(union_length({}), 0u);
+  EXPECT_EQ(union_length({{10, 20}, {15, 30}, {40, 50}, {45, 45}}), 30u);
+  EXPECT_EQ(union_length({{40, 50}, {0, 100}}), 100u);
+  EXPECT_EQ(union_length({{0, 10}, {10, 20}}), 20u);  // touching intervals join without double counting
+}
+
+TEST(TraceModel, StripsApiVersionsAndDemangles) {
+  EXPECT_EQ(strip_api_version("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+  EXPECT_EQ(strip_api_version("cuLaunchKernel"), "cuLaunchKernel");
+  EXPECT_EQ(strip_api_version("cudaMemcpy_vX"), "cudaMemcpy_vX");
+  EXPECT_EQ(strip_api_version("cudaGetDeviceProperties_v2_v12000"), "cudaGetDeviceProperties");
+  EXPECT_EQ(demangle("_Z6kernelPfi"), "kernel(float*, int)");
+  EXPECT_EQ(demangle("not_mangled"), "not_mangled");
+}
+
+TEST(TraceAnalysis, OverlappingKernelsOnTwoStreamsCountBusyTimeOnce) {
+  Builder b;
+  b.kernel("gemm", 7, 1000, 5000, 0);
+  b.kernel("softmax", 8, 3000, 8000, 100);
+  b.kernel("gemm", 7, 10000, 12000, 200);
+  const Analysis a = analyze(b.done());
+  EXPECT_EQ(a.kernel_count, 3u);
+  EXPECT_EQ(a.kernel_time_ns, 4000u + 5000u + 2000u);
+  EXPECT_EQ(a.gpu_busy_ns, 7000u + 2000u);
+  EXPECT_EQ(a.kernel_span_ns, 11000u);
+  EXPECT_EQ(a.gap_count, 1u);
+  EXPECT_EQ(a.idle_time_ns, 2000u);
+  EXPECT_EQ(a.largest_gap_ns, 2000u);
+  EXPECT_NEAR(a.busy_fraction_of_kernel_span, 9000.0 / 11000.0, 1e-12);
+  ASSERT_EQ(a.top_kernels.size(), 2u);
+  EXPECT_EQ(a.top_kernels[0].name, "gemm");
+  EXPECT_EQ(a.top_kernels[0].time.count, 2u);
+  EXPECT_EQ(a.top_kernels[0].time.total_ns, 6000u);
+  EXPECT_EQ(a.top_kernels[0].time.min_ns, 2000u);
+  EXPECT_EQ(a.top_kernels[0].time.max_ns, 4000u);
+  EXPECT_DOUBLE_EQ(a.top_kernels[0].time.mean_ns, 3000.0);
+  EXPECT_NEAR(a.top_kernels[0].percent_of_kernel_time, 100.0 * 6000 / 11000, 1e-9);
+  EXPECT_NEAR(a.top_kernels[0].percent_of_kernel_time + a.top_kernels[1].percent_of_kernel_time, 100.0, 1e-9);
+}
+
+TEST(TraceAnalysis, GapsAreHostBoundOnlyWhenTheLaunchCameAfterTheGpuWentIdle) {
+  Builder b;
+  b.kernel("a", 7, 10000, 20000, 0);       // launched early
+  b.kernel("b", 7, 30000, 35000, 25000);   // launch call began at 25000 > 20000: the GPU waited on the host
+  b.kernel("c", 7, 50000, 52000, 30000);   // launched at 30000, before b ended: gap not host-bound
+  const Analysis a = analyze(b.done());
+  EXPECT_EQ(a.gap_count, 2u);
+  EXPECT_EQ(a.idle_time_ns, 10000u + 15000u);
+  EXPECT_EQ(a.idle_waiting_on_host_ns, 10000u);
+  EXPECT_NEAR(a.host_bound_fraction_of_idle, 10000.0 / 25000.0, 1e-12);
+  EXPECT_EQ(a.idle_unattributed_ns, 0u);
+  // Launch latency: start - end of launch call (call lasts 2000 ns): 8000, 3000, 18000.
+  EXPECT_EQ(a.launch_latency_count, 3u);
+  EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 8000.0);
+  EXPECT_DOUBLE_EQ(a.launch_latency_min_ns, 3000.0);
+  EXPECT_DOUBLE_EQ(a.launch_latency_max_ns, 18000.0);
+  EXPECT_NEAR(a.launch_latency_mean_ns, (8000.0 + 3000 + 18000) / 3, 1e-9);
+}
+
+TEST(TraceAnalysis, HostBoundTraceRaisesAFinding) {
+  Builder b;
+  for (int i = 0; i < 20; ++i) {
+    const Nanoseconds launch = 10000ull * i;
+    b.kernel("tiny", 7, launch + 3000, launch + 4000, launch);  // 1 us of work every 10 us, each launched late
+  }
+  const Analysis a = analyze(b.done());
+  EXPECT_GT(a.host_bound_fraction_of_idle, 0.99);
+  bool found = false;
+  for (const auto& f : a.findings) found |= f.find("host is the bottleneck") != std::string::npos;
+  EXPECT_TRUE(found);
+}
+
+TEST(TraceAnalysis, KernelsWithoutLaunchCallsAreUnattributed) {
+  Builder b;
+  b.kernel("x", 7, 0, 1000);
+  b.kernel("y", 7, 3000, 4000);
+  const Analysis a = analyze(b.done());
+  EXPECT_EQ(a.idle_unattributed_ns, 2000u);
+  EXPECT_EQ(a.kernels_without_launch_call, 2u);
+  EXPECT_EQ(a.launch_latency_count, 0u);
+}
+
+TEST(TraceAnalysis, EmptyTraceIsZeroEverywhereAndSaysSo) {
+  Trace t;
+  finalize(t);
+  const Analysis a = analyze(t, AnalysisOptions{.step_range = "step"});
+  EXPECT_EQ(a.kernel_count, 0u);
+  EXPECT_EQ(a.gpu_busy_ns, 0u);
+  EXPECT_EQ(a.trace_span_ns, 0u);
+  EXPECT_EQ(a.idle_time_ns, 0u);
+  EXPECT_TRUE(a.steps.empty());
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_NE(a.findings[0].find("No kernels"), std::string::npos);
+  EXPECT_NE(format_analysis(a).find("no NVTX range named \"step\""), std::string::npos);
+  const Trace back = parse_chrome_json(to_chrome_json(t));
+  EXPECT_EQ(back.event_count(), 0u);
+}
+
+TEST(TraceAnalysis, KernelsPerStepAndRangesCountLaunchesInside) {
+  Builder b;
+  // Three steps of 10 us; step i launches i+2 kernels; an inner "attention" range in each.
+  for (int i = 0; i < 3; ++i) {
+    const Nanoseconds s = 100000ull * (i + 1);
+    b.range("step", s, s + 10000);
+    b.range("attention", s + 100, s + 3000);
+    for (int k = 0; k < i + 2; ++k) b.kernel("k", 7, s + 5000 + 200 * k, s + 5100 + 200 * k, s + 200 + 1000 * k);
+  }
+  b.kernel("outside", 7, 900000, 901000, 800000);
+  const Trace t = b.done();
+  for (const auto& r : t.ranges) EXPECT_EQ(r.depth, t.strings.at(r.name) == "step" ? 0 : 1);
+  const Analysis a = analyze(t, AnalysisOptions{.step_range = "step"});
+  ASSERT_EQ(a.steps.size(), 3u);
+  EXPECT_EQ(a.steps[0].kernels, 2u);
+  EXPECT_EQ(a.steps[1].kernels, 3u);
+  EXPECT_EQ(a.steps[2].kernels, 4u);
+  EXPECT_EQ(a.steps[1].gpu_busy_ns, 300u);
+  EXPECT_EQ(a.steps[1].duration_ns, 10000u);
+  EXPECT_DOUBLE_EQ(a.kernels_per_step_median, 3.0);
+  EXPECT_EQ(a.kernels_per_step_min, 2u);
+  EXPECT_EQ(a.kernels_per_step_max, 4u);
+  std::map<std::string, RangeStat> ranges;
+  for (const auto& r : a.top_ranges) ranges[r.name] = r;
+  EXPECT_EQ(ranges["step"].time.count, 3u);
+  EXPECT_EQ(ranges["step"].kernels, 9u);
+  EXPECT_EQ(ranges["step"].kernel_time_ns, 900u);
+  // Launch calls inside "attention" (s+100 .. s+3000): launches at s+200, s+1200, s+2200 when present.
+  EXPECT_EQ(ranges["attention"].kernels, 2u + 3u + 3u);
+}
+
+TEST(TraceAnalysis, KernelsWithoutLaunchCallsCountInTheStepTheyRanIn) {
+  Builder b;
+  b.range("step", 0, 10000);
+  b.range("step", 20000, 30000);
+  b.kernel("launched", 7, 1000, 2000, 500);
+  b.kernel("graph_node", 7, 3000, 4000);   // no launch call: placed by its start
+  b.kernel("late", 7, 25000, 26000, 9000);  // launched in step 1 although it ran during step 2
+  const Analysis a = analyze(b.done(), AnalysisOptions{.step_range = "step"});
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].kernels, 3u);
+  EXPECT_EQ(a.steps[1].kernels, 0u);
+}
+
+TEST(TraceAnalysis, RepeatedDeviceToHostCopiesAreFlaggedAsHiddenSyncs) {
+  Builder b;
+  for (int i = 0; i < 5; ++i) {
+    const Nanoseconds s = 100000ull * (i + 1);
+    b.kernel("work", 7, s, s + 20000, s - 5000);
+    b.copy(MemcpyKind::device_to_host, 4, s + 20000, s + 21000, "cudaMemcpyAsync");
+  }
+  b.copy(MemcpyKind::host_to_device, 1 << 20, 2000, 5000, "cudaMemcpy");
+  b.copy(MemcpyKind::device_to_host, 1 << 20, 700000, 800000, "cudaMemcpy");  // once: not a loop
+  const Analysis a = analyze(b.done());
+  ASSERT_EQ(a.hidden_syncs.size(), 1u);
+  EXPECT_EQ(a.hidden_syncs[0].count, 5u);
+  EXPECT_EQ(a.hidden_syncs[0].bytes, 4u);
+  EXPECT_EQ(a.hidden_syncs[0].api, "cudaMemcpyAsync");
+  EXPECT_EQ(a.hidden_syncs[0].copy_time_ns, 5000u);
+  EXPECT_EQ(a.hidden_syncs[0].idle_after_ns, 4u * (100000 - 21000));  // the last copy has no kernel after it
+  ASSERT_EQ(a.memcpy_totals.size(), 2u);
+  for (const auto& m : a.memcpy_totals) {
+    if (m.kind == MemcpyKind::device_to_host) {
+      EXPECT_EQ(m.count, 6u);
+      EXPECT_EQ(m.bytes, 5u * 4 + (1u << 20));
+    } else {
+      EXPECT_EQ(m.kind, MemcpyKind::host_to_device);
+      EXPECT_EQ(m.count, 1u);
+    }
+  }
+}
+
+TEST(TraceAnalysis, JsonRoundTripKeepsEveryNumber) {
+  Builder b;
+  b.range("step", 0, 50000);
+  b.kernel("gemm", 7, 1000, 5000, 0);
+  b.kernel("softmax", 8, 3000, 8000, 100);
+  b.copy(MemcpyKind::device_to_host, 8, 9000, 9500, "cudaMemcpy");
+  const Analysis a = analyze(b.done(), AnalysisOptions{.step_range = "step"});
+  const nlohmann::json j = to_json(a);
+  EXPECT_EQ(j["schema"], "ridge.trace_analysis/1");
+  EXPECT_EQ(j["gpu_busy_ns"], a.gpu_busy_ns);
+  const Analysis back = analysis_from_json(j);
+  EXPECT_EQ(to_json(back), j);
+  EXPECT_THROW(analysis_from_json(nlohmann::json{{"gpu_busy_ns", "lots"}}), ridge::UsageError);
+}
+
+TEST(TraceWindow, SkipsKernelsSecondsAndKeepsNvtxAndProfilerRanges) {
+  Builder b;
+  b.t.collection_start = 0;
+  for (int i = 0; i < 10; ++i) b.kernel("k" + std::to_string(i), 7, 1000000ull * i + 500, 1000000ull * i + 900, 1000000ull * i);
+  b.range("step", 5000000, 7500000);
+  b.api("cudaProfilerStart", 2000000 - 100, 2000000 - 50);
+  b.api("cudaProfilerStop", 4000000 - 10, 4000000);
+  const Trace t = b.done();
+
+  const Trace by_kernels = apply_window(t, Window{.skip_kernels = 3});
+  ASSERT_EQ(by_kernels.kernels.size(), 7u);
+  EXPECT_EQ(by_kernels.strings.at(by_kernels.kernels.front().name), "k3");
+  EXPECT_NE(by_kernels.window.find("first 3 skipped"), std::string::npos);
+
+  const Trace by_seconds = apply_window(t, Window{.skip_seconds = 0.0065});
+  EXPECT_EQ(by_seconds.kernels.size(), 3u);  // launched at 7, 8, 9 ms
+
+  const Trace by_range = apply_window(t, Window{.nvtx_range = "step"});
+  ASSERT_EQ(by_range.kernels.size(), 3u);  // launched at 5, 6, 7 ms (7.0 <= 7.5)
+  EXPECT_EQ(by_range.ranges.size(), 1u);
+
+  const Trace by_profiler = apply_window(t, Window{.profiler_range = true});
+  ASSERT_EQ(by_profiler.kernels.size(), 2u);  // launched at 2 and 3 ms
+  EXPECT_EQ(by_profiler.strings.at(by_profiler.kernels[0].name), "k2");
+
+  EXPECT_TRUE(apply_window(t, Window{.skip_kernels = 10}).kernels.empty());
+  EXPECT_TRUE(apply_window(t, Window{.nvtx_range = "no such range"}).kernels.empty());
+  EXPECT_EQ(apply_window(t, Window{}).kernels.size(), 10u);
+}
+
+TEST(TraceWhatIf, AmdahlFromTheTraceUsesBusyTimeAndSpan) {
+  Builder b;
+  b.kernel("attention_fwd", 7, 0, 3000, std::nullopt);
+  b.kernel("gemm_bf16", 7, 3000, 10000, std::nullopt);
+  const Trace t = b.done();
+  // attention: 30% of busy time; made 3x faster -> 1 / (0.7 + 0.1) = 1.25x (the seed's example).
+  const KernelWhatIf w = kernel_what_if(t, "attention", 3);
+  ASSERT_EQ(w.matched.size(), 1u);
+  EXPECT_EQ(w.matched[0], "attention_fwd");
+  EXPECT_EQ(w.launches, 1u);
+  EXPECT_NEAR(w.fraction_of_busy, 0.3, 1e-12);
+  EXPECT_NEAR(w.overall_speedup_busy, 1.25, 1e-12);
+  EXPECT_NEAR(w.fraction_of_span, 0.3, 1e-12);
+  EXPECT_EQ(w.busy_saved_ns, 2000u);
+  EXPECT_NE(w.explanation.find("busy"), std::string::npos);
+  EXPECT_EQ(kernel_what_if(t, "gemm_bf16", 1).overall_speedup_busy, 1.0);
+  EXPECT_THROW(kernel_what_if(t, "nonexistent", 2), ridge::UsageError);
+  EXPECT_THROW(kernel_what_if(t, "gemm", 0), ridge::UsageError);
+}
+
+// ---- Chrome trace JSON ---------------------------------------------------------------------------
+
+namespace {
+
+Trace rich_trace() {
+  Builder b;
+  b.range("step", 0, 60000);
+  b.range("layer \"0\" \\ attn", 100, 30000);  // quotes and a backslash must survive
+  b.kernel("gemm<float, 128>", 7, 1000, 5000, 0);
+  b.kernel("softmax", 8, 3000, 8000, 100);
+  b.kernel("gemm<float, 128>", 7, 10001, 12345, 5000, tid + 1);
+  b.copy(MemcpyKind::device_to_host, 4096, 20000, 21000, "cudaMemcpyAsync");
+  Memset m;
+  m.bytes = 1024;
+  m.stream = 8;
+  m.start = 22000;
+  m.end = 22500;
+  m.correlation = b.api("cudaMemsetAsync", 21000, 21500).correlation;
+  b.t.memsets.push_back(m);
+  Sync s;
+  s.kind = SyncKind::stream_synchronize;
+  s.stream = 7;
+  s.start = 23000;
+  s.end = 25000;
+  s.correlation = b.api("cudaStreamSynchronize", 22900, 25100).correlation;
+  b.t.syncs.push_back(s);
+  NvtxRange mark;
+  mark.name = b.t.strings.intern("checkpoint");
+  mark.process = pid;
+  mark.thread = tid;
+  mark.start = mark.end = 26000;
+  mark.marker = true;
+  b.t.ranges.push_back(mark);
+  ApiCall driver = b.api("cuLaunchKernel", 40000, 41000);
+  b.t.api_calls.back().domain = ApiDomain::driver;
+  Kernel k;
+  k.name = b.t.strings.intern("triton_kernel");
+  k.stream = 7;
+  k.start = 42000;
+  k.end = 43000;
+  k.correlation = driver.correlation;
+  k.external_id = 99;
+  b.t.kernels.push_back(k);
+  b.t.dropped_records = 3;
+  b.t.collection_start = 0;
+  return b.done();
+}
+
+}  // namespace
+
+TEST(TraceChrome, EveryCompleteEventHasTimesAndTracksAndEveryFlowEnds) {
+  const Trace t = rich_trace();
+  const nlohmann::json doc = nlohmann::json::parse(to_chrome_json(t));
+  ASSERT_TRUE(doc["traceEvents"].is_array());
+  EXPECT_EQ(doc["ridge"]["dropped_records"], 3);
+  std::map<std::string, int> categories;
+  std::map<std::uint64_t, int> flow_starts, flow_ends;
+  std::set<std::pair<std::int64_t, std::int64_t>> named_threads, used_threads;
+  std::set<std::int64_t> named_processes;
+  for (const auto& e : doc["traceEvents"]) {
+    const std::string ph = e.at("ph");
+    if (ph == "X") {
+      EXPECT_TRUE(e.contains("ts") && e["ts"].is_number()) << e;
+      EXPECT_TRUE(e.contains("dur") && e["dur"].is_number()) << e;
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+      EXPECT_TRUE(e.contains("pid") && e.contains("tid")) << e;
+      categories[e.at("cat")]++;
+      used_threads.emplace(e["pid"], e["tid"]);
+      if (e["cat"] == "kernel") {
+        for (const char* key : {"device", "stream", "correlation", "grid", "block"}) EXPECT_TRUE(e["args"].contains(key)) << key;
+      }
+      if (e["cat"] == "cuda_runtime") EXPECT_TRUE(e["args"].contains("correlation"));
+    } else if (ph == "s") {
+      flow_starts[e.at("id")]++;
+      EXPECT_EQ(e["cat"], "ac2g");
+    } else if (ph == "f") {
+      flow_ends[e.at("id")]++;
+      EXPECT_EQ(e.at("bp"), "e");
+    } else if (ph == "M") {
+      if (e["name"] == "thread_name") named_threads.emplace(e["pid"], e["tid"]);
+      if (e["name"] == "process_name") named_processes.insert(e["pid"].get<std::int64_t>());
+    }
+  }
+  EXPECT_EQ(categories["kernel"], 4);
+  EXPECT_EQ(categories["gpu_memcpy"], 1);
+  EXPECT_EQ(categories["gpu_memset"], 1);
+  EXPECT_EQ(categories["cuda_sync"], 1);
+  EXPECT_EQ(categories["cuda_driver"], 1);
+  EXPECT_EQ(categories["cuda_runtime"], 6);
+  EXPECT_EQ(categories["user_annotation"], 2);  // the marker is an instant event
+  EXPECT_EQ(flow_starts.size(), 4u + 1 + 1);  // kernels, the copy, the memset
+  EXPECT_EQ(flow_starts, flow_ends);
+  for (const auto& [id, n] : flow_starts) EXPECT_EQ(n, 1);
+  for (const auto& thread : used_threads) EXPECT_TRUE(named_threads.count(thread)) << thread.first << "/" << thread.second;
+  for (const auto& thread : used_threads) EXPECT_TRUE(named_processes.count(thread.first));
+}
+
+TEST(TraceChrome, TimestampsAreMicrosecondsWithNanosecondPrecisionFromTheStart) {
+  const Trace t = rich_trace();
+  const nlohmann::json doc = nlohmann::json::parse(to_chrome_json(t));
+  double min_ts = 1e300;
+  bool saw_odd = false;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    min_ts = std::min(min_ts, e["ts"].get<double>());
+    if (e["cat"] == "kernel" && e["ts"].get<double>() == 10.001) {
+      saw_odd = true;
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 2.344);
+    }
+  }
+  EXPECT_DOUBLE_EQ(min_ts, 0.0);
+  EXPECT_TRUE(saw_odd) << "a kernel at 10001 ns must be written as ts 10.001";
+}
+
+TEST(TraceChrome, ReadingBackRebuildsTheSameEventsAndAnalysis) {
+  const Trace t = rich_trace();
+  const Trace back = parse_chrome_json(to_chrome_json(t));
+  ASSERT_EQ(back.kernels.size(), t.kernels.size());
+  for (std::size_t i = 0; i < t.kernels.size(); ++i) {
+    EXPECT_EQ(back.strings.at(back.kernels[i].name), t.strings.at(t.kernels[i].name));
+    EXPECT_EQ(back.kernels[i].start, t.kernels[i].start);
+    EXPECT_EQ(back.kernels[i].end, t.kernels[i].end);
+    EXPECT_EQ(back.kernels[i].stream, t.kernels[i].stream);
+    EXPECT_EQ(back.kernels[i].correlation, t.kernels[i].correlation);
+    EXPECT_EQ(back.kernels[i].external_id, t.kernels[i].external_id);
+    EXPECT_EQ(back.kernels[i].grid, t.kernels[i].grid);
+    EXPECT_EQ(back.kernels[i].block, t.kernels[i].block);
+  }
+  ASSERT_EQ(back.api_calls.size(), t.api_calls.size());
+  for (std::size_t i = 0; i < t.api_calls.size(); ++i) {
+    EXPECT_EQ(back.strings.at(back.api_calls[i].name), t.strings.at(t.api_calls[i].name));
+    EXPECT_EQ(back.api_calls[i].thread, t.api_calls[i].thread);
+    EXPECT_EQ(back.api_calls[i].process, t.api_calls[i].process);
+    EXPECT_EQ(back.api_calls[i].domain, t.api_calls[i].domain);
+    EXPECT_EQ(back.api_calls[i].start, t.api_calls[i].start);
+  }
+  ASSERT_EQ(back.memcpys.size(), 1u);
+  EXPECT_EQ(back.memcpys[0].kind, MemcpyKind::device_to_host);
+  EXPECT_EQ(back.memcpys[0].bytes, 4096u);
+  ASSERT_EQ(back.memsets.size(), 1u);
+  EXPECT_EQ(back.memsets[0].bytes, 1024u);
+  ASSERT_EQ(back.syncs.size(), 1u);
+  EXPECT_EQ(back.syncs[0].kind, SyncKind::stream_synchronize);
+  ASSERT_EQ(back.ranges.size(), t.ranges.size());
+  std::set<std::string> names;
+  for (const auto& r : back.ranges) names.insert(back.strings.at(r.name));
+  EXPECT_TRUE(names.count("layer \"0\" \\ attn"));
+  EXPECT_EQ(back.dropped_records, 3u);
+  EXPECT_EQ(back.process_id, pid);
+  EXPECT_EQ(back.device_names.at(0), "Test GPU");
+
+  const AnalysisOptions options{.step_range = "step"};
+  EXPECT_EQ(to_json(analyze(back, options)), to_json(analyze(t, options)));
+}
+
+TEST(TraceChrome, RejectsFilesThatAreNotTraces) {
+  EXPECT_THROW(parse_chrome_json("{not json"), ridge::UsageError);
+  EXPECT_THROW(parse_chrome_json(R"({"records": []})"), ridge::UsageError);
+}
+
+TEST(TraceChrome, ReadsPyTorchStyleTraces) {
+  // The shape PyTorch's profiler writes: kernels on pid = device, tid = stream; runtime on the host.
+  const std::string text = R"({"traceEvents":[
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1234,"tid":1234,"ts":100.0,"dur":5.0,"args":{"correlation":11,"External id":3}},
+    {"ph":"X","cat":"kernel","name":"void at::native::vectorized_elementwise_kernel<4>","pid":0,"tid":7,"ts":110.5,"dur":2.25,"args":{"device":0,"stream":7,"correlation":11,"grid":[66,1,1],"block":[128,1,1]}},
+    {"ph":"X","cat":"user_annotation","name":"step","pid":1234,"tid":1234,"ts":90.0,"dur":50.0},
+    {"ph":"X","cat":"cpu_op","name":"aten::add","pid":1234,"tid":1234,"ts":95.0,"dur":20.0}
+  ]})";
+  const Trace t = parse_chrome_json(text);
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_EQ(t.kernels[0].end - t.kernels[0].start, 2250u);
+  const Analysis a = analyze(t, AnalysisOptions{.step_range = "step"});
+  ASSERT_EQ(a.steps.size(), 1u);
+  EXPECT_EQ(a.steps[0].kernels, 1u);
+  EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 5500.0);
+}
