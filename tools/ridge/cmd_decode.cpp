@@ -5,11 +5,13 @@
 #include <filesystem>
 #include <sstream>
 
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "ridge/ceilings.hpp"
+#include "ridge/cuda_check.hpp"
 #include "ridge/checks.hpp"
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
@@ -364,6 +366,14 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
 
   fmt::print(out, "{:>5} {:>7} {:>5} {:<11} {:>10} {:>10} {:>10} {:>9} {:>10} {:>7}  {}\n", "batch", "context", "mode",
              "method", "ms/step", "tokens/s", "bytes", "FLOP/B", "ceiling", "% ceil", "kernels, backend");
+  // Steps run on a stream of their own (as an engine's would), not the legacy default stream.
+  struct OwnedStream {
+    cudaStream_t s = nullptr;
+    OwnedStream() { RIDGE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+    ~OwnedStream() {
+      if (s) cudaStreamDestroy(s);
+    }
+  } stream;
   struct ModeTimes {
     double eager = 0, graph = 0;
   };
@@ -386,9 +396,10 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
                                   {"context", context},         {"cached_tokens", cached},
                                   {"layers", config.layers},    {"heads", config.heads},
                                   {"width", config.width},      {"vocab", config.vocab},
-                                  {"gemm", to_string(decoder.gemm())}, {"pdl", !o.no_pdl}};
+                                  {"gemm", to_string(decoder.gemm())}, {"pdl", !o.no_pdl},
+                                  {"working_set_bytes", cost.bytes()}};
       auto eager_fn = [&](cuda_stream s) { decoder.launch_step(s); };
-      const CudaOptions timing{.warmup = o.warmup, .samples = o.samples, .repeats = 1};
+      const CudaOptions timing{.warmup = o.warmup, .samples = o.samples, .repeats = 1, .stream = stream.s};
       std::vector<std::pair<Gpt2Mode, Measurement>> measured;
       for (Gpt2Mode mode : modes) {
         if (mode == Gpt2Mode::eager) {

@@ -217,12 +217,28 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
   const int row_end = min(a.n, row_begin + rows_per_block);
   const W* w = static_cast<const W*>(a.weight);
 
+  const int chunks = k / VEC;
+  const int first_row = row_begin + warp * kRowsPerWarp;
+  // The weights never depend on the previous kernel: start fetching them before waiting for it.
+  // The block's rows go to the L2 in bulk, and each warp's first rows straight into registers.
   pdl_launch_dependents();
   if (threadIdx.x == 0 && row_end > row_begin) {
     const std::size_t bytes = std::size_t(row_end - row_begin) * k * sizeof(W);
     prefetch_l2(w + std::size_t(row_begin) * k,
                 static_cast<unsigned>(bytes < kPrefetchBytesPerBlock ? bytes : kPrefetchBytesPerBlock));
   }
+  uint4 wv[kRowsPerWarp][kUnroll];
+  auto load_group = [&](int row, int c0) {
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int c = c0 + u * 32;
+        wv[r][u] = (row + r < row_end && c < chunks) ? load_stream(w + std::size_t(row + r) * k + c * VEC)
+                                                      : make_uint4(0, 0, 0, 0);
+      }
+  };
+  if (first_row < row_end) load_group(first_row, lane);
   pdl_wait();
 
   // Stage the inputs (layer-normalised when asked) as fp32.
@@ -265,8 +281,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
     best_index[b] = 0x7fffffff;
   }
 
-  const int chunks = k / VEC;
-  for (int row = row_begin + warp * kRowsPerWarp; row < row_end; row += kGemvWarps * kRowsPerWarp) {
+  for (int row = first_row; row < row_end; row += kGemvWarps * kRowsPerWarp) {
     float acc[kRowsPerWarp][MAXB];
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r)
@@ -274,15 +289,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
       for (int b = 0; b < MAXB; ++b) acc[r][b] = 0.0f;
 
     for (int c0 = lane; c0 < chunks; c0 += 32 * kUnroll) {
-      uint4 wv[kRowsPerWarp][kUnroll];
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int c = c0 + u * 32;
-          wv[r][u] = (row + r < row_end && c < chunks) ? load_stream(w + std::size_t(row + r) * k + c * VEC)
-                                                        : make_uint4(0, 0, 0, 0);
-        }
+      if (row != first_row || c0 != lane) load_group(row, c0);  // the first group is already in registers
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int c = c0 + u * 32;
@@ -490,17 +497,27 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_kernel(AttentionA
   __shared__ bool last_block;
   const int s = blockIdx.x, h = blockIdx.y, b = blockIdx.z, tid = threadIdx.x;
   const int C = a.heads * D;
+  const int begin = s * a.chunk;
+  const std::size_t head_base = (std::size_t(b) * a.heads + h) * a.slots * D;
+  W* k_cache = static_cast<W*>(a.k_cache) + head_base;
+  W* v_cache = static_cast<W*>(a.v_cache) + head_base;
 
   pdl_launch_dependents();
+  // Cached rows were written by earlier steps, not by the previous kernel: bring this block's
+  // share into the L2 while waiting. The positions themselves are only read after the wait, so
+  // the host's hint (prefetch_positions) bounds the range.
+  if (tid == 0) {
+    const int rows = min(a.chunk, a.prefetch_positions - begin);
+    if (rows > 0) {
+      prefetch_l2(k_cache + std::size_t(begin) * D, static_cast<unsigned>(rows * D * sizeof(W)));
+      prefetch_l2(v_cache + std::size_t(begin) * D, static_cast<unsigned>(rows * D * sizeof(W)));
+    }
+  }
   pdl_wait();
 
   const int T = a.positions[b];  // cached tokens; this step's key and value go to slot T
   const int total = T + 1;
-  const int begin = s * a.chunk;
   const int end = min(total, begin + a.chunk);
-  const std::size_t head_base = (std::size_t(b) * a.heads + h) * a.slots * D;
-  W* k_cache = static_cast<W*>(a.k_cache) + head_base;
-  W* v_cache = static_cast<W*>(a.v_cache) + head_base;
   const float* qkv = a.qkv + std::size_t(b) * 3 * C;
   if (tid < D) {
     q[tid] = qkv[h * D + tid] * 0.125f;  // 1 / sqrt(64), exact

@@ -90,6 +90,9 @@ struct AttentionArgs {
   int batch = 1, heads = 12, slots = 1024;
   int splits = 1;  ///< blocks per (sequence, head), each over `chunk` positions
   int chunk = 1024;
+  /// Positions [0, prefetch_positions) of every sequence are prefetched into the L2 before the
+  /// kernel waits for its predecessor: a hint from the host (0 = none).
+  int prefetch_positions = 0;
 };
 /// Chooses splits and chunk for a device: enough blocks to cover the SMs at small batch.
 void attention_partition(int batch, int heads, int slots, int sm_count, int& splits, int& chunk);

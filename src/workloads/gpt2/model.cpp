@@ -2,6 +2,7 @@
 // graph), cuBLASLt setup and NVTX ranges. Kernels are in kernels.cu.
 #include "ridge/gpt2.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -130,6 +131,29 @@ struct Gpt2Model::Impl {
   std::vector<void*> fc_bias_act;  // per layer: mlp.c_fc.bias in the model dtype (cuBLASLt's GELU epilogue)
   int sm_count = 0;
 
+  // Resolved once, so a step's launches do no name lookups (eager mode is host-bound).
+  struct Layer {
+    const float *ln1_w, *ln1_b, *attn_b, *attn_proj_b, *ln2_w, *ln2_b, *fc_b, *fc_proj_b;
+    const void *attn_w, *attn_proj_w, *fc_w, *fc_proj_w, *fc_b_act;
+  };
+  std::vector<Layer> layers;
+  const void *wte = nullptr, *wpe = nullptr;
+  const float *lnf_w = nullptr, *lnf_b = nullptr;
+
+  void resolve() {
+    auto f = [&](int l, const char* suffix) { return static_cast<const float*>(layer(l, suffix)); };
+    layers.clear();
+    for (int l = 0; l < config.layers; ++l)
+      layers.push_back(Layer{f(l, "ln_1.weight"), f(l, "ln_1.bias"), f(l, "attn.c_attn.bias"),
+                             f(l, "attn.c_proj.bias"), f(l, "ln_2.weight"), f(l, "ln_2.bias"), f(l, "mlp.c_fc.bias"),
+                             f(l, "mlp.c_proj.bias"), layer(l, "attn.c_attn.weight"), layer(l, "attn.c_proj.weight"),
+                             layer(l, "mlp.c_fc.weight"), layer(l, "mlp.c_proj.weight"), fc_bias_act[l]});
+    wte = get("wte.weight");
+    wpe = get("wpe.weight");
+    lnf_w = static_cast<const float*>(get("ln_f.weight"));
+    lnf_b = static_cast<const float*>(get("ln_f.bias"));
+  }
+
   std::size_t element_bytes(const Gpt2TensorSpec& s) const {
     return s.kind == Gpt2TensorKind::vector ? 4 : static_cast<std::size_t>(gpt2::elem_bytes(elem));
   }
@@ -163,6 +187,7 @@ struct Gpt2Model::Impl {
     for (auto o : offsets) tensors.push_back(base + o);
     for (auto o : fc_offsets) fc_bias_act.push_back(base + o);
     sm_count = current_sm_count();
+    resolve();
   }
 
   void random_init(std::uint64_t seed) {
@@ -350,6 +375,7 @@ struct Gpt2Decoder::Impl {
   int B = 1, S = 1, C = 0, H = 0, V = 0, L = 0;
   int splits = 1, chunk = 1, argmax_grid = 1;
   std::vector<int> host_positions;
+  std::vector<std::string> layer_names;  // NVTX range names, formatted once
 
   DevicePtr tokens, positions, next_tokens, x, qkv, attn_out, hidden, normed, logits, attn_partial, attn_counters,
       argmax_values, argmax_indices, argmax_counter, k_cache, v_cache;
@@ -421,6 +447,7 @@ struct Gpt2Decoder::Impl {
     RIDGE_CHECK(cudaMemcpy(positions.get(), zeros.data(), B * sizeof(int), cudaMemcpyHostToDevice));
     RIDGE_CHECK(cudaMemcpy(next_tokens.get(), zeros.data(), B * sizeof(int), cudaMemcpyHostToDevice));
     host_positions.assign(B, 0);
+    for (int l = 0; l < L; ++l) layer_names.push_back(fmt::format("layer {}", l));
 
     if (gemm == Gpt2Gemm::cublas) setup_cublas();
   }
@@ -431,14 +458,14 @@ struct Gpt2Decoder::Impl {
     const auto& c = m.config;
     const Elem e = m.elem;
     const cudaDataType_t f32 = CUDA_R_32F, act = cuda_type(e);
-    matmuls[0].create(lt, "c_attn", 3 * C, C, B, e, e, f32, CUBLASLT_EPILOGUE_BIAS, m.layer(0, "attn.c_attn.bias"), f32,
+    const auto& w0 = m.layers[0];
+    matmuls[0].create(lt, "c_attn", 3 * C, C, B, e, e, f32, CUBLASLT_EPILOGUE_BIAS, w0.attn_b, f32, workspace_bytes);
+    matmuls[1].create(lt, "attn.c_proj", C, C, B, e, e, f32, CUBLASLT_EPILOGUE_BIAS, w0.attn_proj_b, f32,
                       workspace_bytes);
-    matmuls[1].create(lt, "attn.c_proj", C, C, B, e, e, f32, CUBLASLT_EPILOGUE_BIAS, m.layer(0, "attn.c_proj.bias"),
-                      f32, workspace_bytes);
-    matmuls[2].create(lt, "mlp.c_fc", c.hidden(), C, B, e, e, act, CUBLASLT_EPILOGUE_GELU_BIAS, m.fc_bias_act[0], act,
+    matmuls[2].create(lt, "mlp.c_fc", c.hidden(), C, B, e, e, act, CUBLASLT_EPILOGUE_GELU_BIAS, w0.fc_b_act, act,
                       workspace_bytes);
-    matmuls[3].create(lt, "mlp.c_proj", C, c.hidden(), B, e, e, f32, CUBLASLT_EPILOGUE_BIAS,
-                      m.layer(0, "mlp.c_proj.bias"), f32, workspace_bytes);
+    matmuls[3].create(lt, "mlp.c_proj", C, c.hidden(), B, e, e, f32, CUBLASLT_EPILOGUE_BIAS, w0.fc_proj_b, f32,
+                      workspace_bytes);
     matmuls[4].create(lt, "lm_head", V, C, B, e, e, f32, CUBLASLT_EPILOGUE_DEFAULT, nullptr, f32, workspace_bytes);
   }
 
@@ -450,43 +477,43 @@ struct Gpt2Decoder::Impl {
     float* xf = static_cast<float*>(x.get());
     {
       NvtxRange r("embed");
-      gpt2::embed(static_cast<int*>(tokens.get()), static_cast<int*>(positions.get()), m.get("wte.weight"),
-                  m.get("wpe.weight"), m.elem, xf, B, C, lc);
+      gpt2::embed(static_cast<int*>(tokens.get()), static_cast<int*>(positions.get()), m.wte, m.wpe, m.elem, xf, B, C,
+                  lc);
     }
     for (int l = 0; l < L; ++l) {
-      NvtxRange layer_range(fmt::format("layer {}", l));
-      auto f = [&](const char* suffix) { return static_cast<const float*>(m.layer(l, suffix)); };
+      NvtxRange layer_range(layer_names[l]);
+      const auto& w = m.layers[l];
       if (gemm == Gpt2Gemm::gemv) {
         {
           NvtxRange r("ln_1+c_attn");
           gpt2::GemvArgs g;
-          g.weight = m.layer(l, "attn.c_attn.weight"), g.n = 3 * C, g.k = C, g.batch = B;
-          g.input = xf, g.gamma = f("ln_1.weight"), g.beta = f("ln_1.bias"), g.eps = eps;
-          g.bias = f("attn.c_attn.bias"), g.out = qkv.get(), g.epilogue = gpt2::GemvEpilogue::bias_f32;
+          g.weight = w.attn_w, g.n = 3 * C, g.k = C, g.batch = B;
+          g.input = xf, g.gamma = w.ln1_w, g.beta = w.ln1_b, g.eps = eps;
+          g.bias = w.attn_b, g.out = qkv.get(), g.epilogue = gpt2::GemvEpilogue::bias_f32;
           gpt2::gemv(g, m.elem, m.sm_count, lc);
         }
         attention(l, lc);
         {
           NvtxRange r("attn.c_proj");
           gpt2::GemvArgs g;
-          g.weight = m.layer(l, "attn.c_proj.weight"), g.n = C, g.k = C, g.batch = B;
-          g.input = attn_out.get(), g.bias = f("attn.c_proj.bias"), g.out = xf;
+          g.weight = w.attn_proj_w, g.n = C, g.k = C, g.batch = B;
+          g.input = attn_out.get(), g.bias = w.attn_proj_b, g.out = xf;
           g.epilogue = gpt2::GemvEpilogue::bias_residual;
           gpt2::gemv(g, m.elem, m.sm_count, lc);
         }
         {
           NvtxRange r("ln_2+mlp.c_fc");
           gpt2::GemvArgs g;
-          g.weight = m.layer(l, "mlp.c_fc.weight"), g.n = c.hidden(), g.k = C, g.batch = B;
-          g.input = xf, g.gamma = f("ln_2.weight"), g.beta = f("ln_2.bias"), g.eps = eps;
-          g.bias = f("mlp.c_fc.bias"), g.out = hidden.get(), g.epilogue = gpt2::GemvEpilogue::bias_gelu;
+          g.weight = w.fc_w, g.n = c.hidden(), g.k = C, g.batch = B;
+          g.input = xf, g.gamma = w.ln2_w, g.beta = w.ln2_b, g.eps = eps;
+          g.bias = w.fc_b, g.out = hidden.get(), g.epilogue = gpt2::GemvEpilogue::bias_gelu;
           gpt2::gemv(g, m.elem, m.sm_count, lc);
         }
         {
           NvtxRange r("mlp.c_proj");
           gpt2::GemvArgs g;
-          g.weight = m.layer(l, "mlp.c_proj.weight"), g.n = C, g.k = c.hidden(), g.batch = B;
-          g.input = hidden.get(), g.bias = f("mlp.c_proj.bias"), g.out = xf;
+          g.weight = w.fc_proj_w, g.n = C, g.k = c.hidden(), g.batch = B;
+          g.input = hidden.get(), g.bias = w.fc_proj_b, g.out = xf;
           g.epilogue = gpt2::GemvEpilogue::bias_residual;
           gpt2::gemv(g, m.elem, m.sm_count, lc);
         }
@@ -494,42 +521,36 @@ struct Gpt2Decoder::Impl {
         void* ws = workspace.get();
         {
           NvtxRange r("ln_1");
-          gpt2::layer_norm(xf, f("ln_1.weight"), f("ln_1.bias"), eps, normed.get(), m.elem, B, C, lc);
+          gpt2::layer_norm(xf, w.ln1_w, w.ln1_b, eps, normed.get(), m.elem, B, C, lc);
         }
         {
           NvtxRange r("c_attn");
-          matmuls[0].run(lt, m.layer(l, "attn.c_attn.weight"), normed.get(), qkv.get(), f("attn.c_attn.bias"), 0.0f, ws,
-                         workspace_bytes, stream);
+          matmuls[0].run(lt, w.attn_w, normed.get(), qkv.get(), w.attn_b, 0.0f, ws, workspace_bytes, stream);
         }
         attention(l, lc);
         {
           NvtxRange r("attn.c_proj");
-          matmuls[1].run(lt, m.layer(l, "attn.c_proj.weight"), attn_out.get(), xf, f("attn.c_proj.bias"), 1.0f, ws,
-                         workspace_bytes, stream);
+          matmuls[1].run(lt, w.attn_proj_w, attn_out.get(), xf, w.attn_proj_b, 1.0f, ws, workspace_bytes, stream);
         }
         {
           NvtxRange r("ln_2");
-          gpt2::layer_norm(xf, f("ln_2.weight"), f("ln_2.bias"), eps, normed.get(), m.elem, B, C, lc);
+          gpt2::layer_norm(xf, w.ln2_w, w.ln2_b, eps, normed.get(), m.elem, B, C, lc);
         }
         {
           NvtxRange r("mlp.c_fc");
-          matmuls[2].run(lt, m.layer(l, "mlp.c_fc.weight"), normed.get(), hidden.get(), m.fc_bias_act[l], 0.0f, ws,
-                         workspace_bytes, stream);
+          matmuls[2].run(lt, w.fc_w, normed.get(), hidden.get(), w.fc_b_act, 0.0f, ws, workspace_bytes, stream);
         }
         {
           NvtxRange r("mlp.c_proj");
-          matmuls[3].run(lt, m.layer(l, "mlp.c_proj.weight"), hidden.get(), xf, f("mlp.c_proj.bias"), 1.0f, ws,
-                         workspace_bytes, stream);
+          matmuls[3].run(lt, w.fc_proj_w, hidden.get(), xf, w.fc_proj_b, 1.0f, ws, workspace_bytes, stream);
         }
       }
     }
-    const auto* lnf_w = static_cast<const float*>(m.get("ln_f.weight"));
-    const auto* lnf_b = static_cast<const float*>(m.get("ln_f.bias"));
     if (gemm == Gpt2Gemm::gemv) {
       NvtxRange r("ln_f+lm_head+argmax");
       gpt2::GemvArgs g;
-      g.weight = m.get("wte.weight"), g.n = V, g.k = C, g.batch = B;
-      g.input = xf, g.gamma = lnf_w, g.beta = lnf_b, g.eps = eps;
+      g.weight = m.wte, g.n = V, g.k = C, g.batch = B;
+      g.input = xf, g.gamma = m.lnf_w, g.beta = m.lnf_b, g.eps = eps;
       g.out = logits.get(), g.epilogue = gpt2::GemvEpilogue::logits_argmax;
       g.partial_values = static_cast<float*>(argmax_values.get());
       g.partial_indices = static_cast<int*>(argmax_indices.get());
@@ -539,12 +560,11 @@ struct Gpt2Decoder::Impl {
     } else {
       {
         NvtxRange r("ln_f");
-        gpt2::layer_norm(xf, lnf_w, lnf_b, eps, normed.get(), m.elem, B, C, lc);
+        gpt2::layer_norm(xf, m.lnf_w, m.lnf_b, eps, normed.get(), m.elem, B, C, lc);
       }
       {
         NvtxRange r("lm_head");
-        matmuls[4].run(lt, m.get("wte.weight"), normed.get(), logits.get(), nullptr, 0.0f, workspace.get(),
-                       workspace_bytes, stream);
+        matmuls[4].run(lt, m.wte, normed.get(), logits.get(), nullptr, 0.0f, workspace.get(), workspace_bytes, stream);
       }
       NvtxRange r("argmax");
       gpt2::argmax(static_cast<float*>(logits.get()), B, V, static_cast<int*>(next_tokens.get()), lc);
@@ -562,15 +582,19 @@ struct Gpt2Decoder::Impl {
     a.partial = static_cast<float*>(attn_partial.get());
     a.counters = static_cast<unsigned*>(attn_counters.get());
     a.batch = B, a.heads = H, a.slots = S, a.splits = splits, a.chunk = chunk;
+    // Cached rows worth prefetching: up to the longest sequence now (a graph keeps the value it
+    // was captured with; a stale hint only costs bandwidth, never correctness).
+    a.prefetch_positions = *std::max_element(host_positions.begin(), host_positions.end());
     gpt2::attention(a, m.elem, lc);
   }
 
   void capture() {
     if (graph_exec) return;
-    // One eager step first: lazy initialisation (cuBLASLt, module loading) must not happen during capture.
-    launch_step(nullptr);
     RIDGE_CHECK(cudaDeviceSynchronize());
     RIDGE_CHECK(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking));
+    // One eager step first: lazy initialisation (cuBLASLt, module loading) must not happen during capture.
+    launch_step(capture_stream);
+    RIDGE_CHECK(cudaStreamSynchronize(capture_stream));
     RIDGE_CHECK(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal));
     try {
       launch_step(capture_stream);
@@ -615,7 +639,9 @@ void Gpt2Decoder::set_tokens(const std::vector<int>& tokens) {
     throw UsageError(fmt::format("set_tokens: {} tokens for a batch of {}", tokens.size(), s.B));
   for (int t : tokens)
     if (t < 0 || t >= s.V) throw UsageError(fmt::format("token {} is outside the vocabulary [0, {})", t, s.V));
+  RIDGE_CHECK(cudaDeviceSynchronize());  // no step may still read the old tokens
   RIDGE_CHECK(cudaMemcpy(s.tokens.get(), tokens.data(), tokens.size() * sizeof(int), cudaMemcpyHostToDevice));
+  RIDGE_CHECK(cudaDeviceSynchronize());  // visible to work on any stream, blocking or not
 }
 
 void Gpt2Decoder::set_positions(const std::vector<int>& positions) {
@@ -627,6 +653,7 @@ void Gpt2Decoder::set_positions(const std::vector<int>& positions) {
       throw UsageError(fmt::format("position {} is outside the decoder's context [0, {})", p, s.S));
   RIDGE_CHECK(cudaDeviceSynchronize());
   RIDGE_CHECK(cudaMemcpy(s.positions.get(), positions.data(), positions.size() * sizeof(int), cudaMemcpyHostToDevice));
+  RIDGE_CHECK(cudaDeviceSynchronize());
   s.host_positions = positions;
 }
 
