@@ -1,0 +1,109 @@
+#pragma once
+// Host launchers of the GPT-2 decode kernels (kernels.cu). Plain types only, so the host code
+// (model.cpp, compiled by g++ with fmt) never sees a CUDA kernel, and the .cu file never sees fmt.
+#include <cstdint>
+
+#include "ridge/measure.hpp"
+
+namespace ridge::gpt2 {
+
+/// Sets the kernels' shared-memory limits; call once per process before the first launch (and
+/// never during stream capture).
+void prepare_kernels();
+
+/// Element type of weights, KV cache and the activations that feed matrix products.
+enum class Elem { fp32, bf16 };
+inline int elem_bytes(Elem e) { return e == Elem::fp32 ? 4 : 2; }
+
+/// How each kernel is launched.
+struct LaunchConfig {
+  cuda_stream stream = nullptr;
+  bool pdl = false;  ///< programmatic dependent launch (sm_90+)
+};
+
+// ---- weights --------------------------------------------------------------------------------
+
+/// Writes a tensor of GPT-2's random init: element at logical (checkpoint-layout) index i is
+/// gpt2_init_value(seed, i, offset, scale). `transpose` stores a [rows, cols] checkpoint tensor as
+/// [cols, rows] (Conv1D -> row per output).
+void init_tensor(void* out, Elem elem, std::int64_t rows, std::int64_t cols, bool transpose, std::uint64_t seed,
+                 float offset, float scale, cuda_stream stream);
+
+/// Random KV-cache contents for positions [0, length) of every sequence: cache[layer] is
+/// [batch][heads][slots][64]; values as fill_random_cache (gpt2_config.hpp) defines them.
+void fill_cache(void* k_cache, void* v_cache, Elem elem, int layer, int batch, int heads, int slots,
+                int model_context, int length, std::uint64_t seed, cuda_stream stream);
+
+// ---- the step -------------------------------------------------------------------------------
+
+/// x[b] = wte[token_b] + wpe[position_b] (fp32 residual stream [batch, width]).
+void embed(const int* tokens, const int* positions, const void* wte, const void* wpe, Elem elem, float* x, int batch,
+           int width, const LaunchConfig& launch);
+
+enum class GemvEpilogue {
+  bias_f32,       ///< out fp32 [B, N] = acc + bias
+  bias_gelu,      ///< out act  [B, N] = gelu_tanh(acc + bias)
+  bias_residual,  ///< out fp32 [B, N] += acc + bias (the residual stream, updated in place)
+  logits_argmax,  ///< out fp32 [B, N] = acc; plus greedy argmax into next_tokens
+};
+
+struct GemvArgs {
+  const void* weight = nullptr;  ///< [n, k] row-major, model element type
+  int n = 0, k = 0, batch = 1;
+  /// Input [batch, k]: the fp32 residual stream when layer-normalised (gamma != nullptr), else
+  /// activations in the model element type.
+  const void* input = nullptr;
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  float eps = 1e-5f;
+  const float* bias = nullptr;
+  void* out = nullptr;
+  GemvEpilogue epilogue = GemvEpilogue::bias_f32;
+  // logits_argmax only: per-block partial maxima and the last-block counter (zero at rest).
+  float* partial_values = nullptr;  ///< [grid][batch]
+  int* partial_indices = nullptr;   ///< [grid][batch]
+  unsigned* counter = nullptr;
+  int* next_tokens = nullptr;
+};
+
+/// Largest batch the GEMV kernels take, and the most input elements (batch * k) they stage in
+/// shared memory.
+constexpr int gemv_max_batch = 8;
+constexpr int gemv_max_staged_floats = 24 * 1024;  // 96 KiB
+/// Blocks a GEMV uses on a device with `sm_count` SMs (the size of the argmax partial arrays).
+int gemv_grid(int n, int sm_count);
+/// y = input @ W^T (+ fused layer norm before, fused epilogue after) for batch <= 8.
+void gemv(const GemvArgs& args, Elem elem, int sm_count, const LaunchConfig& launch);
+
+/// out act [B, C] = layer_norm(x fp32 [B, C]) (the cuBLAS path's separate norm).
+void layer_norm(const float* x, const float* gamma, const float* beta, float eps, void* out, Elem elem, int batch,
+                int width, const LaunchConfig& launch);
+
+struct AttentionArgs {
+  const float* qkv = nullptr;  ///< [batch, 3*width] fp32, bias included
+  void* k_cache = nullptr;     ///< this layer's [batch][heads][slots][64]
+  void* v_cache = nullptr;
+  const int* positions = nullptr;  ///< [batch]: cached tokens; this step's key goes to that slot
+  void* out = nullptr;             ///< [batch, width], model element type
+  float* partial = nullptr;        ///< [batch][heads][splits][64 + 2]
+  unsigned* counters = nullptr;    ///< [batch * heads], zero at rest
+  int batch = 1, heads = 12, slots = 1024;
+  int splits = 1;  ///< blocks per (sequence, head), each over `chunk` positions
+  int chunk = 1024;
+  /// Positions [0, prefetch_positions) of every sequence are prefetched into the L2 before the
+  /// kernel waits for its predecessor: a hint from the host (0 = none).
+  int prefetch_positions = 0;
+};
+/// Chooses splits and chunk for a device: enough blocks to cover the SMs at small batch.
+void attention_partition(int batch, int heads, int slots, int sm_count, int& splits, int& chunk);
+/// Attention of each sequence's new query over its cache plus the new key (appended to the cache
+/// at its position); softmax in fp32; splits combined by the last block of each (sequence, head).
+void attention(const AttentionArgs& args, Elem elem, const LaunchConfig& launch);
+
+/// next_tokens[b] = argmax_v logits[b, v] (first index on ties).
+void argmax(const float* logits, int batch, int vocab, int* next_tokens, const LaunchConfig& launch);
+
+/// tokens[b] = next_tokens[b]; positions[b] += 1.
+void advance(int* tokens, int* positions, const int* next_tokens, int batch, cuda_stream stream);
+
+}  // namespace ridge::gpt2
