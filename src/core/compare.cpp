@@ -400,16 +400,16 @@ std::string to_text(const Comparison& c) {
     params_w = std::max(params_w, params_text(r.params).size());
   }
   params_w = std::min<std::size_t>(params_w, 40);
-  out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>9}  {}\n", "record", name_w, "params", params_w,
-                     "base", "new", "ratio", "change", "p", "verdict");
+  out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {}\n", "record", name_w, "params", params_w,
+                     "base", "new", "ratio", "change", "95% CI", "p", "verdict");
   for (const auto& r : c.rows) {
     std::string params = params_text(r.params);
     if (params.size() > params_w) params = params.substr(0, params_w - 1) + "~";
     const bool has_base = r.verdict != Verdict::missing_in_base, has_new = r.verdict != Verdict::missing_in_new;
-    out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>9}  {}{}\n", r.name + " " + r.method + " " + r.dtype,
-                       name_w, params, params_w, has_base ? format_ms(r.base_median_ms) : "-",
-                       has_new ? format_ms(r.new_median_ms) : "-", format_ratio(r.ratio), format_change(r.ratio),
-                       r.ratio > 0 ? format_p(r.test) : "-", to_string(r.verdict),
+    out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {}{}\n",
+                       r.name + " " + r.method + " " + r.dtype, name_w, params, params_w,
+                       has_base ? format_ms(r.base_median_ms) : "-", has_new ? format_ms(r.new_median_ms) : "-",
+                       format_ratio(r.ratio), format_change(r.ratio), ci_text(r), r.ratio > 0 ? format_p(r.test) : "-", to_string(r.verdict),
                        r.note.empty() ? "" : " (" + r.note + ")");
   }
   out << "\n" << summary_line(c) << "\n";
