@@ -11,6 +11,7 @@ enum class ExitCode : int {
   usage_error = 2,
   verification_failed = 3,
   no_gpu = 4,
+  regression = 5,  ///< `ridge compare`: a significant regression beyond the threshold
 };
 
 /// Base of every error ridge throws; `code()` is the exit code the tool maps it to.

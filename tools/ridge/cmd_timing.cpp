@@ -1,5 +1,8 @@
 // `ridge timing`: the seed's stretch exercise 1, one matmul timed three ways, plus the small
 // case where the host's launch latency dominates per-sample events.
+#include <cmath>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "cli.hpp"
@@ -10,6 +13,7 @@
 #include "ridge/format.hpp"
 #include "ridge/gemm.hpp"
 #include "ridge/measure.hpp"
+#include "ridge/probes.hpp"
 
 namespace ridge::cli {
 
@@ -59,6 +63,18 @@ GemmCheck checked(Gemm& gemm) {
   return check;
 }
 
+// RIDGE_TEST_SLOWDOWN_US: a hidden test hook that makes every call of the large case slower by a GPU
+// busy-wait of that many microseconds, so `ridge compare` can be shown to flag a real slowdown.
+double test_slowdown_ns() {
+  const char* text = std::getenv("RIDGE_TEST_SLOWDOWN_US");
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const double us = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(us >= 0) || !std::isfinite(us))
+    throw UsageError(fmt::format("RIDGE_TEST_SLOWDOWN_US='{}': expected a number of microseconds >= 0", text));
+  return us * 1e3;
+}
+
 }  // namespace
 
 ResultSet run_timing(const TimingOptions& o, std::FILE* out) {
@@ -79,14 +95,18 @@ ResultSet run_timing(const TimingOptions& o, std::FILE* out) {
   fmt::print(out, "{} matmul {}x{}x{} ({:.1f} GFLOP), {}, random inputs; output check {}\n\n",
              upper(to_string(dtype)), o.n, o.n, o.n, gemm.flops() / 1e9, gemm.algorithm(), check.summary());
   const nlohmann::json large{{"n", o.n}, {"m", o.n}, {"k", o.n}, {"case", "large"}};
-  auto run = [&](cuda_stream s) { gemm.run(s); };
+  const double slowdown_ns = test_slowdown_ns();
+  auto run = [&](cuda_stream s) {
+    gemm.run(s);
+    if (slowdown_ns > 0) launch_busy_wait(s, slowdown_ns);
+  };
 
   progress("timing: unsynchronized wall clock");
   ClockReading start = read_clocks(o.device);
-  auto naive = monitored(o.device, [&] { return measure_naive([&] { gemm.run(nullptr); }, o.samples, o.warmup); });
+  auto naive = monitored(o.device, [&] { return measure_naive([&] { run(nullptr); }, o.samples, o.warmup); });
   progress("timing: synchronized wall clock");
   auto wall = monitored(o.device,
-                        [&] { return measure_wall([&] { gemm.run(nullptr); }, WallOptions{o.samples, o.warmup, true}); });
+                        [&] { return measure_wall([&] { run(nullptr); }, WallOptions{o.samples, o.warmup, true}); });
   progress("timing: CUDA events");
   auto events = monitored(o.device, [&] {
     return measure_cuda(run, CudaOptions{.warmup = o.warmup, .samples = o.samples, .repeats = o.repeats});
@@ -96,7 +116,12 @@ ResultSet run_timing(const TimingOptions& o, std::FILE* out) {
   Record r_naive = verified_gemm_record(gemm, naive, large, check, o.device);
   Record r_wall = verified_gemm_record(gemm, wall, large, check, o.device);
   Record r_events = verified_gemm_record(gemm, events, large, check, o.device);
-  for (Record* r : {&r_naive, &r_wall, &r_events}) r->clocks_start = start;
+  for (Record* r : {&r_naive, &r_wall, &r_events}) {
+    r->clocks_start = start;
+    if (slowdown_ns > 0)
+      r->warnings.push_back(fmt::format("deliberately slowed by RIDGE_TEST_SLOWDOWN_US: {:.1f} us of GPU busy-wait per call",
+                                        slowdown_ns / 1e3));
+  }
 
   const double impossible_above = fastest_known_peak_flops(dtype);
   const double naive_rate = r_naive.flops_per_s();

@@ -1,0 +1,94 @@
+#pragma once
+// Comparing two result files: per-record ratios of medians, a rank test on the raw samples, a
+// geometric mean, and verdicts a CI job can act on. CPU only. (Implementation: src/core/compare.cpp.)
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ridge/result.hpp"
+
+namespace ridge {
+
+/// Two-sided Mann–Whitney U test (Wilcoxon rank-sum) of samples `a` against samples `b`.
+struct RankTest {
+  double u = 0;        ///< U statistic of `a` (pairs with a > b, ties count 1/2)
+  double z = 0;        ///< normal score (0 when the exact distribution was used)
+  double p_value = 1;  ///< two-sided
+  bool exact = false;  ///< exact null distribution (small samples without ties) vs normal approximation
+};
+
+/// Exact distribution when both samples are small (n_a + n_b <= 40) and have no ties; otherwise the
+/// normal approximation with tie correction and continuity correction. p = 1 when either side is
+/// empty or every value is equal. Throws UsageError on NaN/inf.
+RankTest mann_whitney_u(std::span<const double> a, std::span<const double> b);
+
+/// Percentile-bootstrap confidence interval of median(b) / median(a): resamples both sides
+/// `resamples` times with a fixed seed (reproducible). Returns {low, high}.
+std::pair<double, double> bootstrap_median_ratio_ci(std::span<const double> a, std::span<const double> b,
+                                                    double confidence = 0.95, int resamples = 2000,
+                                                    unsigned seed = 12345);
+
+enum class Verdict {
+  regression,          ///< significantly slower by more than the threshold
+  improvement,         ///< significantly faster by more than the threshold
+  within_threshold,    ///< a significant difference, but smaller than the threshold
+  no_significant_change,
+  informational,       ///< compared but never judged (e.g. the deliberately wrong wall_naive method)
+  missing_in_base,
+  missing_in_new,
+};
+std::string to_string(Verdict v);
+
+struct CompareOptions {
+  double threshold = 0.05;        ///< relative change of the median that matters (0.05 = 5%)
+  double alpha = 0.01;            ///< significance level of the two-sided rank test
+  double clock_tolerance = 0.10;  ///< relative SM clock difference reported as "clocks differ"
+};
+
+/// One record matched (or not) between the two files. Times in milliseconds.
+struct RecordComparison {
+  std::string name, method, dtype;
+  nlohmann::json params = nlohmann::json::object();
+  std::size_t base_count = 0, new_count = 0;
+  double base_median_ms = 0, new_median_ms = 0;
+  double ratio = 0;                  ///< new median / base median (> 1: slower); 0 when missing
+  double ratio_ci_low = 0, ratio_ci_high = 0;  ///< bootstrap 95% interval of the ratio
+  RankTest test;
+  Verdict verdict = Verdict::no_significant_change;
+  std::string note;  ///< why the verdict, when not obvious
+};
+
+struct Comparison {
+  CompareOptions options;
+  std::vector<RecordComparison> rows;  ///< base order, then records only in the new file
+  double geomean_ratio = 0;            ///< over rows judged (neither missing nor informational); 0 if none
+  std::size_t geomean_count = 0;
+  std::size_t regressions = 0, improvements = 0, within_threshold = 0, unchanged = 0, missing = 0;
+  bool different_devices = false;
+  bool different_clocks = false;
+  std::vector<std::string> warnings;  ///< devices, clocks, duplicate records, tool versions
+  std::string base_label, new_label;  ///< e.g. file names
+
+  /// True when at least one record regressed significantly beyond the threshold.
+  bool has_regression() const { return regressions > 0; }
+};
+
+/// Key that matches a record across files: name, method, dtype and the canonical JSON of params.
+std::string record_match_key(const Record& r);
+
+/// Compares `next` against `base` record by record. Throws UsageError on an invalid option.
+Comparison compare_results(const ResultSet& base, const ResultSet& next, const CompareOptions& options = {});
+
+/// A relative threshold from "5%", "5 %" or "0.05". Throws UsageError otherwise or when negative.
+double parse_threshold(const std::string& text);
+
+/// Markdown: a summary line, warnings, and one table row per record.
+std::string to_markdown(const Comparison& c);
+/// Plain-text table for a terminal.
+std::string to_text(const Comparison& c);
+nlohmann::json to_json(const Comparison& c);
+
+}  // namespace ridge

@@ -1,0 +1,87 @@
+#pragma once
+// CPU-only building blocks of `ridge report`: the user's predictions, reference LLM sizes for the
+// decode-ceiling table, and the Markdown -> self-contained HTML conversion.
+// (Implementation: src/core/report.cpp.)
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ridge {
+
+// ---- predictions -------------------------------------------------------------------------------
+
+/// A quantity the report can measure, which a user may predict with `--predict KEY=VALUE`.
+struct PredictionKey {
+  std::string key;          ///< e.g. "hbm_tb_per_s"
+  std::string unit;         ///< e.g. "TB/s"
+  std::string description;  ///< what exactly is measured
+  std::string section;      ///< the report section that measures it
+};
+
+/// The keys the report knows, in display order.
+const std::vector<PredictionKey>& prediction_keys();
+
+/// Parses "KEY=VALUE" (VALUE a finite number). Throws UsageError saying what is wrong.
+std::pair<std::string, double> parse_prediction(const std::string& text);
+
+struct PredictionOutcome {
+  std::string key;
+  double predicted = 0;
+  std::optional<double> measured;
+  bool known = false;  ///< key is in prediction_keys()
+  std::string unit, description;
+  /// (predicted - measured) / measured; nullopt when not measured or measured == 0.
+  std::optional<double> relative_error() const;
+};
+
+/// Joins predictions ({key: number}) with what was measured ({key: number}), in prediction order.
+std::vector<PredictionOutcome> evaluate_predictions(const nlohmann::json& predictions,
+                                                    const std::map<std::string, double>& measured);
+
+/// Markdown table: prediction, measurement, error; unknown and unmeasured keys say so.
+std::string predictions_markdown(const std::vector<PredictionOutcome>& outcomes);
+
+// ---- reference models for decode ceilings ------------------------------------------------------
+
+/// A decoder-only transformer, enough to bound its decode speed.
+struct ReferenceModel {
+  std::string name;               ///< e.g. "GPT-2 small"
+  double parameters = 0;          ///< all parameters
+  double parameters_read_per_step = 0;  ///< parameters every decode step must read (untied input embeddings excluded)
+  std::string dtype;              ///< weight and KV-cache dtype, e.g. "bf16"
+  double bytes_per_element = 2;
+  int layers = 0;
+  int kv_width = 0;  ///< key (= value) width per layer per token: kv heads * head dim
+  int context = 0;   ///< tokens of KV cache per sequence assumed in the table
+  std::string source;
+  /// Bytes every step reads for the weights.
+  double weight_bytes_read() const { return parameters_read_per_step * bytes_per_element; }
+  /// Bytes of all weights resident in memory.
+  double weight_bytes_resident() const { return parameters * bytes_per_element; }
+  /// K and V of every layer for `context` tokens of one sequence, in bytes.
+  double kv_bytes_per_sequence() const { return 2.0 * layers * kv_width * double(context) * bytes_per_element; }
+};
+
+/// GPT-2 small/medium/large/xl (fp32, context 1024) and Llama-3.2 1B, Llama-3.1 8B and 70B (bf16, context 4096).
+const std::vector<ReferenceModel>& reference_models();
+
+// ---- Markdown -> HTML --------------------------------------------------------------------------
+
+/// An SVG document made safe to inline in HTML: no XML prolog or DOCTYPE, no namespace
+/// declarations (HTML5 knows <svg>), and every id prefixed with `id_prefix` so several plots in
+/// one page never share clip paths or markers.
+std::string svg_for_inline(const std::string& svg, const std::string& id_prefix);
+
+/// A self-contained HTML page (inline CSS, no scripts, no network) from the Markdown subset the
+/// report writes: headings, paragraphs, pipe tables, lists, block quotes, fenced code, `code`,
+/// **bold**, [links](target), and images on a line of their own. An image whose target is a key of
+/// `svgs` is replaced by that SVG inline. Scheme prefixes of web links are dropped from the text so
+/// the page references nothing on the network.
+std::string markdown_to_html(const std::string& markdown, const std::map<std::string, std::string>& svgs,
+                             const std::string& title);
+
+}  // namespace ridge

@@ -1,0 +1,460 @@
+#include "ridge/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "ridge/errors.hpp"
+#include "ridge/format.hpp"
+#include "ridge/stats.hpp"
+
+namespace ridge {
+
+namespace {
+
+void require_finite(std::span<const double> values, const char* side) {
+  for (double v : values)
+    if (!std::isfinite(v)) throw UsageError(fmt::format("rank test: {} samples contain NaN or infinity", side));
+}
+
+// Number of ways each U value arises under the null, for m values of `a` and n of `b` (no ties):
+// build the sorted sequence by adding the largest element last; an `a` placed last beats all n
+// values of `b` so far.
+std::vector<double> exact_u_counts(std::size_t m, std::size_t n) {
+  // table[i][j] = counts of U for i a-values and j b-values, as a vector over u = 0..i*j.
+  std::vector<std::vector<std::vector<double>>> table(m + 1, std::vector<std::vector<double>>(n + 1));
+  for (std::size_t i = 0; i <= m; ++i)
+    for (std::size_t j = 0; j <= n; ++j) {
+      auto& cell = table[i][j];
+      cell.assign(i * j + 1, 0.0);
+      if (i == 0 || j == 0) {
+        cell[0] = 1;
+        continue;
+      }
+      const auto& a_last = table[i - 1][j];  // shifted by j
+      const auto& b_last = table[i][j - 1];
+      for (std::size_t u = 0; u < a_last.size(); ++u) cell[u + j] += a_last[u];
+      for (std::size_t u = 0; u < b_last.size(); ++u) cell[u] += b_last[u];
+    }
+  return table[m][n];
+}
+
+double median_of(std::vector<double>& v) {
+  const std::size_t n = v.size();
+  const std::size_t mid = n / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  const double hi = v[mid];
+  if (n % 2 == 1) return hi;
+  const double lo = *std::max_element(v.begin(), v.begin() + mid);
+  return 0.5 * (lo + hi);
+}
+
+std::string params_text(const nlohmann::json& params) {
+  std::string out;
+  if (!params.is_object()) return params.dump();
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    if (!out.empty()) out += ' ';
+    out += it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
+  }
+  return out;
+}
+
+std::string device_label(const DeviceDescription& d) {
+  return d.uuid.empty() ? d.name : fmt::format("{} ({})", d.name, d.uuid);
+}
+
+// Largest SM clock difference between two contexts' readings, relative; -1 when unknown.
+double relative_clock_difference(const RunContext& a, const RunContext& b) {
+  double worst = -1;
+  for (const ClockReading* x : {&a.clocks_start, &a.clocks_end})
+    for (const ClockReading* y : {&b.clocks_start, &b.clocks_end})
+      if (x->sm_mhz > 0 && y->sm_mhz > 0)
+        worst = std::max(worst, std::abs(x->sm_mhz - y->sm_mhz) / std::max(x->sm_mhz, y->sm_mhz));
+  return worst;
+}
+
+double record_clock_difference(const Record& a, const Record& b) {
+  double worst = -1;
+  for (const ClockReading* x : {&a.clocks_start, &a.clocks_end})
+    for (const ClockReading* y : {&b.clocks_start, &b.clocks_end})
+      if (x->sm_mhz > 0 && y->sm_mhz > 0)
+        worst = std::max(worst, std::abs(x->sm_mhz - y->sm_mhz) / std::max(x->sm_mhz, y->sm_mhz));
+  return worst;
+}
+
+// Smallest two-sided p-value any outcome can reach with these sample sizes (exact test).
+double smallest_possible_p(std::size_t m, std::size_t n) {
+  // 2 / C(m+n, m), computed in logs.
+  const double log_c = std::lgamma(double(m + n + 1)) - std::lgamma(double(m + 1)) - std::lgamma(double(n + 1));
+  return std::min(1.0, 2.0 * std::exp(-log_c));
+}
+
+std::string format_ratio(double r) { return r > 0 ? fmt::format("{:.3f}", r) : std::string("-"); }
+
+std::string format_change(double r) {
+  if (r <= 0) return "-";
+  return fmt::format("{:+.1f}%", (r - 1) * 100);
+}
+
+std::string format_p(const RankTest& t) {
+  if (t.p_value < 1e-4) return fmt::format("{:.1e}", t.p_value);
+  return fmt::format("{:.4f}", t.p_value);
+}
+
+}  // namespace
+
+RankTest mann_whitney_u(std::span<const double> a, std::span<const double> b) {
+  require_finite(a, "first");
+  require_finite(b, "second");
+  RankTest result;
+  const std::size_t m = a.size(), n = b.size();
+  if (m == 0 || n == 0) return result;
+
+  // Average ranks over the pooled samples (1-based), and the tie groups' sizes.
+  std::vector<std::pair<double, int>> pooled;
+  pooled.reserve(m + n);
+  for (double v : a) pooled.emplace_back(v, 0);
+  for (double v : b) pooled.emplace_back(v, 1);
+  std::sort(pooled.begin(), pooled.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  double rank_sum_a = 0, tie_term = 0;
+  bool ties = false;
+  for (std::size_t i = 0; i < pooled.size();) {
+    std::size_t j = i;
+    while (j < pooled.size() && pooled[j].first == pooled[i].first) ++j;
+    const double t = double(j - i);
+    const double average_rank = (double(i + 1) + double(j)) / 2.0;
+    for (std::size_t k = i; k < j; ++k)
+      if (pooled[k].second == 0) rank_sum_a += average_rank;
+    if (t > 1) {
+      ties = true;
+      tie_term += t * t * t - t;
+    }
+    i = j;
+  }
+  const double md = double(m), nd = double(n), total = md + nd;
+  result.u = rank_sum_a - md * (md + 1) / 2.0;
+  const double mean_u = md * nd / 2.0;
+
+  if (!ties && m + n <= 40) {
+    const std::vector<double> counts = exact_u_counts(m, n);
+    double all = 0;
+    for (double c : counts) all += c;
+    const auto u = static_cast<std::size_t>(std::llround(result.u));
+    double low = 0, high = 0;  // P(U <= u), P(U >= u)
+    for (std::size_t k = 0; k < counts.size(); ++k) {
+      if (k <= u) low += counts[k];
+      if (k >= u) high += counts[k];
+    }
+    result.exact = true;
+    result.p_value = std::min(1.0, 2.0 * std::min(low, high) / all);
+    return result;
+  }
+
+  const double variance = md * nd / 12.0 * ((total + 1) - tie_term / (total * (total - 1)));
+  if (variance <= 0) return result;  // every value equal: no evidence of a difference
+  const double distance = std::max(0.0, std::abs(result.u - mean_u) - 0.5);  // continuity correction
+  result.z = (result.u > mean_u ? 1 : -1) * distance / std::sqrt(variance);
+  result.p_value = std::min(1.0, std::erfc(std::abs(result.z) / std::sqrt(2.0)));
+  return result;
+}
+
+std::pair<double, double> bootstrap_median_ratio_ci(std::span<const double> a, std::span<const double> b,
+                                                    double confidence, int resamples, unsigned seed) {
+  if (a.empty() || b.empty()) throw UsageError("bootstrap: both samples must be non-empty");
+  if (!(confidence > 0 && confidence < 1)) throw UsageError("bootstrap: confidence must be in (0, 1)");
+  if (resamples < 10) throw UsageError("bootstrap: at least 10 resamples");
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> pick_a(0, a.size() - 1), pick_b(0, b.size() - 1);
+  std::vector<double> ra(a.size()), rb(b.size()), ratios;
+  ratios.reserve(resamples);
+  for (int r = 0; r < resamples; ++r) {
+    for (auto& v : ra) v = a[pick_a(rng)];
+    for (auto& v : rb) v = b[pick_b(rng)];
+    const double base = median_of(ra);
+    if (base > 0) ratios.push_back(median_of(rb) / base);
+  }
+  if (ratios.empty()) return {0, 0};
+  std::sort(ratios.begin(), ratios.end());
+  const double tail = (1 - confidence) / 2;
+  return {quantile_sorted(ratios, tail), quantile_sorted(ratios, 1 - tail)};
+}
+
+std::string to_string(Verdict v) {
+  switch (v) {
+    case Verdict::regression: return "REGRESSION";
+    case Verdict::improvement: return "improvement";
+    case Verdict::within_threshold: return "within threshold";
+    case Verdict::no_significant_change: return "no significant change";
+    case Verdict::informational: return "informational";
+    case Verdict::missing_in_base: return "only in new";
+    case Verdict::missing_in_new: return "missing in new";
+  }
+  return "?";
+}
+
+std::string record_match_key(const Record& r) {
+  // nlohmann's object keys are sorted, so dump() is canonical.
+  return r.name + "\x1f" + r.method + "\x1f" + r.dtype + "\x1f" + r.params.dump();
+}
+
+double parse_threshold(const std::string& text) {
+  std::string s;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c))) s += c;
+  const bool percent = !s.empty() && s.back() == '%';
+  if (percent) s.pop_back();
+  double value = 0;
+  std::size_t used = 0;
+  try {
+    value = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (s.empty() || used != s.size() || !std::isfinite(value))
+    throw UsageError(fmt::format("--threshold: cannot read '{}'; give a percentage like 5% or a fraction like 0.05", text));
+  if (percent) value /= 100;
+  if (value < 0) throw UsageError(fmt::format("--threshold must be >= 0, got '{}'", text));
+  return value;
+}
+
+Comparison compare_results(const ResultSet& base, const ResultSet& next, const CompareOptions& options) {
+  if (!(options.threshold >= 0)) throw UsageError("compare: the threshold must be >= 0");
+  if (!(options.alpha > 0 && options.alpha < 1)) throw UsageError("compare: alpha must be in (0, 1)");
+  Comparison c;
+  c.options = options;
+
+  // --- context: devices and clocks -----------------------------------------------------------
+  const auto& bd = base.context.device;
+  const auto& nd = next.context.device;
+  if (bd && nd) {
+    if (bd->name != nd->name) {
+      c.different_devices = true;
+      c.warnings.push_back(fmt::format("different GPUs: base ran on {}, new on {}; ratios compare hardware, not code",
+                                       device_label(*bd), device_label(*nd)));
+    } else if (!bd->uuid.empty() && !nd->uuid.empty() && bd->uuid != nd->uuid) {
+      c.different_devices = true;
+      c.warnings.push_back(fmt::format("same model ({}) but different physical GPUs ({} vs {}); parts of one model differ by a few percent",
+                                       bd->name, bd->uuid, nd->uuid));
+    }
+  } else if (bd.has_value() != nd.has_value()) {
+    c.different_devices = true;
+    c.warnings.push_back(fmt::format("only the {} file names its GPU; cannot tell whether both ran on the same device",
+                                     bd ? "base" : "new"));
+  }
+  const double clock_diff = relative_clock_difference(base.context, next.context);
+  if (clock_diff > options.clock_tolerance) {
+    c.different_clocks = true;
+    c.warnings.push_back(fmt::format(
+        "SM clocks differ by {:.0f}% between the runs (base {:.0f} MHz, new {:.0f} MHz at start); lock clocks "
+        "(nvidia-smi -lgc) or compare runs taken under the same conditions",
+        clock_diff * 100, base.context.clocks_start.sm_mhz, next.context.clocks_start.sm_mhz));
+  }
+  if (!base.context.tool_version.empty() && !next.context.tool_version.empty() &&
+      base.context.git_sha != next.context.git_sha)
+    c.warnings.push_back(fmt::format("different ridge builds: base {} ({}), new {} ({})", base.context.tool_version,
+                                     base.context.git_sha, next.context.tool_version, next.context.git_sha));
+
+  // --- match records: key plus occurrence number, so duplicates pair up in order -------------
+  std::map<std::string, std::vector<std::size_t>> new_by_key;
+  for (std::size_t i = 0; i < next.records.size(); ++i) new_by_key[record_match_key(next.records[i])].push_back(i);
+  std::map<std::string, std::size_t> base_seen;
+  std::vector<bool> new_used(next.records.size(), false);
+  bool duplicates = false;
+
+  auto fill_identity = [](RecordComparison& row, const Record& r) {
+    row.name = r.name;
+    row.method = r.method;
+    row.dtype = r.dtype;
+    row.params = r.params;
+  };
+
+  double log_sum = 0;
+  for (const Record& b : base.records) {
+    RecordComparison row;
+    fill_identity(row, b);
+    row.base_count = b.samples_ms.size();
+    row.base_median_ms = b.summary.median;
+    const std::string key = record_match_key(b);
+    const std::size_t occurrence = base_seen[key]++;
+    if (occurrence > 0) duplicates = true;
+    const auto found = new_by_key.find(key);
+    if (found == new_by_key.end() || occurrence >= found->second.size()) {
+      row.verdict = Verdict::missing_in_new;
+      row.note = "no record with this name, method, dtype and params in the new file";
+      ++c.missing;
+      c.rows.push_back(std::move(row));
+      continue;
+    }
+    const std::size_t ni = found->second[occurrence];
+    new_used[ni] = true;
+    const Record& n = next.records[ni];
+    row.new_count = n.samples_ms.size();
+    row.new_median_ms = n.summary.median;
+    if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0) {
+      row.verdict = Verdict::informational;
+      row.note = "no samples to compare";
+      c.rows.push_back(std::move(row));
+      continue;
+    }
+    row.ratio = row.new_median_ms / row.base_median_ms;
+    row.test = mann_whitney_u(b.samples_ms, n.samples_ms);
+    std::tie(row.ratio_ci_low, row.ratio_ci_high) = bootstrap_median_ratio_ci(b.samples_ms, n.samples_ms);
+    const double record_clocks = record_clock_difference(b, n);
+    if (record_clocks > options.clock_tolerance)
+      row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
+
+    if (b.method == "wall_naive") {
+      row.verdict = Verdict::informational;
+      row.note = "wall_naive times the launch queue, not the work: shown, never judged";
+      c.rows.push_back(std::move(row));
+      continue;
+    }
+    const bool significant = row.test.p_value < options.alpha;
+    if (significant && row.ratio > 1 + options.threshold) {
+      row.verdict = Verdict::regression;
+      ++c.regressions;
+    } else if (significant && row.ratio < 1 - options.threshold) {
+      row.verdict = Verdict::improvement;
+      ++c.improvements;
+    } else if (significant) {
+      row.verdict = Verdict::within_threshold;
+      ++c.within_threshold;
+    } else {
+      row.verdict = Verdict::no_significant_change;
+      ++c.unchanged;
+      if (row.note.empty() && smallest_possible_p(row.base_count, row.new_count) >= options.alpha)
+        row.note = fmt::format("too few samples ({} vs {}) to reach significance at alpha {}", row.base_count,
+                               row.new_count, options.alpha);
+    }
+    log_sum += std::log(row.ratio);
+    ++c.geomean_count;
+    c.rows.push_back(std::move(row));
+  }
+  for (std::size_t i = 0; i < next.records.size(); ++i) {
+    if (new_used[i]) continue;
+    const Record& n = next.records[i];
+    RecordComparison row;
+    fill_identity(row, n);
+    row.new_count = n.samples_ms.size();
+    row.new_median_ms = n.summary.median;
+    row.verdict = Verdict::missing_in_base;
+    row.note = "no record with this name, method, dtype and params in the base file";
+    ++c.missing;
+    c.rows.push_back(std::move(row));
+  }
+  if (duplicates)
+    c.warnings.push_back("some records share name, method, dtype and params; they were matched in file order");
+  if (c.geomean_count > 0) c.geomean_ratio = std::exp(log_sum / double(c.geomean_count));
+  return c;
+}
+
+namespace {
+
+std::string summary_line(const Comparison& c) {
+  return fmt::format(
+      "{} matched, {} regression(s), {} improvement(s), {} within the {:.1f}% threshold, {} without significant change, "
+      "{} missing on one side; geometric mean of time ratios {} over {} record(s) (new/base, > 1 is slower)",
+      c.geomean_count, c.regressions, c.improvements, c.within_threshold, c.options.threshold * 100, c.unchanged,
+      c.missing, c.geomean_count ? fmt::format("{:.3f}", c.geomean_ratio) : std::string("n/a"), c.geomean_count);
+}
+
+std::string ci_text(const RecordComparison& r) {
+  if (r.ratio <= 0) return "-";
+  return fmt::format("{:.3f}-{:.3f}", r.ratio_ci_low, r.ratio_ci_high);
+}
+
+}  // namespace
+
+std::string to_markdown(const Comparison& c) {
+  std::ostringstream out;
+  out << "# ridge compare\n\n";
+  if (!c.base_label.empty()) out << fmt::format("base: `{}` · new: `{}`\n\n", c.base_label, c.new_label);
+  out << fmt::format("Test: two-sided Mann-Whitney U on raw samples, alpha {}; threshold {:.1f}% on the ratio of medians.\n\n",
+                     c.options.alpha, c.options.threshold * 100);
+  out << summary_line(c) << ".\n\n";
+  for (const auto& w : c.warnings) out << "> **warning:** " << w << "\n\n";
+  out << "| name | method | dtype | params | base median | new median | ratio | change | 95% CI | p | verdict | note |\n";
+  out << "|---|---|---|---|---:|---:|---:|---:|---|---:|---|---|\n";
+  for (const auto& r : c.rows) {
+    const bool has_base = r.verdict != Verdict::missing_in_base, has_new = r.verdict != Verdict::missing_in_new;
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.method, r.dtype,
+                       params_text(r.params), has_base ? format_ms(r.base_median_ms) : "-",
+                       has_new ? format_ms(r.new_median_ms) : "-", format_ratio(r.ratio), format_change(r.ratio),
+                       ci_text(r), r.ratio > 0 ? format_p(r.test) : "-",
+                       r.verdict == Verdict::regression ? "**REGRESSION**" : to_string(r.verdict), r.note);
+  }
+  return out.str();
+}
+
+std::string to_text(const Comparison& c) {
+  std::ostringstream out;
+  if (!c.base_label.empty()) out << fmt::format("base: {}\nnew:  {}\n", c.base_label, c.new_label);
+  for (const auto& w : c.warnings) out << "warning: " << w << "\n";
+  std::size_t name_w = 4, params_w = 6;
+  for (const auto& r : c.rows) {
+    name_w = std::max(name_w, (r.name + " " + r.method + " " + r.dtype).size());
+    params_w = std::max(params_w, params_text(r.params).size());
+  }
+  params_w = std::min<std::size_t>(params_w, 40);
+  out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {}\n", "record", name_w, "params", params_w,
+                     "base", "new", "ratio", "change", "95% CI", "p", "verdict");
+  for (const auto& r : c.rows) {
+    std::string params = params_text(r.params);
+    if (params.size() > params_w) params = params.substr(0, params_w - 1) + "~";
+    const bool has_base = r.verdict != Verdict::missing_in_base, has_new = r.verdict != Verdict::missing_in_new;
+    out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {}{}\n",
+                       r.name + " " + r.method + " " + r.dtype, name_w, params, params_w,
+                       has_base ? format_ms(r.base_median_ms) : "-", has_new ? format_ms(r.new_median_ms) : "-",
+                       format_ratio(r.ratio), format_change(r.ratio), ci_text(r), r.ratio > 0 ? format_p(r.test) : "-", to_string(r.verdict),
+                       r.note.empty() ? "" : " (" + r.note + ")");
+  }
+  out << "\n" << summary_line(c) << "\n";
+  return out.str();
+}
+
+nlohmann::json to_json(const Comparison& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : c.rows) {
+    rows.push_back({{"name", r.name},
+                    {"method", r.method},
+                    {"dtype", r.dtype},
+                    {"params", r.params},
+                    {"base_count", r.base_count},
+                    {"new_count", r.new_count},
+                    {"base_median_ms", r.base_median_ms},
+                    {"new_median_ms", r.new_median_ms},
+                    {"ratio", r.ratio},
+                    {"ratio_ci_low", r.ratio_ci_low},
+                    {"ratio_ci_high", r.ratio_ci_high},
+                    {"u", r.test.u},
+                    {"z", r.test.z},
+                    {"p_value", r.test.p_value},
+                    {"exact_test", r.test.exact},
+                    {"verdict", to_string(r.verdict)},
+                    {"note", r.note}});
+  }
+  return {{"schema", "ridge.compare"},
+          {"schema_version", 1},
+          {"base", c.base_label},
+          {"new", c.new_label},
+          {"threshold", c.options.threshold},
+          {"alpha", c.options.alpha},
+          {"clock_tolerance", c.options.clock_tolerance},
+          {"geomean_ratio", c.geomean_ratio},
+          {"geomean_count", c.geomean_count},
+          {"regressions", c.regressions},
+          {"improvements", c.improvements},
+          {"within_threshold", c.within_threshold},
+          {"unchanged", c.unchanged},
+          {"missing", c.missing},
+          {"different_devices", c.different_devices},
+          {"different_clocks", c.different_clocks},
+          {"warnings", c.warnings},
+          {"rows", rows}};
+}
+
+}  // namespace ridge

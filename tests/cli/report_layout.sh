@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# report_layout.sh RIDGE OUTDIR: runs the model-only report (every GPU hidden) and checks the folder:
+# report.md, report.html, results.json and SVG plots; the HTML is self-contained (plots inline, no
+# network references, no scripts); predictions are stored; `ridge compare` reads the folder.
+set -u
+ridge=$1; out=$2
+fail() { echo "FAIL: $*"; exit 1; }
+rm -rf "$out"
+printed=$(CUDA_VISIBLE_DEVICES= "$ridge" report -o "$out" --predict hbm_tb_per_s=4.1 --predict my_guess=7 2>"$out.stderr")
+rc=$?
+[ "$rc" = 0 ] || { cat "$out.stderr"; fail "ridge report exited $rc without a GPU (expected 0)"; }
+[ "$printed" = "$out" ] || fail "stdout should be the folder '$out', got '$printed'"
+grep -q "model-only" "$out.stderr" || fail "stderr does not say the report is model-only"
+for f in report.md report.html results.json; do [ -s "$out/$f" ] || fail "missing $f"; done
+svgs=$(ls "$out"/*.svg 2>/dev/null | wc -l)
+[ "$svgs" -ge 3 ] || fail "expected at least 3 SVG plots, found $svgs"
+for f in "$out"/*.svg; do grep -q "<svg" "$f" || fail "$f is not an SVG"; done
+html=$out/report.html
+inline=$(grep -o "<svg" "$html" | wc -l)
+[ "$inline" -ge "$svgs" ] || fail "report.html inlines $inline plots, the folder has $svgs"
+if grep -Eiq "https?://" "$html"; then grep -Eion ".{30}https?://.{30}" "$html" | head; fail "report.html references the network"; fi
+grep -Eiq "<script|<link|<img|@import" "$html" && fail "report.html loads something (script/link/img/@import)"
+grep -q "Model-only report" "$out/report.md" || fail "report.md is not labelled model-only"
+grep -q "Model-only report" "$html" || fail "report.html is not labelled model-only"
+for want in "Decode ceilings" "GPT-2 small" "Llama-3.1 70B" "Amdahl" "1.11x" "1.25x" "Predictions" "hbm_tb_per_s" \
+            "unknown key" "Roofline"; do
+  grep -q -- "$want" "$out/report.md" || fail "report.md lacks '$want'"
+done
+grep -q '"schema": "ridge.results"' "$out/results.json" || fail "results.json is not a ridge result file"
+grep -q '"hbm_tb_per_s": 4.1' "$out/results.json" || fail "results.json does not store the prediction"
+grep -q '"mode": "model_only"' "$out/results.json" || fail "results.json does not record the mode"
+"$ridge" compare "$out" "$out" >/dev/null 2>&1 || fail "ridge compare cannot read the report folder"
+echo "ok: model-only report in $out ($svgs plots)"

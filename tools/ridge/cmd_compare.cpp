@@ -1,0 +1,75 @@
+// `ridge compare BASE NEW`: per-record ratios of medians with a rank test on the raw samples;
+// exits 5 on a significant regression beyond the threshold, so CI can gate on it.
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "ridge/compare.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/writers.hpp"
+
+namespace ridge::cli {
+
+namespace {
+
+struct CompareCommand {
+  std::string base, next;
+  std::string threshold = "5%";
+  double alpha = 0.01;
+  std::string clock_tolerance = "10%";
+  std::string json, markdown;
+};
+
+int run_compare(const CompareCommand& c) {
+  CompareOptions options;
+  options.threshold = parse_threshold(c.threshold);
+  options.clock_tolerance = parse_threshold(c.clock_tolerance);
+  if (!(c.alpha > 0 && c.alpha < 1)) throw UsageError(fmt::format("--alpha must be in (0, 1), got {}", c.alpha));
+  options.alpha = c.alpha;
+  // Both files are read before anything is printed, so a bad file never leaves half a table.
+  const ResultSet base = load_result_file(c.base);
+  const ResultSet next = load_result_file(c.next);
+  Comparison comparison = compare_results(base, next, options);
+  comparison.base_label = c.base;
+  comparison.new_label = c.next;
+
+  const bool to_stdout = c.json == "-" || c.markdown == "-";
+  std::FILE* out = to_stdout ? stderr : stdout;
+  fmt::print(out, "{}", to_text(comparison));
+  if (!c.json.empty()) write_text(c.json, to_json(comparison).dump(2) + "\n");
+  if (!c.markdown.empty()) write_text(c.markdown, to_markdown(comparison));
+  if (comparison.has_regression()) {
+    fmt::print(stderr, "ridge compare: {} significant regression(s) beyond {:.1f}% (exit code 5)\n",
+               comparison.regressions, options.threshold * 100);
+    return static_cast<int>(ExitCode::regression);
+  }
+  return 0;
+}
+
+RIDGE_REGISTER_COMMAND(Command{
+    "compare", "compare two result files (or report folders): ratios, significance, exit 5 on a regression", 95,
+    [](CLI::App& app) {
+      auto c = std::make_shared<CompareCommand>();
+      app.description(
+          "Matches records by name, method, dtype and params; prints new/base ratios of median times, a two-sided\n"
+          "Mann-Whitney U test on the raw samples, a bootstrap 95% interval of the ratio and the geometric mean.\n"
+          "A record is a REGRESSION when p < alpha and it is slower by more than the threshold. Records timed\n"
+          "with wall_naive are shown but never judged. Different GPUs or SM clocks (> clock tolerance) are reported.\n"
+          "Exit codes: 0 no significant regression beyond the threshold, 5 at least one, 2 a file is missing or\n"
+          "malformed (or a bad option).");
+      app.add_option("BASE", c->base, "baseline: a ridge JSON result file, or a report folder holding results.json")
+          ->required();
+      app.add_option("NEW", c->next, "the run to judge: a result file or report folder")->required();
+      app.add_option("--threshold", c->threshold,
+                     "relative change of the median that counts, as a percentage (5%) or fraction (0.05)")
+          ->default_val("5%");
+      app.add_option("--alpha", c->alpha, "significance level of the two-sided rank test")->default_val(0.01);
+      app.add_option("--clock-tolerance", c->clock_tolerance, "SM clock difference reported as a warning")
+          ->default_val("10%");
+      app.add_option("--json", c->json, "write the comparison as JSON to FILE ('-' for stdout)")->type_name("FILE");
+      app.add_option("--markdown", c->markdown, "write the comparison as Markdown to FILE ('-' for stdout)")
+          ->type_name("FILE");
+      return std::function<int()>([c] { return run_compare(*c); });
+    }});
+
+}  // namespace
+}  // namespace ridge::cli

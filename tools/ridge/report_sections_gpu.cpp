@@ -1,0 +1,261 @@
+// The GPU sections of `ridge report` (they run only with a usable GPU), in report order.
+// Registration points for sections whose run_X does not exist yet are marked "REGISTRATION POINT".
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "report_sections.hpp"
+#include "ridge/ceilings.hpp"
+#include "ridge/device.hpp"
+#include "ridge/format.hpp"
+#include "ridge/plot.hpp"
+#include "ridge/roofline.hpp"
+
+namespace ridge::cli {
+
+namespace {
+
+std::string cuda_version(int v) { return v ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : "unknown"; }
+
+const Record* find_record(const std::vector<Record>& records, const std::string& method, const std::string& which) {
+  for (const auto& r : records)
+    if (r.method == method && r.params.value("case", std::string()) == which) return &r;
+  return nullptr;
+}
+
+// ---- 10: device info ---------------------------------------------------------------------------
+
+SectionOutput info_section(ReportContext& ctx) {
+  ResultSet set = run_info(ctx.device, ctx.log);
+  const auto& d = *set.context.device;
+  const auto& clocks = set.context.clocks_start;
+  SectionOutput out;
+  std::string& md = out.markdown;
+  md += "| property | value |\n|---|---|\n";
+  md += fmt::format("| device | {} (index {}) |\n| UUID | `{}` |\n", d.name, d.index, d.uuid);
+  md += fmt::format("| compute capability | {}.{} |\n| SMs | {} |\n", d.compute_capability_major,
+                    d.compute_capability_minor, d.sm_count);
+  md += fmt::format("| L2 cache | {} |\n| memory | {}, {}-bit bus |\n", format_bytes(double(d.l2_bytes)),
+                    format_bytes(double(d.memory_bytes)), d.memory_bus_bits);
+  md += fmt::format("| max clocks | SM {:.0f} MHz, memory {:.0f} MHz |\n", d.max_sm_clock_mhz, d.max_memory_clock_mhz);
+  if (clocks.source == "nvml") {
+    const std::string reasons = throttle_reason_names(clocks.throttle_reasons);
+    md += fmt::format("| clocks at start | SM {:.0f} MHz, memory {:.0f} MHz; {:.0f} W, {:.0f} C; limits: {} |\n",
+                      clocks.sm_mhz, clocks.memory_mhz, clocks.power_w, clocks.temperature_c,
+                      reasons.empty() ? "none" : reasons);
+  } else {
+    md += fmt::format("| clocks at start | unavailable: NVML {} |\n", nvml_status());
+  }
+  md += fmt::format("| driver / runtime | CUDA {} / CUDA {} |\n", cuda_version(d.driver_version),
+                    cuda_version(d.runtime_version));
+  if (ctx.datasheet) {
+    const auto& e = *ctx.datasheet;
+    md += fmt::format("| datasheet entry | {} (`{}`): {} HBM, {} dense BF16 |\n", e.name, e.key,
+                      format_bytes_per_s(e.bandwidth_bytes_per_s),
+                      e.peak_flops.count("bf16") ? format_flops(e.peak_flops.at("bf16")) : "n/a");
+    if (!e.source.empty()) md += fmt::format("| datasheet source | {} |\n", e.source);
+  } else {
+    md += "| datasheet entry | none matched: percentages of datasheet figures are left out |\n";
+  }
+  md += "\n";
+  return out;
+}
+
+RIDGE_REGISTER_REPORT_SECTION(ReportSection{"info", "Device", 10, SectionMode::gpu, info_section});
+
+// ---- 20: the timing demo -----------------------------------------------------------------------
+
+std::string timing_row(const Record* r, const std::string& meaning) {
+  if (!r) return "";
+  return fmt::format("| `{}` | {} | {} | {} | {:.2f} | {} |\n", r->method, format_ms(r->summary.median),
+                     format_ms(r->summary.min), format_ms(r->summary.max), r->flops_per_s() / 1e12, meaning);
+}
+
+SectionOutput timing_section(ReportContext& ctx) {
+  TimingOptions options;
+  options.device = ctx.device;
+  if (ctx.quick) options.samples = 10;
+  ResultSet set = run_timing(options, ctx.log);
+  SectionOutput out;
+  out.records = set.records;
+  const auto& rs = set.records;
+  const Record* naive = find_record(rs, "wall_naive", "large");
+  const Record* wall = find_record(rs, "wall_sync", "large");
+  const Record* events = find_record(rs, "cuda_events", "large");
+  const Record* s_events = find_record(rs, "cuda_events", "small");
+  const Record* s_spin = find_record(rs, "spin_hold", "small");
+  const Record* s_graph = find_record(rs, "graph_replay", "small");
+
+  std::string& md = out.markdown;
+  md += fmt::format(
+      "The seed's stretch exercise 1: a {} {}x{}x{} matmul (cuBLASLt, random inputs, output checked against a "
+      "reference before timing) timed three ways. {} samples each after {} warm-up calls; medians.\n\n",
+      options.dtype == "fp32" ? "FP32" : options.dtype, options.n, options.n, options.n, options.samples,
+      options.warmup);
+  if (const char* slow = std::getenv("RIDGE_TEST_SLOWDOWN_US"); slow && *slow)
+    md += fmt::format("> **Deliberately slowed run:** RIDGE_TEST_SLOWDOWN_US={} added a GPU busy-wait after every "
+                      "call of the large matmul. Use it only to test `ridge compare`.\n\n",
+                      slow);
+  md += "| method | median | min | max | TFLOP/s | what the number means |\n|---|---:|---:|---:|---:|---|\n";
+  md += timing_row(naive, "**wrong**: the time to queue the launch; the GPU ran the work later");
+  md += timing_row(wall, "synchronized before and after: what the caller waits");
+  md += timing_row(events, "the GPU's clock between two events: the kernel's time");
+  md += "\n";
+  if (naive && wall && naive->summary.median > 0) {
+    const double ratio = naive->summary.median / wall->summary.median;
+    ctx.measured["naive_over_sync"] = ratio;
+    md += fmt::format(
+        "The unsynchronized reading is {:.2g} of the synchronized one ({:.0f}x smaller): CUDA calls return once the "
+        "work is queued.\n\n",
+        ratio, 1 / ratio);
+  }
+  if (events && options.n == 4096 && options.dtype == "fp32") ctx.measured["matmul_fp32_4096_ms"] = events->summary.median;
+
+  md += fmt::format("Small case: a BF16 {0}x{0}x{0} matmul, where the host's launch latency is as large as the work.\n\n",
+                    options.small_n);
+  md += "| method | median | min | max | TFLOP/s | what the number means |\n|---|---:|---:|---:|---:|---|\n";
+  md += timing_row(s_events, "per-sample events: include the host's launch latency");
+  md += timing_row(s_spin, "stream held by a spin kernel while the sample is queued: GPU time only");
+  md += timing_row(s_graph, "many calls in one CUDA graph: GPU time per call");
+  md += "\n";
+  if (s_events && s_spin && s_graph) {
+    const double launch_free = std::min(s_spin->summary.median, s_graph->summary.median);
+    ctx.measured["launch_overhead_us"] = (s_events->summary.median - launch_free) * 1e3;
+    md += fmt::format(
+        "Per-sample events read {} more than the launch-free methods ({:.1f}x). A kernel has no speed, only a speed "
+        "at a size.\n\n",
+        format_ms(s_events->summary.median - launch_free), s_events->summary.median / launch_free);
+  }
+  md += warnings_markdown(rs);
+  return out;
+}
+
+RIDGE_REGISTER_REPORT_SECTION(ReportSection{"timing", "Timing: three clocks, one matmul", 20, SectionMode::gpu,
+                                            timing_section});
+
+// ---- 30: measured ceilings -----------------------------------------------------------------------
+
+SectionOutput ceilings_section(ReportContext& ctx) {
+  const MeasuredCeilings m = measured_ceilings(ctx.device, false);
+  SectionOutput out;
+  out.records = m.records;
+  const auto datasheet = ctx.datasheet;  // before the measured values replace the context's ceilings
+  if (m.hbm_bytes_per_s > 0) {
+    ctx.bandwidth_bytes_per_s = m.hbm_bytes_per_s;
+    ctx.measured["hbm_tb_per_s"] = m.hbm_bytes_per_s / 1e12;
+  }
+  for (const auto& [dtype, flops] : m.tensor_flops_per_s)
+    if (flops > 0) ctx.peak_flops[dtype] = flops;
+  if (m.fp32_flops_per_s > 0) ctx.peak_flops["fp32"] = m.fp32_flops_per_s;
+  ctx.ceilings_source = fmt::format("measured on this GPU ({})", m.measured_at_utc);
+  if (auto bf16 = m.tensor_flops_per_s.find("bf16"); bf16 != m.tensor_flops_per_s.end() && bf16->second > 0) {
+    ctx.measured["bf16_tflop_per_s"] = bf16->second / 1e12;
+    if (m.hbm_bytes_per_s > 0) ctx.measured["ridge_point_bf16"] = bf16->second / m.hbm_bytes_per_s;
+  }
+
+  std::string& md = out.markdown;
+  md += fmt::format("What this GPU's memory and arithmetic units actually deliver, measured {} (cached per GPU; "
+                    "`ridge roofline --refresh` measures again).\n\n",
+                    m.measured_at_utc);
+  md += "| ceiling | measured | datasheet | measured / datasheet |\n|---|---:|---:|---:|\n";
+  auto row = [&](const std::string& what, double measured, double sheet, bool bytes) {
+    const auto f = [&](double v) { return bytes ? format_bytes_per_s(v) : format_flops(v); };
+    md += fmt::format("| {} | {} | {} | {} |\n", what, measured > 0 ? f(measured) : "-", sheet > 0 ? f(sheet) : "-",
+                      measured > 0 && sheet > 0 ? fmt::format("{:.0f}%", 100 * measured / sheet) : "-");
+  };
+  row(fmt::format("HBM bandwidth ({})", m.hbm_kernel), m.hbm_bytes_per_s,
+      datasheet ? datasheet->bandwidth_bytes_per_s : 0, true);
+  row("L2 bandwidth", m.l2_bytes_per_s, 0, true);
+  row("FP32 (FMA)", m.fp32_flops_per_s, datasheet && datasheet->peak_flops.count("fp32") ? datasheet->peak_flops.at("fp32") : 0,
+      false);
+  for (const auto& [dtype, flops] : m.tensor_flops_per_s)
+    row(dtype + " tensor (GEMM)", flops,
+        datasheet && datasheet->peak_flops.count(dtype) ? datasheet->peak_flops.at(dtype) : 0, false);
+  md += fmt::format("\nAn empty kernel takes {:.2f} us (launch-free timing).\n\n", m.empty_launch_us);
+  if (ctx.measured.count("ridge_point_bf16"))
+    md += fmt::format("Measured BF16 ridge point: **{:.0f} FLOP/byte**: below it an operation is memory-bound.\n\n",
+                      ctx.measured["ridge_point_bf16"]);
+  return out;
+}
+
+RIDGE_REGISTER_REPORT_SECTION(ReportSection{"ceilings", "Measured ceilings", 30, SectionMode::gpu, ceilings_section});
+
+// ---- REGISTRATION POINT 40: bandwidth sweep ---------------------------------------------------------
+// When run_bandwidth exists: a section "bandwidth", "Bandwidth: x + y from 2^10 to 2^28", order 40, that
+// runs it (quick: fewer sizes), returns its records, records_markdown, rate_vs_size_svg(.., "elements",
+// false) and sets ctx.measured["add_tb_per_s"] and ["add_fraction_of_datasheet"].
+
+// ---- REGISTRATION POINT 50: matmul sweep ------------------------------------------------------------
+// When run_matmul exists: "matmul", "Matmul: BF16 256 to 8192", order 50; rate_vs_size_svg(.., "n",
+// true) and ctx.measured["matmul_70pct_n"].
+
+// ---- 55: the roofline with every measured point ------------------------------------------------
+
+SectionOutput roofline_section(ReportContext& ctx) {
+  SectionOutput out;
+  std::string& md = out.markdown;
+  if (ctx.bandwidth_bytes_per_s <= 0 || ctx.peak_flops.empty()) {
+    md += "No ceilings are known for this GPU (nothing measured, no datasheet match): no roofline.\n\n";
+    return out;
+  }
+  std::vector<const Record*> placed;
+  double lo = 0.05, hi = 2000;
+  for (const auto& r : ctx.results->records) {
+    const double intensity = r.intensity_flop_per_byte();
+    if (intensity <= 0 || r.flops_per_s() <= 0) continue;
+    placed.push_back(&r);
+    lo = std::min(lo, intensity / 2);
+    hi = std::max(hi, intensity * 2);
+  }
+  Plot plot = roofline_plot(fmt::format("Roofline ({})", ctx.ceilings_source), ctx.bandwidth_bytes_per_s, ctx.peak_flops,
+                            lo, hi);
+  std::map<std::string, std::size_t> series;
+  for (const Record* r : placed) {
+    const std::string key = r->name + " " + r->method + (r->dtype.empty() ? "" : " " + r->dtype);
+    if (!series.count(key)) {
+      series[key] = plot.series.size();
+      plot.series.push_back(PlotSeries{.name = key, .line = false, .markers = true});
+    }
+    std::string label;
+    if (r->params.contains("n")) label = "n=" + r->params["n"].dump();
+    plot.series[series[key]].points.push_back({r->intensity_flop_per_byte(), r->flops_per_s() / 1e12, label});
+  }
+  out.svgs.push_back({"roofline.svg", render_svg(plot)});
+  md += fmt::format("Ceilings: {}. Every measured record with counted FLOPs and bytes is placed at its intensity.\n\n",
+                    ctx.ceilings_source);
+  md += "![roofline with every measured point](roofline.svg)\n\n";
+  if (!placed.empty()) {
+    md += "| record | params | intensity (FLOP/byte) | achieved | attainable | of the roof |\n|---|---|---:|---:|---:|---:|\n";
+    for (const Record* r : placed) {
+      const auto peak = ctx.peak_flops.find(r->dtype == "tf32" ? "tf32" : r->dtype);
+      if (peak == ctx.peak_flops.end()) continue;
+      const double roof = attainable_flops(r->intensity_flop_per_byte(), peak->second, ctx.bandwidth_bytes_per_s);
+      const double share = r->flops_per_s() / roof;
+      md += fmt::format("| {} `{}` | {} | {:.1f} | {} | {} | {:.0f}%{} |\n", r->name, r->method,
+                        r->params.contains("n") ? "n=" + r->params["n"].dump() : r->params.dump(),
+                        r->intensity_flop_per_byte(), format_flops(r->flops_per_s()), format_flops(roof), share * 100,
+                        share > 1.05 ? " (**impossible**: above the roof)" : "");
+    }
+    md += "\n";
+  }
+  return out;
+}
+
+RIDGE_REGISTER_REPORT_SECTION(ReportSection{"roofline", "Roofline", 55, SectionMode::gpu, roofline_section});
+
+// ---- REGISTRATION POINT 60: decode eager vs graph with the ceiling -------------------------------------
+// When run_decode exists: "decode", "Decode: GPT-2 eager vs CUDA graph", order 60; compare tokens/s with
+// decode_ceiling(weight bytes, ctx.bandwidth_bytes_per_s) and set ctx.measured["decode_tokens_per_s"],
+// ["decode_fraction_of_ceiling"].
+
+// ---- REGISTRATION POINT 70: profile summary -----------------------------------------------------------
+// When the tracer exists: "profile", "Profile of one decode step", order 70; put the Chrome trace in
+// SectionOutput::trace_json (written as trace.json), top kernels as a table, and set
+// ctx.measured["kernels_per_step"], ["launch_gap_fraction"].
+
+}  // namespace
+}  // namespace ridge::cli
