@@ -22,6 +22,7 @@ struct PlotSeries {
   std::string end_label;
   bool in_legend = true;  ///< list the series in the legend
   bool labels_below = false;  ///< try point labels below the points first (default: above)
+  bool draw_labels = true;    ///< false: point labels only in the markers' tooltips
 };
 
 struct Plot {

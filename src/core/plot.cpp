@@ -132,7 +132,7 @@ struct Box {
 };
 
 // Approximate width of 11-pixel sans-serif text.
-double text_width(const std::string& s) { return 6.2 * static_cast<double>(s.size()); }
+double text_width(const std::string& s) { return 6.8 * static_cast<double>(s.size()); }
 
 void require_finite(double v, const std::string& series, std::size_t index, const char* axis) {
   if (!std::isfinite(v))
@@ -315,7 +315,7 @@ std::string render_svg(const Plot& plot) {
                            "stroke-width=\"1\"><title>{}</title></circle>\n",
                            px(cx), px(cy), color, xml_escape(tip));
         taken.push_back({cx - 4, cy - 4, cx + 4, cy + 4});
-        if (!p.label.empty()) pending.push_back({cx, cy, p.label, s.labels_below});
+        if (!p.label.empty() && s.draw_labels) pending.push_back({cx, cy, p.label, s.labels_below});
       }
     }
     svg += "</g>\n";

@@ -152,7 +152,7 @@ Plot roofline_plot(const std::string& title, const Ceiling& main, const std::str
     if (top / bw > x_hi) s.points.back() = {x_hi, x_hi * bw};
     plot.series.push_back(s);
   };
-  slope(fmt::format("{} HBM {}", main_kind, format_bytes_per_s(main.hbm)), main.hbm, "#1f77b4", false);
+  slope(fmt::format("{} memory {}", main_kind, format_bytes_per_s(main.hbm)), main.hbm, "#1f77b4", false);
   if (main.l2 > 0) slope(fmt::format("{} L2 {}", main_kind, format_bytes_per_s(main.l2)), main.l2, "#17becf", true);
 
   // Roofs whose rates are within 8% share one label, so the labels at the right edge stay legible.
@@ -160,6 +160,7 @@ Plot roofline_plot(const std::string& title, const Ceiling& main, const std::str
   for (const char* d : dtype_order)
     if (double r = main.roof(d); r > 0) roofs.emplace_back(d, r);
   std::vector<std::string> labels(roofs.size());
+  std::vector<std::string> legend_names(roofs.size());  // empty: folded into an earlier entry
   std::vector<bool> labelled(roofs.size(), false);
   for (std::size_t i = 0; i < roofs.size(); ++i) {
     if (labelled[i]) continue;
@@ -178,17 +179,28 @@ Plot roofline_plot(const std::string& title, const Ceiling& main, const std::str
       if (!same_rate) text += " " + format_flops(roofs[j].second);
     }
     labels[i] = same_rate ? text + " " + format_flops(roofs[i].second) : text;
+    const double ridge = roofs[i].second / main.hbm;
+    const std::string ridge_text = fmt::format(", I*={:.3g}", ridge);
+    if (same_rate) {
+      legend_names[i] = fmt::format("{} {}", main_kind, labels[i]);
+    } else {
+      for (auto j : group)
+        legend_names[j] =
+            fmt::format("{} {} {}", main_kind, dtype_title(roofs[j].first), format_flops(roofs[j].second));
+    }
+    if (ridge <= x_hi) labels[i] += ridge_text;
   }
   for (std::size_t i = 0; i < roofs.size(); ++i) {
     const auto& [dtype, rate] = roofs[i];
-    PlotSeries s{fmt::format("{} {} {}", main_kind, dtype_title(dtype), format_flops(rate)),
-                 {{std::min(rate / main.hbm, x_hi), rate}, {x_hi, rate}}, true, false, false, roof_color(dtype)};
+    PlotSeries s{legend_names[i], {{std::min(rate / main.hbm, x_hi), rate}, {x_hi, rate}}, true, false, false,
+                 roof_color(dtype)};
+    s.in_legend = !legend_names[i].empty();
     s.end_label = labels[i];
     plot.series.push_back(s);
   }
   if (datasheet_overlay) {
     const auto& d = *datasheet_overlay;
-    if (d.hbm > 0) slope(fmt::format("datasheet HBM {}", format_bytes_per_s(d.hbm)), d.hbm, "#9a9a9a", true);
+    if (d.hbm > 0) slope(fmt::format("datasheet memory {}", format_bytes_per_s(d.hbm)), d.hbm, "#9a9a9a", true);
     // The datasheet's highest 16-bit roof, for scale.
     for (const char* dt : {"bf16", "fp16"})
       if (double r = d.roof(dt); r > 0 && d.hbm > 0) {
@@ -200,13 +212,13 @@ Plot roofline_plot(const std::string& title, const Ceiling& main, const std::str
   }
   // Ridge points: where each roof meets the memory slope (one marker per distinct intensity).
   PlotSeries knees{"ridge points I* (FLOP/byte)", {}, false, true, false, "#444444"};
-  knees.labels_below = true;  // under the roof, right of the slope: the emptiest corner near a knee
+  knees.draw_labels = false;  // the roof labels carry I*; the markers' tooltips too
   for (const auto& [dtype, rate] : roofs) {
     const double x = rate / main.hbm;
     if (x > x_hi || x < x_lo) continue;
     bool seen = false;
     for (const auto& k : knees.points) seen = seen || std::abs(std::log(k.x / x)) < 0.01;
-    if (!seen) knees.points.push_back({x, rate, fmt::format("I*={:.3g}", x)});
+    if (!seen) knees.points.push_back({x, rate, fmt::format("ridge point I* = {:.3g} FLOP/byte", x)});
   }
   if (!knees.points.empty()) plot.series.push_back(knees);
   if (!points.empty()) {
@@ -223,7 +235,7 @@ bool is_index(const std::string& s) {
 
 void print_points(std::FILE* out, const std::vector<Point>& points, const Ceiling& c, const std::string& kind) {
   if (points.empty()) return;
-  fmt::print(out, "\nOperations on the {} roofline (attainable = min(roof, intensity x HBM bandwidth)):\n", kind);
+  fmt::print(out, "\nOperations on the {} roofline (attainable = min(roof, intensity x memory bandwidth)):\n", kind);
   fmt::print(out, "  {:<40} {:>11} {:>14} {:>14} {:>7}  {}\n", "operation", "FLOP/byte", "measured", "attainable",
              "of it", "bound");
   for (const auto& p : points) {
@@ -257,6 +269,7 @@ ResultSet run_roofline(const RooflineOptions& o, std::FILE* out) {
   if (model_only) {
     entry = catalog_entry(o.device);
   } else {
+    if (o.device.size() > 4) throw UsageError(fmt::format("--device {}: no such GPU index", o.device));
     index = std::stoi(o.device);
     require_gpu(index);
   }
@@ -301,7 +314,7 @@ ResultSet run_roofline(const RooflineOptions& o, std::FILE* out) {
   auto bw_row = [&](const char* what, double s, double m, const std::string& note) {
     row(what, bw_or_dash(s), bw_or_dash(m), percent(m, s), note);
   };
-  bw_row("HBM bandwidth", sheet ? sheet->hbm : 0, meas ? meas->hbm : 0,
+  bw_row("memory bandwidth", sheet ? sheet->hbm : 0, meas ? meas->hbm : 0,
          measured ? fmt::format("best of copy/read/triad: {}, bytes = reads + writes", measured->hbm_kernel) : "");
   if (meas) bw_row("L2 bandwidth", 0, meas->l2, "working set about 1/4 of the L2");
   for (const char* d : dtype_order) {
@@ -327,7 +340,7 @@ ResultSet run_roofline(const RooflineOptions& o, std::FILE* out) {
   }
 
   // --- ridge points ----------------------------------------------------------------------------
-  fmt::print(out, "\nRidge points I* = peak / HBM bandwidth (FLOP/byte): below it an operation is memory-bound.\n");
+  fmt::print(out, "\nRidge points I* = peak / memory bandwidth (FLOP/byte): below it an operation is memory-bound.\n");
   fmt::print(out, "  {:<8} {:>10} {:>10}\n", "dtype", sheet ? "datasheet" : "", meas ? "measured" : "");
   for (const char* d : dtype_order) {
     const double s = sheet && sheet->roof(d) > 0 ? ridge_point(sheet->roof(d), sheet->hbm) : 0;
@@ -380,14 +393,17 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--device", o.device,
                      "GPU index to measure, or a catalog key for a model-only roofline with no GPU (e.g. h100-sxm, "
                      "h200-sxm, rtx-4090; see data/catalog.json)")
-          ->default_val("0");
+          ->default_val("0")
+          ->type_name("N|KEY");
       app.add_flag("--refresh", o.refresh,
                    "measure the ceilings again instead of using the cache ($RIDGE_CACHE_DIR or ~/.cache/ridge); "
                    "a measurement takes seconds");
       app.add_option("--points", o.points,
                      "ridge result JSON files whose records with FLOPs and bytes are placed on the plot")
-          ->type_name("FILE...");
-      app.add_option("--svg", o.svg, "where to write the roofline plot (SVG)")->default_val("runs/roofline.svg");
+          ->type_name("FILE");
+      app.add_option("--svg", o.svg, "where to write the roofline plot (SVG)")
+          ->default_val("runs/roofline.svg")
+          ->type_name("FILE");
       app.add_option("--catalog", o.catalog, "device catalog JSON to use instead of the built-in one")
           ->type_name("FILE");
       c->exports.add_to(app);
