@@ -425,7 +425,8 @@ class Prober {
         for (int i = 0; i < iterations; ++i) x = std::fma(x, a, b);
         sum += x;
       }
-      if (got != sum)
+      // Not bit-exact: nvcc may contract the start value's arithmetic differently from the host.
+      if (!(std::abs(got - sum) <= 1e-5f * std::abs(sum)))
         throw VerificationError(fmt::format("FP32 FMA kernel ({} chains, {} threads/block): thread {} wrote {:.9g}, "
                                             "host reference {:.9g}",
                                             chains, threads, t, got, sum));
