@@ -107,4 +107,15 @@ struct DecodeOptions {
 /// Throws VerificationError when logits are wrong, UsageError for bad options, NoGpuError.
 ResultSet run_decode(const DecodeOptions& options, std::FILE* out);
 
+struct ProfileOptions {
+  int device = 0;
+  std::string model = "small";
+  std::string dtype = "bf16";
+  int batch = 1;
+  int context = 128;  ///< tokens per sequence after the step (the seed's 128-token cache)
+  std::string trace = "runs/trace.json";
+};
+/// `ridge profile`: traces one decode step eagerly and one as a graph replay; prints the analysis.
+ResultSet run_profile(const ProfileOptions& options, std::FILE* out);
+
 }  // namespace ridge::cli
