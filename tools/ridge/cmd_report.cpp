@@ -44,7 +44,13 @@ std::string params_text(const nlohmann::json& params) {
   return out;
 }
 
-std::string series_key(const Record& r) { return r.name + " " + r.method + (r.dtype.empty() ? "" : " " + r.dtype); }
+// One curve per kernel variant and dtype; the timing method may change along a sweep (graph
+// replay for short ops, events for long ones) without splitting the curve.
+std::string series_key(const Record& r) {
+  std::string key = r.name;
+  if (r.params.contains("variant") && r.params["variant"].is_string()) key += " " + r.params["variant"].get<std::string>();
+  return key + (r.dtype.empty() ? "" : " " + r.dtype);
+}
 
 }  // namespace
 
