@@ -2,6 +2,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "ridge/catalog.hpp"
 #include "ridge/device.hpp"
 #include "ridge/format.hpp"
 #include "ridge/writers.hpp"
@@ -11,6 +12,8 @@ namespace ridge::cli {
 ResultSet run_info(int device, std::FILE* out) {
   require_gpu(device);
   ResultSet set = new_result_set(device);
+  const auto entry = match_device(*set.context.device);
+  if (entry) set.context.device->catalog_key = entry->key;
   const auto& d = *set.context.device;
   const auto& c = set.context.clocks_start;
   auto cuda = [](int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); };
@@ -32,6 +35,16 @@ ResultSet run_info(int device, std::FILE* out) {
     fmt::print(out, "  current clocks      unavailable: NVML {}\n", nvml_status());
   }
   fmt::print(out, "  driver / runtime    CUDA {} / CUDA {}\n", cuda(d.driver_version), cuda(d.runtime_version));
+  if (entry) {
+    fmt::print(out, "  datasheet entry     {} (`{}`): {} memory bandwidth", entry->name, entry->key,
+               format_bytes_per_s(entry->bandwidth_bytes_per_s));
+    for (const char* t : {"fp32", "tf32", "bf16", "fp8_e4m3"})
+      if (auto p = entry->peak_flops.find(t); p != entry->peak_flops.end())
+        fmt::print(out, ", {} {}", t, format_flops(p->second));
+    fmt::print(out, " (dense)\n  datasheet source    {}\n", entry->source);
+  } else {
+    fmt::print(out, "  datasheet entry     none matched: ridge works from measured ceilings (`ridge roofline`)\n");
+  }
   return set;
 }
 
