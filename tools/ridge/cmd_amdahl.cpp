@@ -1,6 +1,6 @@
 // `ridge amdahl`: Amdahl's law both ways. How much faster the whole gets when a fraction of the
 // time gets S times faster, or what S a fraction needs to reach a target overall speedup.
-// (The trace-fed form adds its own option and calls the same printers.)
+// The trace-fed form (--trace FILE --kernel NAME --speedup S) takes the fraction from a trace.
 #include <cmath>
 #include <limits>
 
@@ -9,6 +9,7 @@
 #include "cli.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/roofline.hpp"
+#include "ridge/trace.hpp"
 
 namespace ridge::cli {
 
@@ -18,6 +19,8 @@ struct AmdahlCommand {
   double fraction = std::numeric_limits<double>::quiet_NaN();
   std::string speedup;  // text, so "inf" works
   std::string target;
+  std::string trace;   // a ridge (or PyTorch profiler) Chrome trace
+  std::string kernel;  // kernel name, exact or substring
 };
 
 /// Parses a speedup factor: a positive number, or "inf"/"infinity" (the part vanishes).
@@ -65,7 +68,24 @@ void print_inverse(std::FILE* out, double f, double target) {
   fmt::print(out, "limit if that part took no time at all: {}\n", limit_text(f));
 }
 
+int run_amdahl_trace(const AmdahlCommand& c) {
+  if (c.kernel.empty()) throw UsageError("--trace needs --kernel NAME (exact, or a substring of the kernel's name)");
+  if (c.speedup.empty()) throw UsageError("--trace needs --speedup S: how many times faster the kernel gets");
+  if (!std::isnan(c.fraction)) throw UsageError("--trace takes the fraction from the trace; drop --fraction");
+  const double s = parse_factor(c.speedup, "--speedup");
+  const auto w = trace::kernel_what_if(trace::load_chrome_trace(c.trace), c.kernel, s);
+  fmt::print("kernel '{}' matched {} name(s), {} launches\n", c.kernel, w.matched.size(), w.launches);
+  for (const auto& name : w.matched) fmt::print("  {}\n", name.substr(0, 120));
+  fmt::print("share of GPU busy time {:.1f}%: {} faster -> {:.3f}x overall if the GPU is the bottleneck\n",
+             100 * w.fraction_of_busy, factor_text(s), w.overall_speedup_busy);
+  fmt::print("share of the traced wall span {:.1f}%: -> {:.3f}x overall on wall time\n", 100 * w.fraction_of_span,
+             w.overall_speedup_span);
+  fmt::print("{}\n", w.explanation);
+  return 0;
+}
+
 int run_amdahl(const AmdahlCommand& c) {
+  if (!c.trace.empty()) return run_amdahl_trace(c);
   if (std::isnan(c.fraction))
     throw UsageError("--fraction F is required: the share of run time the change affects, in [0, 1]");
   if (!(c.fraction >= 0 && c.fraction <= 1))
@@ -91,7 +111,11 @@ RIDGE_REGISTER_COMMAND(Command{
                      "inverse question: the overall speedup wanted; prints the factor the part needs, or that it "
                      "is unreachable")
           ->type_name("T");
-      app.footer("Example: ridge amdahl --fraction 0.3 --speedup 3  ->  1.25x overall");
+      app.add_option("--trace", c->trace, "take the fraction from a trace (ridge trace / ridge profile / PyTorch)")
+          ->type_name("FILE");
+      app.add_option("--kernel", c->kernel, "with --trace: the kernel that gets faster (exact name or substring)");
+      app.footer("Examples: ridge amdahl --fraction 0.3 --speedup 3  ->  1.25x overall\n"
+                 "          ridge amdahl --trace runs/trace.json --kernel gemv --speedup 2");
       return std::function<int()>([c] { return run_amdahl(*c); });
     }});
 
