@@ -35,6 +35,9 @@ struct Plot {
   double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
 };
 
+/// Escapes &, <, >, " and ' for XML/HTML text and attributes (drops disallowed control characters).
+std::string xml_escape(const std::string& text);
+
 /// Renders a self-contained SVG document (no scripts, no external fonts). Throws UsageError for
 /// non-positive values on a log axis or a plot with no points. Points outside fixed axis ranges
 /// are left out (lines are clipped to the plot area), so every drawn marker lies inside it.

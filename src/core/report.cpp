@@ -1,4 +1,5 @@
 #include "ridge/report.hpp"
+#include "ridge/plot.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -143,20 +144,7 @@ const std::vector<ReferenceModel>& reference_models() {
 
 namespace {
 
-std::string escape_html(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape_html(const std::string& s) { return xml_escape(s); }
 
 std::string drop_schemes(std::string s) {
   for (const char* scheme : {"https://", "http://"}) {
