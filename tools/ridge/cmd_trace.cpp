@@ -199,6 +199,9 @@ int run_trace(const TraceOptions& o) {
   const bool json_to_stdout = o.json == "-";
   if (o.no_nvtx && (!o.step_range.empty() || !o.nvtx_range.empty()))
     throw UsageError("--no-nvtx leaves no NVTX ranges to find: drop it, or drop --step-range/--nvtx-range");
+  if (o.api == "none" && !o.all_api && (o.profiler_range || o.skip_kernels > 0))
+    throw UsageError("--api none records no API calls, so no cudaProfilerStart/Stop or launch calls to window by: "
+                     "use --api selected (the default) with --profiler-range or --skip-kernels");
   std::FILE* out = json_to_stdout ? stderr : stdout;
   trace::AnalysisOptions analysis_options;
   analysis_options.top = o.top;
