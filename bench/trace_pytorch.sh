@@ -6,7 +6,7 @@
 # (a) PyTorch's profiler on an unmodified training loop: kernels per step and GPU busy per step;
 # (b) `ridge trace` on the same program: the same numbers from ridge's trace (same counting rule);
 # (c) overhead: median step time untraced vs ridge-traced vs torch.profiler, side by side, twice each;
-# (d) 1,000,000 empty kernels traced: dropped records and the time tracing + writing adds.
+# (d) 1,000,000 empty kernels traced: dropped records and the time tracing + writing adds (KERNELS=0: skipped).
 # Needs: python3 with torch on a CUDA GPU; the ridge build (bin/ridge, bin/trace_target, lib/libridge_inject.so).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,20 +54,23 @@ for size in small medium; do
   done
 done
 
-echo "== $KERNELS empty kernels: untraced, then traced and written"
-t0=$(date +%s.%N); "$TARGET" --many-kernels "$KERNELS" | tee "$DIR/many.untraced.txt"; t1=$(date +%s.%N)
-BIG=$(mktemp -d)
-t2=$(date +%s.%N)
-"$RIDGE" trace -o "$BIG/many.trace.json" --json "$DIR/many.summary.json" -- "$TARGET" --many-kernels "$KERNELS" > "$DIR/many.traced.txt"
-t3=$(date +%s.%N)
-ls -l "$BIG/many.trace.json" | tee -a "$DIR/many.traced.txt"
-rm -rf "$BIG"
-"$PY" - "$DIR/many.timing.json" "$KERNELS" "$t0" "$t1" "$t2" "$t3" <<'PYEOF'
+if [[ $KERNELS -gt 0 ]]; then
+  echo "== $KERNELS empty kernels: untraced, then traced and written"
+  t0=$(date +%s.%N); "$TARGET" --many-kernels "$KERNELS" | tee "$DIR/many.untraced.txt"; t1=$(date +%s.%N)
+  BIG=$(mktemp -d)
+  t2=$(date +%s.%N)
+  "$RIDGE" trace -o "$BIG/many.trace.json" --json "$DIR/many.summary.json" -- "$TARGET" --many-kernels "$KERNELS" > "$DIR/many.traced.txt"
+  t3=$(date +%s.%N)
+  ls -l "$BIG/many.trace.json" | tee -a "$DIR/many.traced.txt"
+  rm -rf "$BIG"
+  "$PY" - "$DIR/many.timing.json" "$KERNELS" "$t0" "$t1" "$t2" "$t3" <<'PYEOF'
 import json, sys
 path, n, t0, t1, t2, t3 = sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:])
 json.dump({"kernels": n, "untraced_s": t1 - t0, "traced_s": t3 - t2}, open(path, "w"), indent=1)
 PYEOF
-tail -n 25 "$DIR/many.traced.txt"
+  tail -n 25 "$DIR/many.traced.txt"
+
+fi
 
 echo "== summary ($DIR)"
 "$PY" "$BENCH" report "$DIR" --repeats "$REPEATS"

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
+#include <vector>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -66,17 +68,41 @@ const std::unordered_set<std::string>& trivial_api_calls() {
   return names;
 }
 
-const CUpti_ActivityKind activity_kinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // never CUPTI_ACTIVITY_KIND_KERNEL: it serializes kernels
-    CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_RUNTIME,
-    CUPTI_ACTIVITY_KIND_DRIVER,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-    CUPTI_ACTIVITY_KIND_MARKER,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-    CUPTI_ACTIVITY_KIND_DEVICE,
-};
+/// Calls recorded in ApiCalls::selected mode: those a trace is read for (where work was launched,
+/// copied, waited on, allocated), matched by name so new API versions are covered. Kept short:
+/// CUPTI hooks only the calls enabled one by one, so everything else runs untouched.
+bool selected_api_call(std::string_view name) {
+  static constexpr std::string_view keys[] = {
+      "Launch",  // cudaLaunchKernel(ExC), cuLaunchKernel(Ex) (Triton, cuBLAS), cudaGraphLaunch, host funcs
+      "Memcpy", "Memset", "Synchronize", "StreamWaitEvent", "EventRecord",
+      "Malloc", "MemAlloc", "Free", "HostAlloc", "HostRegister",
+      "Profiler",  // cudaProfilerStart/Stop: --profiler-range needs them
+      "ModuleLoad", "LibraryLoad", "BeginCapture", "EndCapture", "GraphInstantiate", "GraphUpload",
+  };
+  for (std::string_view key : keys)
+    if (name.find(key) != std::string_view::npos) return true;
+  return false;
+}
+
+/// The activity kinds one trace enables, in order.
+std::vector<CUpti_ActivityKind> activity_kinds(const CollectorOptions& o) {
+  std::vector<CUpti_ActivityKind> kinds{
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // never CUPTI_ACTIVITY_KIND_KERNEL: it serializes kernels
+      CUPTI_ACTIVITY_KIND_MEMCPY,
+      CUPTI_ACTIVITY_KIND_MEMSET,
+  };
+  // Whole API kinds only where (nearly) everything is recorded; ApiCalls::selected enables single
+  // calls instead, so CUPTI does not intercept the thousands of queries a framework makes per step.
+  if (o.api_calls == ApiCalls::most || o.api_calls == ApiCalls::all) {
+    kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+    kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+  }
+  if (o.synchronization) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  if (o.nvtx) kinds.push_back(CUPTI_ACTIVITY_KIND_MARKER);
+  kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  kinds.push_back(CUPTI_ACTIVITY_KIND_DEVICE);
+  return kinds;
+}
 
 const char* kind_name(CUpti_ActivityKind kind) {
   switch (kind) {
@@ -103,7 +129,9 @@ struct State {
   std::unordered_map<std::uint32_t, PendingRange> open_ranges;
   std::unordered_map<std::uint32_t, std::uint32_t> context_device;
   std::vector<std::uint32_t> sync_contexts;  // parallel to trace.syncs until stop resolves devices
-  std::atomic<std::size_t> buffer_bytes{8u << 20};
+  std::atomic<std::size_t> buffer_bytes{32u << 20};
+  std::vector<CUpti_ActivityKind> enabled_kinds;                   // this trace's, for stop
+  std::vector<std::uint32_t> enabled_runtime_calls, enabled_driver_calls;  // per-call enables
   std::atomic<bool> running{false};
   bool callbacks_registered = false;
   bool exit_hook = false;
@@ -121,7 +149,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const v
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   const std::size_t bytes = state().buffer_bytes.load();
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
+  // Zeroed memory (fresh pages from calloc), so CUPTI need not clear it on the traced thread.
+  *buffer = static_cast<uint8_t*>(std::calloc(1, bytes));
   *size = *buffer != nullptr ? bytes : 0;  // a zero-size buffer makes CUPTI count drops, never crash
   *max_records = 0;
 }
@@ -338,6 +367,37 @@ void skip_trivial_calls(const State& s) {
     if (trivial.count(s.driver_names[cbid])) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
 }
 
+void enable_selected_calls(State& s) {
+  s.enabled_runtime_calls.clear();
+  s.enabled_driver_calls.clear();
+  for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid)
+    if (!s.runtime_names[cbid].empty() && selected_api_call(s.runtime_names[cbid])) {
+      RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
+      s.enabled_runtime_calls.push_back(cbid);
+    }
+  for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid)
+    if (!s.driver_names[cbid].empty() && selected_api_call(s.driver_names[cbid])) {
+      RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
+      s.enabled_driver_calls.push_back(cbid);
+    }
+}
+
+void disable_selected_calls(State& s) {
+  for (std::uint32_t cbid : s.enabled_runtime_calls) cuptiActivityEnableRuntimeApi(cbid, 0);
+  for (std::uint32_t cbid : s.enabled_driver_calls) cuptiActivityEnableDriverApi(cbid, 0);
+  s.enabled_runtime_calls.clear();
+  s.enabled_driver_calls.clear();
+}
+
+/// Best-effort settings that lower the cost on the traced threads; older CUPTIs may lack some.
+void configure_cupti() {
+  std::uint8_t zeroed = 1;  // our buffers come zeroed (calloc)
+  std::size_t size = sizeof(zeroed);
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
+  cuptiActivityEnableLatencyTimestamps(0);  // queued/submitted times: not used, extra work per launch
+  cuptiActivityEnableAllSyncRecords(0);     // no records for event/stream queries that found work pending
+}
+
 void flush_at_exit() {
   if (state().running.load() && state().pid == getpid()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
@@ -361,6 +421,14 @@ std::string cupti_library_path() {
 }
 
 bool collector_running() { return state().running.load(); }
+
+ApiCalls parse_api_calls(const std::string& text) {
+  if (text == "none") return ApiCalls::none;
+  if (text == "selected") return ApiCalls::selected;
+  if (text == "most") return ApiCalls::most;
+  if (text == "all") return ApiCalls::all;
+  throw UsageError(fmt::format("unknown API call level '{}': use none, selected, most or all", text));
+}
 
 void collector_start(const CollectorOptions& options) {
   State& s = state();
@@ -392,15 +460,18 @@ void collector_start(const CollectorOptions& options) {
     RIDGE_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     s.callbacks_registered = true;
   }
+  configure_cupti();
   const Nanoseconds start = collector_now();
-  for (CUpti_ActivityKind kind : activity_kinds) {
+  s.enabled_kinds = activity_kinds(options);
+  for (CUpti_ActivityKind kind : s.enabled_kinds) {
     const CUptiResult r = cuptiActivityEnable(kind);
     if (r == CUPTI_SUCCESS) continue;
     if (kind == CUPTI_ACTIVITY_KIND_DEVICE) continue;  // device names are a nicety
-    for (CUpti_ActivityKind k : activity_kinds) cuptiActivityDisable(k);
+    for (CUpti_ActivityKind k : s.enabled_kinds) cuptiActivityDisable(k);
     throw_cupti(r, fmt::format("cuptiActivityEnable({})", kind_name(kind)));
   }
-  if (!options.all_api_calls) skip_trivial_calls(s);
+  if (options.api_calls == ApiCalls::most) skip_trivial_calls(s);
+  if (options.api_calls == ApiCalls::selected) enable_selected_calls(s);
   {
     std::lock_guard<std::mutex> lock(s.data);
     s.trace.collection_start = start;
@@ -418,7 +489,8 @@ trace::Trace collector_stop() {
   std::lock_guard<std::mutex> control(s.control);
   if (!s.running.load()) return trace::Trace{};
   const Nanoseconds stop = collector_now();
-  for (CUpti_ActivityKind kind : activity_kinds) cuptiActivityDisable(kind);
+  for (CUpti_ActivityKind kind : s.enabled_kinds) cuptiActivityDisable(kind);
+  disable_selected_calls(s);
   cuptiActivityFlushAll(0);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   s.running = false;

@@ -8,10 +8,25 @@
 
 namespace ridge::trace_detail {
 
-struct CollectorOptions {
-  bool all_api_calls = false;
-  std::size_t buffer_bytes = 8u << 20;
+/// Which CUDA runtime and driver API calls become records. Every recorded call costs the traced
+/// thread time, so the default records only the calls a trace is read for.
+enum class ApiCalls {
+  none,      ///< no API records (kernels then have no launch call: no flow arrows)
+  selected,  ///< launches, copies, memsets, synchronizations, event records, allocations,
+             ///< profiler start/stop, module loads, graph capture (per-call enables, no others hooked)
+  most,      ///< every call except trivial queries (cudaGetDevice, ...)
+  all,       ///< every runtime and driver call
 };
+
+struct CollectorOptions {
+  ApiCalls api_calls = ApiCalls::selected;
+  bool synchronization = true;  ///< CUPTI_ACTIVITY_KIND_SYNCHRONIZATION records
+  bool nvtx = true;             ///< CUPTI_ACTIVITY_KIND_MARKER records (NVTX ranges and marks)
+  std::size_t buffer_bytes = 32u << 20;
+};
+
+/// Parses "none", "selected", "most" or "all"; throws UsageError otherwise.
+ApiCalls parse_api_calls(const std::string& text);
 
 /// Starts recording. Throws ridge::Error (another CUPTI subscriber attached, CUPTI failure) or
 /// UsageError (already running).

@@ -33,8 +33,7 @@ struct Config {
   std::string output, summary, command, step_range;
   trace::Window window;
   std::size_t top = 10;
-  bool all_api = false;
-  std::size_t buffer_bytes = 8u << 20;
+  trace_detail::CollectorOptions collector;
 };
 
 Config* g_config = nullptr;
@@ -58,12 +57,15 @@ Config read_config() {
   c.step_range = getenv_or(env::step_range);
   c.window.nvtx_range = getenv_or(env::nvtx_range);
   c.window.profiler_range = getenv_or(env::profiler_range) == "1";
-  c.all_api = getenv_or(env::all_api) == "1";
+  c.collector.api_calls = trace_detail::parse_api_calls(getenv_or(env::api, "selected"));
+  if (getenv_or(env::all_api) == "1") c.collector.api_calls = trace_detail::ApiCalls::all;
+  c.collector.synchronization = getenv_or(env::sync) != "0";
+  c.collector.nvtx = getenv_or(env::nvtx) != "0";
   try {
     if (auto s = getenv_or(env::skip_seconds); !s.empty()) c.window.skip_seconds = std::stod(s);
     if (auto s = getenv_or(env::skip_kernels); !s.empty()) c.window.skip_kernels = std::stoull(s);
     if (auto s = getenv_or(env::top); !s.empty()) c.top = std::stoul(s);
-    if (auto s = getenv_or(env::buffer_mb); !s.empty()) c.buffer_bytes = std::stoul(s) << 20;
+    if (auto s = getenv_or(env::buffer_mb); !s.empty()) c.collector.buffer_bytes = std::stoul(s) << 20;
   } catch (const std::exception&) {
     throw UsageError("malformed RIDGE_TRACE_* number in the environment");
   }
@@ -180,7 +182,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   try {
     config = read_config();
     g_config = new Config(config);
-    trace_detail::collector_start({config.all_api, config.buffer_bytes});
+    trace_detail::collector_start(config.collector);
     g_pid = getpid();
     g_tracing = true;
     std::atexit(at_exit);

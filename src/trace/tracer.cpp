@@ -23,7 +23,10 @@ Tracer::~Tracer() {
 
 void Tracer::start() {
   enable_nvtx_capture();
-  trace_detail::collector_start({options_.all_api_calls, options_.buffer_bytes});
+  trace_detail::CollectorOptions o;
+  o.api_calls = options_.all_api_calls ? trace_detail::ApiCalls::all : trace_detail::ApiCalls::selected;
+  o.buffer_bytes = options_.buffer_bytes;
+  trace_detail::collector_start(o);
   running_ = true;
 }
 

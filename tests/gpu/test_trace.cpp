@@ -207,3 +207,43 @@ TEST(TraceGpu, RidgeTraceWindowsLeaveWarmupOut) {
   EXPECT_EQ(t.kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels));
   EXPECT_TRUE(t.memcpys.empty()) << "the copies happen outside the step ranges";
 }
+
+namespace {
+
+TEST(TraceGpu, GraphKernelsJoinTheirGraphLaunch) {
+  RIDGE_REQUIRE_GPU();
+  const fs::path trace_file = scratch("graph.json");
+  const std::string line = (bin_dir() / "ridge").string() + " trace -o " + trace_file.string() + " -- " +
+                           (bin_dir() / "trace_target").string() + " --graph 5";
+  ASSERT_EQ(run_command(line), 0) << line;
+  const Trace t = load_chrome_trace(trace_file.string());
+  std::map<std::uint32_t, std::string> calls;
+  for (const auto& c : t.api_calls) calls[c.correlation] = t.strings.at(c.name);
+  std::size_t from_graph = 0;
+  for (const auto& k : t.kernels) {
+    auto it = calls.find(k.correlation);
+    ASSERT_NE(it, calls.end()) << "kernel without its launch call";
+    from_graph += contains(it->second, "GraphLaunch");
+  }
+  EXPECT_EQ(from_graph, 20u) << "5 launches of a graph of 4 kernels";
+}
+
+TEST(TraceGpu, EveryApiLevelKeepsTheKernels) {
+  RIDGE_REQUIRE_GPU();
+  const std::string ridge = (bin_dir() / "ridge").string(), target = (bin_dir() / "trace_target").string();
+  for (const char* level : {"none", "selected", "most", "all"}) {
+    const fs::path file = scratch(std::string("api_") + level + ".json");
+    ASSERT_EQ(run_command(ridge + " trace --api " + level + " -o " + file.string() + " -- " + target), 0) << level;
+    const Trace t = load_chrome_trace(file.string());
+    EXPECT_EQ(t.kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels)) << level;
+    if (std::string(level) == "none") {
+      EXPECT_TRUE(t.api_calls.empty());
+      continue;
+    }
+    std::map<std::uint32_t, bool> calls;
+    for (const auto& c : t.api_calls) calls[c.correlation] = true;
+    for (const auto& k : t.kernels) EXPECT_TRUE(calls.count(k.correlation)) << level << ": kernel without its launch call";
+  }
+}
+
+}  // namespace

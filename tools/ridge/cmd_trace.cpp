@@ -38,7 +38,10 @@ struct TraceOptions {
   std::string step_range;
   std::size_t top = 10;
   bool all_api = false;
-  std::size_t buffer_mb = 8;
+  std::string api = "selected";
+  bool no_sync = false;
+  bool no_nvtx = false;
+  std::size_t buffer_mb = 32;
   std::vector<std::string> command;
 };
 
@@ -118,7 +121,8 @@ struct ChildStatus {
   int signal = 0;
 };
 
-/// Runs the program with `extra` added to the environment; its stdio is ours. Ctrl-C reaches the
+/// Runs the program with `extra` added to the environment (an empty NVTX_INJECTION64_PATH removes
+/// it instead: NVTX would try to load an empty path); its stdio is ours. Ctrl-C reaches the
 /// program (same process group), which decides what to do; ridge waits for it either way.
 ChildStatus run_child(const std::string& program, const std::vector<std::string>& args,
                       const std::vector<std::pair<std::string, std::string>>& extra) {
@@ -130,7 +134,8 @@ ChildStatus run_child(const std::string& program, const std::vector<std::string>
     for (const auto& [k, v] : extra) replaced |= k == key;
     if (!replaced) environment.push_back(entry);
   }
-  for (const auto& [k, v] : extra) environment.push_back(k + "=" + v);
+  for (const auto& [k, v] : extra)
+    if (!v.empty() || k != "NVTX_INJECTION64_PATH") environment.push_back(k + "=" + v);
   std::vector<char*> envp, argv;
   for (auto& e : environment) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -192,6 +197,11 @@ std::vector<std::string> sibling_traces(const fs::path& output) {
 
 int run_trace(const TraceOptions& o) {
   const bool json_to_stdout = o.json == "-";
+  if (o.no_nvtx && (!o.step_range.empty() || !o.nvtx_range.empty()))
+    throw UsageError("--no-nvtx leaves no NVTX ranges to find: drop it, or drop --step-range/--nvtx-range");
+  if (o.api == "none" && !o.all_api && (o.profiler_range || o.skip_kernels > 0))
+    throw UsageError("--api none records no API calls, so no cudaProfilerStart/Stop or launch calls to window by: "
+                     "use --api selected (the default) with --profiler-range or --skip-kernels");
   std::FILE* out = json_to_stdout ? stderr : stdout;
   trace::AnalysisOptions analysis_options;
   analysis_options.top = o.top;
@@ -231,7 +241,7 @@ int run_trace(const TraceOptions& o) {
   std::vector<std::pair<std::string, std::string>> extra{
       {"CUDA_INJECTION64_PATH", library.string()},
       // NVTX ranges reach the same CUPTI through the injection library's forwarder.
-      {"NVTX_INJECTION64_PATH", library.string()},
+      {"NVTX_INJECTION64_PATH", o.no_nvtx ? std::string() : library.string()},
       {env::output, output.string()},
       {env::summary, summary.string()},
       {env::owner, (temp.path / "owner").string()},
@@ -243,6 +253,9 @@ int run_trace(const TraceOptions& o) {
       {env::skip_kernels, fmt::format("{}", o.skip_kernels)},
       {env::top, fmt::format("{}", o.top)},
       {env::all_api, o.all_api ? "1" : "0"},
+      {env::api, o.api},
+      {env::sync, o.no_sync ? "0" : "1"},
+      {env::nvtx, o.no_nvtx ? "0" : "1"},
       {env::buffer_mb, fmt::format("{}", o.buffer_mb)},
   };
   const ChildStatus child = run_child(program, o.command, extra);
@@ -314,9 +327,16 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_flag("--profiler-range", o->profiler_range, "keep only what lies between cudaProfilerStart and cudaProfilerStop calls");
       app.add_option("--step-range", o->step_range, "NVTX range name that marks one step (e.g. step): kernels and GPU busy time per step");
       app.add_option("--top", o->top, "rows in the top-kernel and top-range tables")->default_val(10)->check(CLI::PositiveNumber);
-      app.add_flag("--all-api", o->all_api, "record every CUDA API call, trivial queries (cudaGetDevice, ...) included; more overhead");
+      app.add_option("--api", o->api,
+                     "CUDA API calls to record: selected = launches, copies, memsets, syncs, event records, allocations, "
+                     "profiler start/stop, module loads, graph capture (only these are hooked: least overhead); most = all "
+                     "but trivial queries; all; none (kernels then have no launch call)")
+          ->default_val("selected")->check(CLI::IsMember({"none", "selected", "most", "all"}));
+      app.add_flag("--all-api", o->all_api, "same as --api all: every CUDA API call, trivial queries (cudaGetDevice, ...) included; most overhead");
+      app.add_flag("--no-sync", o->no_sync, "do not record synchronization waits (a little less overhead; no hidden-sync findings)");
+      app.add_flag("--no-nvtx", o->no_nvtx, "do not record NVTX ranges (cannot be combined with --nvtx-range or --step-range)");
       app.add_option("--buffer-mb", o->buffer_mb, "size of each CUPTI activity buffer in MiB (CUPTI takes as many as it needs)")
-          ->default_val(8)->check(CLI::Range(1, 1024));
+          ->default_val(32)->check(CLI::Range(1, 1024));
       app.add_option("command", o->command, "the program and its arguments (after --)");
       app.positionals_at_end();
       return std::function<int()>([o] { return run_trace(*o); });
