@@ -44,19 +44,34 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
   return v;
 }
 
-// Every block of the grid arrives before any leaves; writes before it are visible after it
-// (to L2-path reads). `target` counts arrivals so far; the counter is reset at the kernel's exit.
-__device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned& target) {
+// A grid-wide barrier in two halves: every block arrives before any leaves, and writes before
+// the arrival are visible after the wait (to L2-path reads). Between the halves a block may start
+// loads that do not depend on the other blocks (the next phase's weights), so their latency hides
+// behind the wait. `target` counts arrivals so far; the counter is reset at the kernel's exit.
+__device__ __forceinline__ void grid_arrive(unsigned* counter, unsigned& target) {
   target += gridDim.x;
-  __syncthreads();
+  __syncthreads();  // also: nobody in the block still reads the shared parameters
   if (threadIdx.x == 0) {
     __threadfence();
     atomicAdd(counter, 1u);
+  }
+}
+
+__device__ __forceinline__ void grid_wait(const unsigned* counter, unsigned target) {
+  if (threadIdx.x == 0)
     while (load_acquire(counter) < target) {
     }
-  }
   __syncthreads();
 }
+
+// Asynchronous 16-byte copies global -> shared (cp.async), waited for by cp_async_wait.
+__device__ __forceinline__ void copy_async(float* shared, const float* global, int n) {  // n: multiple of 4
+  for (int i = threadIdx.x * 4; i < n; i += kThreads * 4) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(shared + i));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global + i) : "memory");
+  }
+}
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 __device__ __forceinline__ void store_cg(float* p, float v) { __stcg(p, v); }
 __device__ __forceinline__ void store_cg(bf16* p, float v) {
@@ -96,39 +111,66 @@ struct NoHook {
   __device__ void operator()(int) const {}
 };
 
-template <typename W, int MAXB, int RPW, int U, typename Epilogue, typename Hook = NoHook>
-__device__ __forceinline__ void gemv_rows(const void* weight, int n, int k, int batch, const float* staged,
-                                          Epilogue&& epilogue, Hook&& hook = NoHook{}) {
+// One warp's weights in flight: U 16-byte pieces of each of RPW rows, per lane.
+template <typename W, int RPW, int U>
+struct Tile {
+  uint4 v[RPW][U];
+};
+
+template <typename W, int RPW, int U>
+__device__ __forceinline__ void load_tile(Tile<W, RPW, U>& t, const void* weight, int n, int k, int row, int c0) {
   constexpr int VEC = 16 / sizeof(W);
   const W* w = static_cast<const W*>(weight);
+  const int chunks = k / VEC;
+#pragma unroll
+  for (int r = 0; r < RPW; ++r)
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int c = c0 + u * 32;
+      t.v[r][u] = (row + r < n && c < chunks) ? load_stream(w + std::size_t(row + r) * k + c * VEC)
+                                               : make_uint4(0, 0, 0, 0);
+    }
+}
+
+// The warp's first tile of a product (round 0, first pieces): issued before the phase starts.
+template <typename W, int RPW, int U>
+__device__ __forceinline__ void preload_tile(Tile<W, RPW, U>& t, const void* weight, int n, int k) {
+  load_tile(t, weight, n, k, global_warp() * RPW, threadIdx.x & 31);
+}
+
+// out[b, row] = staged[b, :] . W[row, :] (+ bias[row]) for this warp's rows; `tile` holds the
+// first tile (preload_tile). PIPE: load the next round's tile before using this one (rows that
+// fit one tile, as the LM head's).
+template <typename W, int MAXB, int RPW, int U, bool PIPE, typename Epilogue, typename Hook = NoHook>
+__device__ __forceinline__ void gemv_rows(const void* weight, int n, int k, int batch, const float* staged,
+                                          const float* bias, Tile<W, RPW, U>& tile, Epilogue&& epilogue,
+                                          Hook&& hook = NoHook{}) {
+  constexpr int VEC = 16 / sizeof(W);
   const int lane = threadIdx.x & 31;
   const int tw = gridDim.x * kWarps, gw = global_warp();
   const int chunks = k / VEC;
+  const bool single = chunks <= 32 * U;
   int round = 0;
   for (int row = gw * RPW; row < n; row += tw * RPW, ++round) {
     if (lane == 0) hook(round);
+    const int next_row = row + tw * RPW;
+    Tile<W, RPW, U> next;
+    if constexpr (PIPE)
+      if (single && next_row < n) load_tile(next, weight, n, k, next_row, lane);
     float acc[RPW][MAXB];
 #pragma unroll
     for (int r = 0; r < RPW; ++r)
 #pragma unroll
       for (int b = 0; b < MAXB; ++b) acc[r][b] = 0.0f;
     for (int c0 = lane; c0 < chunks; c0 += 32 * U) {
-      uint4 wv[RPW][U];
-#pragma unroll
-      for (int r = 0; r < RPW; ++r)
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int c = c0 + u * 32;
-          wv[r][u] = (row + r < n && c < chunks) ? load_stream(w + std::size_t(row + r) * k + c * VEC)
-                                                 : make_uint4(0, 0, 0, 0);
-        }
+      if (c0 != lane) load_tile(tile, weight, n, k, row, c0);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int c = c0 + u * 32;
         if (c >= chunks) break;
         float wf[RPW][VEC];
 #pragma unroll
-        for (int r = 0; r < RPW; ++r) unpack(wv[r][u], wf[r]);
+        for (int r = 0; r < RPW; ++r) unpack(tile.v[r][u], wf[r]);
 #pragma unroll
         for (int b = 0; b < MAXB; ++b) {
           if (b >= batch) break;
@@ -149,6 +191,16 @@ __device__ __forceinline__ void gemv_rows(const void* weight, int n, int k, int 
         }
       }
     }
+    if (next_row < n) {
+      if constexpr (PIPE) {
+        if (single)
+          tile = next;
+        else
+          load_tile(tile, weight, n, k, next_row, lane);
+      } else {
+        load_tile(tile, weight, n, k, next_row, lane);
+      }
+    }
 #pragma unroll
     for (int r = 0; r < RPW; ++r)
 #pragma unroll
@@ -156,10 +208,11 @@ __device__ __forceinline__ void gemv_rows(const void* weight, int n, int k, int 
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
       if (row + r >= n) break;
+      const float add = bias ? bias[row + r] : 0.0f;
 #pragma unroll
       for (int b = 0; b < MAXB; ++b) {
         if (b >= batch) break;
-        epilogue(row + r, b, acc[r][b], lane == (r * MAXB + b) % 32);
+        epilogue(row + r, b, acc[r][b] + add, lane == (r * MAXB + b) % 32);
       }
     }
   }
@@ -174,6 +227,7 @@ __device__ void stage_layer_norm(const FusedStepArgs& a, const float* gamma, con
                                  const int* tokens, const int* positions, float* staged, float (*stats)[2]) {
   const int k = a.width, n = a.batch * k;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  cp_async_wait();  // this phase's parameters (published by the barriers below)
   if (embed) {
     const W* wte = static_cast<const W*>(a.wte);
     const W* wpe = static_cast<const W*>(a.wpe);
@@ -206,7 +260,7 @@ __device__ void stage_layer_norm(const FusedStepArgs& a, const float* gamma, con
   __syncthreads();
   for (int i = threadIdx.x; i < n; i += kThreads) {
     const int b = i / k, c = i - b * k;
-    staged[i] = (staged[i] - stats[b][0]) * stats[b][1] * __ldg(gamma + c) + __ldg(beta + c);
+    staged[i] = (staged[i] - stats[b][0]) * stats[b][1] * gamma[c] + beta[c];
   }
   __syncthreads();
 }
@@ -216,6 +270,7 @@ template <typename W>
 __device__ void stage_activations(const void* act, int n, float* staged) {
   constexpr int VEC = 16 / sizeof(W);
   const uint4* src = static_cast<const uint4*>(act);
+  cp_async_wait();
   for (int i = threadIdx.x; i < n / VEC; i += kThreads) {
     float f[VEC];
     unpack(__ldcg(src + i), f);
@@ -231,6 +286,7 @@ template <typename W>
 __device__ void stage_attention(const FusedStepArgs& a, const int* positions, float* staged,
                                 float (*scale)[kMaxGroups]) {
   const int H = a.heads, groups = attention_groups(a.slots), C = a.width;
+  cp_async_wait();
   for (int bh = threadIdx.x; bh < a.batch * H; bh += kThreads) {
     const int used = positions[bh / H] / kSpan + 1;
     const float* part = a.attn_partial + std::size_t(bh) * groups * kPartial;
@@ -478,7 +534,9 @@ __device__ void prefetch_phase(const FusedStepArgs& a, int phase, const int* pos
 
 template <typename W, int MAXB>
 __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a) {
-  extern __shared__ __align__(16) float staged[];  // [batch][max(width, hidden)]
+  // Dynamic shared memory: staged inputs [batch][max(width, hidden)], then the phase's small
+  // parameters: gamma [width], beta [width], bias [max(3 width, hidden)].
+  extern __shared__ __align__(16) float staged[];
   __shared__ float stats[MAXB][2];
   __shared__ int tokens[MAXB], positions[MAXB];
   __shared__ float wpart[kItemsPerBlock][kItemWarps][kPartial];
@@ -488,11 +546,23 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
   __shared__ bool last_block;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int C = a.width, F = a.hidden_dim, B = a.batch, V = a.vocab;
+  float* gamma = staged + std::size_t(B) * max(C, F);
+  float* beta = gamma + C;
+  float* bias = beta + C;
   unsigned target = 0;
+  Tile<W, 2, 4> tile;        // products over the width (c_attn, attn.c_proj, mlp.c_fc, LM head)
+  Tile<W, 1, 12> tile_proj;  // mlp.c_proj, over the hidden width
 
   if (threadIdx.x < B) {
     tokens[threadIdx.x] = a.tokens[threadIdx.x];
     positions[threadIdx.x] = a.positions[threadIdx.x];
+  }
+  {
+    const FusedLayer& w0 = a.layers[0];
+    preload_tile(tile, w0.attn_w, 3 * C, C);
+    copy_async(gamma, w0.ln1_w, C);
+    copy_async(beta, w0.ln1_b, C);
+    copy_async(bias, w0.attn_b, 3 * C);
   }
   __syncthreads();
   if (lane == 0 && a.prefetch) {
@@ -506,46 +576,71 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
 
     // ln_1 + c_attn: qkv = ln(x) @ W^T + b
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 2, positions);
-    stage_layer_norm<W, MAXB>(a, w.ln1_w, w.ln1_b, layer == 0, tokens, positions, staged, stats);
-    gemv_rows<W, MAXB, 2, 4>(w.attn_w, 3 * C, C, B, staged, [&](int n, int b, float v, bool store) {
-      if (store) __stcg(a.qkv + std::size_t(b) * 3 * C + n, v + __ldg(w.attn_b + n));
+    stage_layer_norm<W, MAXB>(a, gamma, beta, layer == 0, tokens, positions, staged, stats);
+    gemv_rows<W, MAXB, 2, 4, false>(w.attn_w, 3 * C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
+      if (store) __stcg(a.qkv + std::size_t(b) * 3 * C + n, v);
     });
-    grid_barrier(a.sync, target);
+    grid_arrive(a.sync, target);
+    grid_wait(a.sync, target);
 
     // attention over the cache (+ this token's key and value)
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 3, positions);
     attention_phase<W>(a, layer, positions, wpart);
-    grid_barrier(a.sync, target);
+    grid_arrive(a.sync, target);
+    preload_tile(tile, w.attn_proj_w, C, C);
+    copy_async(bias, w.attn_proj_b, C);
+    grid_wait(a.sync, target);
 
     // combine + attn.c_proj: x += attn @ W^T + b
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 4, positions);
     stage_attention<W>(a, positions, staged, scale);
-    gemv_rows<W, MAXB, 2, 4>(w.attn_proj_w, C, C, B, staged, [&](int n, int b, float v, bool store) {
+    gemv_rows<W, MAXB, 2, 4, false>(w.attn_proj_w, C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
       float* x = a.x + std::size_t(b) * C + n;
-      if (store) __stcg(x, __ldcg(x) + v + __ldg(w.attn_proj_b + n));
+      if (store) __stcg(x, __ldcg(x) + v);
     });
-    grid_barrier(a.sync, target);
+    grid_arrive(a.sync, target);
+    preload_tile(tile, w.fc_w, F, C);
+    copy_async(gamma, w.ln2_w, C);
+    copy_async(beta, w.ln2_b, C);
+    copy_async(bias, w.fc_b, F);
+    grid_wait(a.sync, target);
 
     // ln_2 + mlp.c_fc + GELU
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 5, positions);
-    stage_layer_norm<W, MAXB>(a, w.ln2_w, w.ln2_b, false, tokens, positions, staged, stats);
-    gemv_rows<W, MAXB, 2, 4>(w.fc_w, F, C, B, staged, [&](int n, int b, float v, bool store) {
-      if (store) store_cg(static_cast<W*>(a.hidden) + std::size_t(b) * F + n, gelu_tanh(v + __ldg(w.fc_b + n)));
+    stage_layer_norm<W, MAXB>(a, gamma, beta, false, tokens, positions, staged, stats);
+    gemv_rows<W, MAXB, 2, 4, false>(w.fc_w, F, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
+      if (store) store_cg(static_cast<W*>(a.hidden) + std::size_t(b) * F + n, gelu_tanh(v));
     });
-    grid_barrier(a.sync, target);
+    grid_arrive(a.sync, target);
+    preload_tile(tile_proj, w.fc_proj_w, C, F);
+    copy_async(bias, w.fc_proj_b, C);
+    grid_wait(a.sync, target);
 
     // mlp.c_proj: x += h @ W^T + b
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 6, positions);
     stage_activations<W>(a.hidden, B * F, staged);
-    gemv_rows<W, MAXB, 1, 12>(w.fc_proj_w, C, F, B, staged, [&](int n, int b, float v, bool store) {
-      float* x = a.x + std::size_t(b) * C + n;
-      if (store) __stcg(x, __ldcg(x) + v + __ldg(w.fc_proj_b + n));
-    });
-    grid_barrier(a.sync, target);
+    gemv_rows<W, MAXB, 1, 12, false>(w.fc_proj_w, C, F, B, staged, bias, tile_proj,
+                                     [&](int n, int b, float v, bool store) {
+                                       float* x = a.x + std::size_t(b) * C + n;
+                                       if (store) __stcg(x, __ldcg(x) + v);
+                                     });
+    grid_arrive(a.sync, target);
+    if (layer + 1 < a.layer_count) {
+      const FusedLayer& next = a.layers[layer + 1];
+      preload_tile(tile, next.attn_w, 3 * C, C);
+      copy_async(gamma, next.ln1_w, C);
+      copy_async(beta, next.ln1_b, C);
+      copy_async(bias, next.attn_b, 3 * C);
+    } else {
+      preload_tile(tile, a.wte, V, C);
+      copy_async(gamma, a.lnf_w, C);
+      copy_async(beta, a.lnf_b, C);
+    }
+    grid_wait(a.sync, target);
   }
 
   // ln_f + LM head (tied to wte) + greedy argmax
-  stage_layer_norm<W, MAXB>(a, a.lnf_w, a.lnf_b, a.layer_count == 0, tokens, positions, staged, stats);
+  stage_layer_norm<W, MAXB>(a, gamma, beta, a.layer_count == 0, tokens, positions, staged, stats);
   float best[MAXB];
   int best_index[MAXB];
 #pragma unroll
@@ -553,8 +648,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     best[b] = -INFINITY;
     best_index[b] = 0x7fffffff;
   }
-  gemv_rows<W, MAXB, 2, 4>(
-      a.wte, V, C, B, staged,
+  gemv_rows<W, MAXB, 2, 4, true>(
+      a.wte, V, C, B, staged, nullptr, tile,
       [&](int n, int b, float v, bool store) {
         if (beats(v, n, best[b], best_index[b])) {
           best[b] = v;
@@ -643,7 +738,9 @@ void launch_fused(const FusedStepArgs& a, int grid, std::size_t smem, cudaStream
 }
 
 std::size_t fused_smem(int batch, int width, int hidden_dim) {
-  return std::size_t(batch) * std::max(width, hidden_dim) * sizeof(float);
+  const std::size_t staged = std::size_t(batch) * std::max(width, hidden_dim);
+  const std::size_t parameters = 2 * std::size_t(width) + std::max(3 * width, hidden_dim);
+  return (staged + parameters) * sizeof(float);
 }
 
 }  // namespace

@@ -376,7 +376,7 @@ struct Gpt2Decoder::Impl {
   int B = 1, S = 1, C = 0, H = 0, V = 0, L = 0;
   int splits = 1, chunk = 1, argmax_grid = 1;
   int fused_blocks = 0;  // > 0: the whole step is one kernel (gpt2::fused_step) on this many blocks
-  bool fused_prefetch = true;  // RIDGE_GPT2_FUSED_PREFETCH=0 turns the fused step's L2 prefetch off
+  bool fused_prefetch = false;  // RIDGE_GPT2_FUSED_PREFETCH=1: the fused step also bulk-prefetches into the L2
   std::vector<int> host_positions;
   std::vector<std::string> layer_names;  // NVTX range names, formatted once
 
@@ -426,7 +426,7 @@ struct Gpt2Decoder::Impl {
     const char* fused_env = std::getenv("RIDGE_GPT2_FUSED");
     const bool want_fused = !(fused_env && std::string(fused_env) == "0");
     const char* prefetch_env = std::getenv("RIDGE_GPT2_FUSED_PREFETCH");
-    fused_prefetch = !(prefetch_env && std::string(prefetch_env) == "0");
+    fused_prefetch = prefetch_env && std::string(prefetch_env) == "1";
     if (gemm == Gpt2Gemm::gemv && want_fused)
       fused_blocks = gpt2::fused_grid(m.elem, B, C, H, c.hidden(), S, m.sm_count);
     const int fused_groups = gpt2::fused_attention_groups(S);
