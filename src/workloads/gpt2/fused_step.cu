@@ -57,11 +57,19 @@ __device__ __forceinline__ void grid_arrive(unsigned* counter, unsigned& target)
   }
 }
 
-__device__ __forceinline__ void grid_wait(const unsigned* counter, unsigned target) {
+__device__ __forceinline__ void grid_wait(const unsigned* counter, unsigned target, int spin_sleep_ns) {
   if (threadIdx.x == 0)
-    while (load_acquire(counter) < target) {
-    }
+    while (load_acquire(counter) < target)
+      if (spin_sleep_ns > 0) __nanosleep(spin_sleep_ns);
   __syncthreads();
+}
+
+// Empty barriers after each phase: only to measure what one barrier costs.
+__device__ __forceinline__ void extra_barriers(const FusedStepArgs& a, unsigned& target) {
+  for (int i = 0; i < a.extra_barriers; ++i) {
+    grid_arrive(a.sync, target);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+  }
 }
 
 // Asynchronous 16-byte copies global -> shared (cp.async), waited for by cp_async_wait.
@@ -581,7 +589,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
       if (store) __stcg(a.qkv + std::size_t(b) * 3 * C + n, v);
     });
     grid_arrive(a.sync, target);
-    grid_wait(a.sync, target);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
 
     // attention over the cache (+ this token's key and value)
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 3, positions);
@@ -589,7 +598,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     grid_arrive(a.sync, target);
     preload_tile(tile, w.attn_proj_w, C, C);
     copy_async(bias, w.attn_proj_b, C);
-    grid_wait(a.sync, target);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
 
     // combine + attn.c_proj: x += attn @ W^T + b
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 4, positions);
@@ -603,7 +613,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     copy_async(gamma, w.ln2_w, C);
     copy_async(beta, w.ln2_b, C);
     copy_async(bias, w.fc_b, F);
-    grid_wait(a.sync, target);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
 
     // ln_2 + mlp.c_fc + GELU
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 5, positions);
@@ -614,7 +625,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     grid_arrive(a.sync, target);
     preload_tile(tile_proj, w.fc_proj_w, C, F);
     copy_async(bias, w.fc_proj_b, C);
-    grid_wait(a.sync, target);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
 
     // mlp.c_proj: x += h @ W^T + b
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 6, positions);
@@ -636,7 +648,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
       copy_async(gamma, a.lnf_w, C);
       copy_async(beta, a.lnf_b, C);
     }
-    grid_wait(a.sync, target);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
   }
 
   // ln_f + LM head (tied to wte) + greedy argmax

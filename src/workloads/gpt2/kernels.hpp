@@ -148,6 +148,8 @@ struct FusedStepArgs {
   /// Bulk L2 prefetch of the weights two phases ahead, on top of the register preload of the next
   /// phase's first tile (measured slower on an H200, so off by default).
   bool prefetch = false;
+  int extra_barriers = 0;  ///< empty grid barriers after each phase (measurement of the barrier cost only)
+  int spin_sleep_ns = 0;   ///< back-off of the barrier's polling loop
 };
 
 /// Cache positions one attention work item covers in the fused step, and the items per

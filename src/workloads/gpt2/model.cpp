@@ -108,6 +108,12 @@ int current_sm_count() {
   return sms;
 }
 
+// Measurement knobs of the fused step (0 when unset).
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : 0;
+}
+
 bool device_has_pdl() {
   int device = 0, major = 0;
   RIDGE_CHECK(cudaGetDevice(&device));
@@ -429,6 +435,8 @@ struct Gpt2Decoder::Impl {
     fused_prefetch = prefetch_env && std::string(prefetch_env) == "1";
     if (gemm == Gpt2Gemm::gemv && want_fused)
       fused_blocks = gpt2::fused_grid(m.elem, B, C, H, c.hidden(), S, m.sm_count);
+    if (const int blocks = env_int("RIDGE_GPT2_FUSED_BLOCKS"); fused_blocks > 0 && blocks > 0)
+      fused_blocks = std::min(fused_blocks, blocks);  // measurement knob: fewer blocks, cheaper barriers
     const int fused_groups = gpt2::fused_attention_groups(S);
 
     const std::size_t eb = gpt2::elem_bytes(m.elem);
@@ -500,6 +508,8 @@ struct Gpt2Decoder::Impl {
     a.batch = B, a.width = C, a.heads = H, a.hidden_dim = c.hidden(), a.vocab = V, a.slots = S;
     a.eps = c.layer_norm_eps;
     a.prefetch = fused_prefetch;
+    a.extra_barriers = env_int("RIDGE_GPT2_FUSED_EXTRA_BARRIERS");
+    a.spin_sleep_ns = env_int("RIDGE_GPT2_FUSED_SPIN_NS");
     gpt2::fused_step(a, m.elem, fused_blocks, stream);
   }
 
