@@ -4,9 +4,15 @@
 // One block per SM. A step is a chain of phases -- per layer: ln_1 + c_attn, attention, combine +
 // attn.c_proj (+ residual), ln_2 + mlp.c_fc + GELU, mlp.c_proj (+ residual); then ln_f + LM head
 // + argmax -- separated by a grid-wide barrier. Nothing a phase reads from memory other than its
-// input activations depends on the step's data, so at the start of phase p each block asks the
-// L2 for its share of phase p + 2's weights (and cached keys/values): HBM keeps streaming while
-// the blocks wait at barriers, and each phase mostly reads the L2.
+// input activations depends on the step's data, so between arriving at a barrier and leaving it
+// each warp already loads its first weight tile of the next phase into registers and the block
+// copies the next phase's gamma/beta/bias into shared memory (cp.async).
+//
+// Measured on an H200 (GPT-2 small, bf16, batch 1, context 1024, graph replay): 0.320 ms/step
+// against 0.382 for the 62-kernel chain. One extra empty barrier per phase adds ~1.1 us per
+// barrier, so the 61 barriers are ~70 us of the step; the rest is each phase's chain of dependent
+// latencies (L2 read of the inputs, layer norm, the product, the fence before the arrival), ~3-4 us
+// per phase. A bulk L2 prefetch two phases ahead (FusedStepArgs::prefetch) made it slower (0.369).
 //
 // Data one block writes and another reads within the kernel goes through the L2 only
 // (st.global.cg / ld.global.cg): the L1s are not coherent.

@@ -112,8 +112,8 @@ void advance(int* tokens, int* positions, const int* next_tokens, int batch, cud
 //
 // Launching ~60 small kernels per step costs a few microseconds at every boundary, more than the
 // kernels' own memory time. The fused step runs the whole step in one kernel of one block per SM,
-// phases separated by a grid-wide barrier, and each block prefetches the weights (and cached
-// keys/values) of the phase two ahead into the L2, so the memory stream never waits for a barrier.
+// phases separated by a grid-wide barrier; while waiting at a barrier each warp already loads the
+// next phase's first weight tile (fused_step.cu has the measured costs).
 
 /// One layer's tensors, as the fused kernel reads them (a device array of these).
 struct FusedLayer {
