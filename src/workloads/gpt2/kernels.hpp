@@ -1,6 +1,7 @@
 #pragma once
 // Host launchers of the GPT-2 decode kernels (kernels.cu). Plain types only, so the host code
 // (model.cpp, compiled by g++ with fmt) never sees a CUDA kernel, and the .cu file never sees fmt.
+#include <cstddef>
 #include <cstdint>
 
 #include "ridge/measure.hpp"
@@ -105,5 +106,61 @@ void argmax(const float* logits, int batch, int vocab, int* next_tokens, const L
 
 /// tokens[b] = next_tokens[b]; positions[b] += 1.
 void advance(int* tokens, int* positions, const int* next_tokens, int batch, cuda_stream stream);
+
+
+// ---- the fused step: one persistent kernel per decode step ------------------------------------
+//
+// Launching ~60 small kernels per step costs a few microseconds at every boundary, more than the
+// kernels' own memory time. The fused step runs the whole step in one kernel of one block per SM,
+// phases separated by a grid-wide barrier; while waiting at a barrier each warp already loads the
+// next phase's first weight tile (fused_step.cu has the measured costs).
+
+/// One layer's tensors, as the fused kernel reads them (a device array of these).
+struct FusedLayer {
+  const void *attn_w = nullptr, *attn_proj_w = nullptr, *fc_w = nullptr, *fc_proj_w = nullptr;  // [n, k]
+  const float *ln1_w = nullptr, *ln1_b = nullptr, *attn_b = nullptr, *attn_proj_b = nullptr;
+  const float *ln2_w = nullptr, *ln2_b = nullptr, *fc_b = nullptr, *fc_proj_b = nullptr;
+};
+
+struct FusedStepArgs {
+  const FusedLayer* layers = nullptr;  ///< device array [layer_count]
+  int layer_count = 0;
+  const void* wte = nullptr;  ///< [vocab, width], also the LM head
+  const void* wpe = nullptr;
+  const float* lnf_w = nullptr;
+  const float* lnf_b = nullptr;
+  const int* tokens = nullptr;     ///< [batch]
+  const int* positions = nullptr;  ///< [batch]
+  int* next_tokens = nullptr;      ///< [batch]
+  float* x = nullptr;              ///< [batch, width] residual stream
+  float* qkv = nullptr;            ///< [batch, 3 width]
+  void* hidden = nullptr;          ///< [batch, 4 width], model element type
+  float* logits = nullptr;         ///< [batch, vocab]
+  float* attn_partial = nullptr;   ///< [batch][heads][fused_attention_groups][64 + 2]
+  void* k_cache = nullptr;         ///< layer 0; layer l starts cache_layer_elements * l further
+  void* v_cache = nullptr;
+  std::size_t cache_layer_elements = 0;
+  float* best_values = nullptr;  ///< [grid][batch]
+  int* best_indices = nullptr;   ///< [grid][batch]
+  unsigned* sync = nullptr;      ///< [2], zero at rest: the barrier and the exit counter
+  int batch = 1, width = 768, heads = 12, hidden_dim = 3072, vocab = 50257, slots = 1024;
+  float eps = 1e-5f;
+  /// Bulk L2 prefetch of the weights two phases ahead, on top of the register preload of the next
+  /// phase's first tile (measured slower on an H200, so off by default).
+  bool prefetch = false;
+  int extra_barriers = 0;  ///< empty grid barriers after each phase (measurement of the barrier cost only)
+  int spin_sleep_ns = 0;   ///< back-off of the barrier's polling loop
+};
+
+/// Cache positions one attention work item covers in the fused step, and the items per
+/// (sequence, head) for `slots` cache slots.
+constexpr int fused_attention_span = 128;
+inline int fused_attention_groups(int slots) { return (slots + fused_attention_span - 1) / fused_attention_span; }
+/// Blocks of the fused step on this device (one per SM), or 0 when it cannot run (too little shared
+/// memory for the batch, or widths the kernel does not take).
+int fused_grid(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count);
+/// Runs one decode step as one kernel (no PDL: it must start on an idle device, its barrier needs
+/// every block resident).
+void fused_step(const FusedStepArgs& args, Elem elem, int grid, cuda_stream stream);
 
 }  // namespace ridge::gpt2

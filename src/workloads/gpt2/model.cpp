@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 
 #include <cublasLt.h>
@@ -105,6 +106,12 @@ int current_sm_count() {
   RIDGE_CHECK(cudaGetDevice(&device));
   RIDGE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   return sms;
+}
+
+// Measurement knobs of the fused step (0 when unset).
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : 0;
 }
 
 bool device_has_pdl() {
@@ -374,11 +381,13 @@ struct Gpt2Decoder::Impl {
   bool pdl = false;
   int B = 1, S = 1, C = 0, H = 0, V = 0, L = 0;
   int splits = 1, chunk = 1, argmax_grid = 1;
+  int fused_blocks = 0;  // > 0: the whole step is one kernel (gpt2::fused_step) on this many blocks
+  bool fused_prefetch = false;  // RIDGE_GPT2_FUSED_PREFETCH=1: the fused step also bulk-prefetches into the L2
   std::vector<int> host_positions;
   std::vector<std::string> layer_names;  // NVTX range names, formatted once
 
   DevicePtr tokens, positions, next_tokens, x, qkv, attn_out, hidden, normed, logits, attn_partial, attn_counters,
-      argmax_values, argmax_indices, argmax_counter, k_cache, v_cache;
+      argmax_values, argmax_indices, argmax_counter, k_cache, v_cache, fused_layers, fused_sync;
 
   cublasLtHandle_t lt = nullptr;
   DevicePtr workspace;
@@ -419,6 +428,16 @@ struct Gpt2Decoder::Impl {
     gpt2::prepare_kernels();
     gpt2::attention_partition(B, H, S, m.sm_count, splits, chunk);
     argmax_grid = gpt2::gemv_grid(V, m.sm_count);
+    // The fused single-kernel step where it applies (RIDGE_GPT2_FUSED=0 keeps the kernel chain).
+    const char* fused_env = std::getenv("RIDGE_GPT2_FUSED");
+    const bool want_fused = !(fused_env && std::string(fused_env) == "0");
+    const char* prefetch_env = std::getenv("RIDGE_GPT2_FUSED_PREFETCH");
+    fused_prefetch = prefetch_env && std::string(prefetch_env) == "1";
+    if (gemm == Gpt2Gemm::gemv && want_fused)
+      fused_blocks = gpt2::fused_grid(m.elem, B, C, H, c.hidden(), S, m.sm_count);
+    if (const int blocks = env_int("RIDGE_GPT2_FUSED_BLOCKS"); fused_blocks > 0 && blocks > 0)
+      fused_blocks = std::min(fused_blocks, blocks);  // measurement knob: fewer blocks, cheaper barriers
+    const int fused_groups = gpt2::fused_attention_groups(S);
 
     const std::size_t eb = gpt2::elem_bytes(m.elem);
     const std::string shape = fmt::format("batch {}, context {}", B, S);
@@ -431,10 +450,11 @@ struct Gpt2Decoder::Impl {
     hidden = make_device(std::size_t(B) * c.hidden() * eb, "MLP activations");
     normed = make_device(std::size_t(B) * C * eb, "layer-norm output");
     logits = make_device(std::size_t(B) * V * 4, "logits");
-    attn_partial = make_device(std::size_t(B) * H * splits * (64 + 2) * 4, "attention partial results");
+    attn_partial = make_device(std::size_t(B) * H * std::max(splits, fused_groups) * (64 + 2) * 4,
+                               "attention partial results");
     attn_counters = make_device(std::size_t(B) * H * sizeof(unsigned), "attention counters");
-    argmax_values = make_device(std::size_t(argmax_grid) * B * 4, "argmax partials");
-    argmax_indices = make_device(std::size_t(argmax_grid) * B * 4, "argmax partials");
+    argmax_values = make_device(std::size_t(std::max(argmax_grid, fused_blocks)) * B * 4, "argmax partials");
+    argmax_indices = make_device(std::size_t(std::max(argmax_grid, fused_blocks)) * B * 4, "argmax partials");
     argmax_counter = make_device(sizeof(unsigned), "argmax counter");
     k_cache = make_device(cache_layer_elements() * L * eb, fmt::format("the K cache ({})", shape));
     v_cache = make_device(cache_layer_elements() * L * eb, fmt::format("the V cache ({})", shape));
@@ -450,6 +470,47 @@ struct Gpt2Decoder::Impl {
     for (int l = 0; l < L; ++l) layer_names.push_back(fmt::format("layer {}", l));
 
     if (gemm == Gpt2Gemm::cublas) setup_cublas();
+    if (fused_blocks > 0) setup_fused();
+  }
+
+  void setup_fused() {
+    std::vector<gpt2::FusedLayer> layers;
+    for (const auto& w : m.layers)
+      layers.push_back(gpt2::FusedLayer{w.attn_w, w.attn_proj_w, w.fc_w, w.fc_proj_w, w.ln1_w, w.ln1_b, w.attn_b,
+                                        w.attn_proj_b, w.ln2_w, w.ln2_b, w.fc_b, w.fc_proj_b});
+    fused_layers = make_device(layers.size() * sizeof(gpt2::FusedLayer), "the fused step's layer table");
+    RIDGE_CHECK(cudaMemcpy(fused_layers.get(), layers.data(), layers.size() * sizeof(gpt2::FusedLayer),
+                           cudaMemcpyHostToDevice));
+    fused_sync = make_device(2 * sizeof(unsigned), "the fused step's barrier");
+    RIDGE_CHECK(cudaMemset(fused_sync.get(), 0, 2 * sizeof(unsigned)));
+  }
+
+  void launch_fused(cudaStream_t stream) {
+    NvtxRange r("fused step");
+    const auto& c = m.config;
+    gpt2::FusedStepArgs a;
+    a.layers = static_cast<const gpt2::FusedLayer*>(fused_layers.get());
+    a.layer_count = L;
+    a.wte = m.wte, a.wpe = m.wpe, a.lnf_w = m.lnf_w, a.lnf_b = m.lnf_b;
+    a.tokens = static_cast<const int*>(tokens.get());
+    a.positions = static_cast<const int*>(positions.get());
+    a.next_tokens = static_cast<int*>(next_tokens.get());
+    a.x = static_cast<float*>(x.get());
+    a.qkv = static_cast<float*>(qkv.get());
+    a.hidden = hidden.get();
+    a.logits = static_cast<float*>(logits.get());
+    a.attn_partial = static_cast<float*>(attn_partial.get());
+    a.k_cache = k_cache.get(), a.v_cache = v_cache.get();
+    a.cache_layer_elements = cache_layer_elements();
+    a.best_values = static_cast<float*>(argmax_values.get());
+    a.best_indices = static_cast<int*>(argmax_indices.get());
+    a.sync = static_cast<unsigned*>(fused_sync.get());
+    a.batch = B, a.width = C, a.heads = H, a.hidden_dim = c.hidden(), a.vocab = V, a.slots = S;
+    a.eps = c.layer_norm_eps;
+    a.prefetch = fused_prefetch;
+    a.extra_barriers = env_int("RIDGE_GPT2_FUSED_EXTRA_BARRIERS");
+    a.spin_sleep_ns = env_int("RIDGE_GPT2_FUSED_SPIN_NS");
+    gpt2::fused_step(a, m.elem, fused_blocks, stream);
   }
 
   void setup_cublas() {
@@ -471,6 +532,7 @@ struct Gpt2Decoder::Impl {
 
   void launch_step(cudaStream_t stream) {
     NvtxRange step_range("gpt2.step");
+    if (fused_blocks > 0) return launch_fused(stream);
     const gpt2::LaunchConfig lc{stream, pdl};
     const auto& c = m.config;
     const float eps = c.layer_norm_eps;
@@ -728,6 +790,7 @@ Gpt2StepCost Gpt2Decoder::cost(int context) const {
 
 int Gpt2Decoder::kernels_per_step() const {
   const auto& s = *impl_;
+  if (s.fused_blocks > 0) return 1;
   return s.gemm == Gpt2Gemm::gemv ? 2 + 5 * s.L : 4 + 7 * s.L;
 }
 
