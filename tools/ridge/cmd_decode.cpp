@@ -53,27 +53,6 @@ Bandwidth decode_bandwidth(int device, double override_gb_per_s, DType dtype) {
   return b;
 }
 
-// Spin-hold timing in rounds small enough that the queued launches (a step is dozens of kernels)
-// never fill the driver's launch queue while the spin kernel holds the stream.
-Measurement measure_spin_in_rounds(const StreamFn& fn, int launches_per_step, CudaOptions o) {
-  const int per_round = std::clamp(512 / std::max(1, launches_per_step), 1, 32);
-  Measurement all;
-  all.method = Method::spin_hold;
-  CudaOptions round = o;
-  round.repeats = 1;
-  round.target_ci_relative = 0;
-  while (static_cast<int>(all.samples_ms.size()) < o.samples) {
-    round.samples = std::min(per_round, o.samples - static_cast<int>(all.samples_ms.size()));
-    round.max_samples = std::max(round.samples, 1);
-    const Measurement m = measure_spin(fn, round);
-    all.samples_ms.insert(all.samples_ms.end(), m.samples_ms.begin(), m.samples_ms.end());
-    round.warmup = 0;
-  }
-  all.summary = summarize(all.samples_ms);
-  all.stop_reason = "samples";
-  return all;
-}
-
 std::vector<float> logits_row(const std::vector<float>& all, int b, int vocab) {
   return {all.begin() + static_cast<std::ptrdiff_t>(b) * vocab, all.begin() + static_cast<std::ptrdiff_t>(b + 1) * vocab};
 }
@@ -404,7 +383,8 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
       for (Gpt2Mode mode : modes) {
         if (mode == Gpt2Mode::eager) {
           measured.emplace_back(mode, measure_cuda(eager_fn, timing));
-          measured.emplace_back(mode, measure_spin_in_rounds(eager_fn, decoder.kernels_per_step(), timing));
+          // measure_spin counts a step's launches and never queues more than the driver holds.
+          measured.emplace_back(mode, measure_spin(eager_fn, timing));
         } else {
           CudaOptions graph_timing = timing;
           graph_timing.repeats = 0;  // several steps per graph, a sample of about half a millisecond
