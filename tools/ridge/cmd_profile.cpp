@@ -35,7 +35,8 @@ ModeProfile profile_mode(Gpt2Decoder& decoder, Gpt2Mode mode, const std::string&
   decoder.warmup(mode, 3);
   // CUPTI pays one-time costs for the first launches it sees after it starts recording: run
   // three steps under the tracer first, and keep only the last, inside its own "step" range.
-  Tracer tracer;
+  // Every API call: the step's window keeps the kernels whose launch call lies inside it.
+  Tracer tracer(TracerOptions{.all_api_calls = true});
   tracer.start();
   for (int i = 0; i < 3; ++i) {
     NvtxRange warm("warm-up step");
@@ -46,9 +47,15 @@ ModeProfile profile_mode(Gpt2Decoder& decoder, Gpt2Mode mode, const std::string&
     decoder.step(mode, nullptr);
   }
   tracer.stop();
+  const trace::Trace& all = tracer.events();
+  if (!all.strings.find("step"))
+    throw Error(
+        "ridge profile: the tracer saw no NVTX range named \"step\", so it cannot cut one step out of the trace. "
+        "NVTX was initialised before the tracer could route it to CUPTI (an NVTX call ran before "
+        "enable_nvtx_capture()), or NVTX_INJECTION64_PATH points to another tool; unset it and retry.");
   trace::Window window;
   window.nvtx_range = "step";
-  trace::Trace one_step = trace::apply_window(tracer.events(), window);
+  trace::Trace one_step = trace::apply_window(all, window);
   trace::write_chrome_trace(one_step, path);
   trace::AnalysisOptions options;
   options.step_range = "step";
@@ -68,6 +75,8 @@ ResultSet run_profile(const ProfileOptions& o, std::FILE* out) {
     throw UsageError(fmt::format("--context must be within [1, {}] for GPT-2 {}, got {}", config.context, o.model,
                                  o.context));
   require_gpu(o.device);
+  // The decoder's NVTX ranges must reach CUPTI: route NVTX before its first call initialises it.
+  enable_nvtx_capture();
   ResultSet set = new_result_set(o.device);
 
   auto model = Gpt2Model::random(config, dtype);

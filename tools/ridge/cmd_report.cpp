@@ -17,6 +17,7 @@
 #include "ridge/format.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/report.hpp"
+#include "ridge/tracer.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::cli {
@@ -151,6 +152,9 @@ int run_report(const ReportCommand& c) {
   }
   const int count = device_count();
   const bool gpu = count > 0;
+  // The profile section traces NVTX ranges; earlier sections already call NVTX, so route it to
+  // CUPTI before the first call initialises it.
+  if (gpu) enable_nvtx_capture();
   if (gpu && c.device >= count)
     throw UsageError(fmt::format("--device {}: this machine has {} usable GPU(s), numbered from 0", c.device, count));
   const CatalogEntry& model = catalog_entry(c.model);  // throws UsageError listing the known keys
