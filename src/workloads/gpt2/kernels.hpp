@@ -132,24 +132,22 @@ struct FusedStepArgs {
   const int* tokens = nullptr;     ///< [batch]
   const int* positions = nullptr;  ///< [batch]
   int* next_tokens = nullptr;      ///< [batch]
-  float* x = nullptr;              ///< [batch, width] residual stream
-  float* qkv = nullptr;            ///< [batch, 3 width]
-  void* hidden = nullptr;          ///< [batch, 4 width], model element type
   float* logits = nullptr;         ///< [batch, vocab]
-  float* attn_partial = nullptr;   ///< [batch][heads][fused_attention_groups][64 + 2]
   void* k_cache = nullptr;         ///< layer 0; layer l starts cache_layer_elements * l further
   void* v_cache = nullptr;
   std::size_t cache_layer_elements = 0;
   float* best_values = nullptr;  ///< [grid][batch]
   int* best_indices = nullptr;   ///< [grid][batch]
-  unsigned* sync = nullptr;      ///< [2], zero at rest: the barrier and the exit counter
+  /// The blocks' exchange buffer, fused_exchange_words() 64-bit words, zeroed before the first step.
+  unsigned long long* exchange = nullptr;
+  unsigned* counters = nullptr;  ///< [2], zeroed before the first step: blocks done, the last step's number
   int batch = 1, width = 768, heads = 12, hidden_dim = 3072, vocab = 50257, slots = 1024;
   float eps = 1e-5f;
-  /// Bulk L2 prefetch of the weights two phases ahead, on top of the register preload of the next
-  /// phase's first tile (measured slower on an H200, so off by default).
-  bool prefetch = false;
-  int extra_barriers = 0;  ///< empty grid barriers after each phase (measurement of the barrier cost only)
-  int spin_sleep_ns = 0;   ///< back-off of the barrier's polling loop
+  /// Phases ahead that the blocks bulk-prefetch weights (and the cache) into the L2, on top of the
+  /// register preload of the next phase's first tile (0: none).
+  int prefetch_distance = 0;
+  int spin_ns = 0;         ///< back-off between polls of a value not yet written (a measurement knob)
+  int gather_threads = 0;  ///< threads per block that poll for a phase's inputs (0: all)
 };
 
 /// Cache positions one attention work item covers in the fused step, and the items per
@@ -159,6 +157,8 @@ inline int fused_attention_groups(int slots) { return (slots + fused_attention_s
 /// Blocks of the fused step on this device (one per SM), or 0 when it cannot run (too little shared
 /// memory for the batch, or widths the kernel does not take).
 int fused_grid(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count);
+/// 64-bit words of FusedStepArgs::exchange for this shape.
+std::size_t fused_exchange_words(int batch, int width, int heads, int hidden_dim, int slots, int layers);
 /// Runs one decode step as one kernel (no PDL: it must start on an idle device, its barrier needs
 /// every block resident).
 void fused_step(const FusedStepArgs& args, Elem elem, int grid, cuda_stream stream);
