@@ -3,7 +3,8 @@
 # settings of bench/trace_overhead_settings.sh, and under torch.profiler (label "torch"),
 # interleaved; prints median step time, host enqueue time per step and kernels per step.
 #
-#   bench/trace_pytorch_env.sh [FOLDER]    FOLDER holds lib/libridge_inject.so
+#   bench/trace_pytorch_env.sh [FOLDER]    FOLDER holds lib/libridge_inject.so (and bin/ridge for
+#                                          label "cli": `ridge trace` with its defaults)
 #   SIZES="small"  CONFIGS="untraced default torch"  REPEATS=2  STEPS=40  WARMUP=10
 #   results: $OUT/pytorch or runs/pytorch
 set -uo pipefail
@@ -26,14 +27,17 @@ for size in $SIZES; do
     for label in $CONFIGS; do
       base="$DIR/$label.$size.$rep"
       args=(run --size "$size" --steps "$STEPS" --warmup "$WARMUP" --mode "$label" --out "$base.steps.json")
-      if [[ $label == torch ]]; then
+      if [[ $label == cli ]]; then  # the real command line, its defaults
+        "$FOLDER/bin/ridge" trace --profiler-range --step-range step -o "" --json "$base.summary.json" \
+            -- python3 "$BENCH" "${args[@]}" > "$base.txt" 2> "$base.stderr"
+      elif [[ $label == torch ]]; then
         python3 "$BENCH" "${args[@]}" --torch-trace "$base.trace.json" > "$base.txt" 2> "$base.stderr"
         [[ $rep == 0 ]] && python3 "$BENCH" count "$base.trace.json" --out "$base.count.json" > /dev/null
         rm -f "$base.trace.json"
       else
         traced_run "$label" "$LIB" "$base.summary.json" python3 "$BENCH" "${args[@]}" > "$base.txt" 2> "$base.stderr"
       fi
-      echo "$size $rep $label: $(tail -1 "$base.txt")"
+      echo "$size $rep $label: $(grep trace_pytorch: "$base.txt" | tail -1)"
     done
   done
 done

@@ -59,7 +59,8 @@ Config read_config() {
   c.window.profiler_range = getenv_or(env::profiler_range) == "1";
   c.collector.api_calls = trace_detail::parse_api_calls(getenv_or(env::api, "selected"));
   if (getenv_or(env::all_api) == "1") c.collector.api_calls = trace_detail::ApiCalls::all;
-  c.collector.synchronization = getenv_or(env::sync) != "0";
+  // Opt-in: the synchronization kind makes CUPTI hook every runtime call (bench/trace_overhead_cpp.sh).
+  c.collector.synchronization = getenv_or(env::sync) == "1";
   c.collector.nvtx = getenv_or(env::nvtx) != "0";
   c.collector.memcpy = getenv_or(env::memcpy) != "0";
   c.collector.selected_runtime = getenv_or(env::api_domains) != "driver";

@@ -15,7 +15,7 @@ inline constexpr const char* step_range = "RIDGE_TRACE_STEP_RANGE";
 inline constexpr const char* top = "RIDGE_TRACE_TOP";
 inline constexpr const char* all_api = "RIDGE_TRACE_ALL_API";      ///< "1": record every API call (= api "all")
 inline constexpr const char* api = "RIDGE_TRACE_API";              ///< none | selected (default) | most | all
-inline constexpr const char* sync = "RIDGE_TRACE_SYNC";            ///< "0": no synchronization records
+inline constexpr const char* sync = "RIDGE_TRACE_SYNC";            ///< "1": synchronization records (default off)
 inline constexpr const char* nvtx = "RIDGE_TRACE_NVTX";            ///< "0": no NVTX range records
 inline constexpr const char* buffer_mb = "RIDGE_TRACE_BUFFER_MB";
 // Overhead-tuning knobs, not set by `ridge trace` (bench/trace_overhead_cpp.sh sweeps them).
