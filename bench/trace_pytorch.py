@@ -24,7 +24,11 @@ SIZES = {
     # launch-bound: tiny kernels, the host's launch rate sets the step time (worst case for a tracer)
     "small": dict(d=256, layers=2, heads=4, batch=4, seq=64, vocab=1024),
     # GPU-bound: enough work per kernel that the host runs ahead of the GPU
+    # NOT GPU-bound on the H200 after all: the host needs about as long to enqueue a step (~17 ms)
+    # as the GPU needs to run it (~16 ms busy), so any host-side tracer cost lengthens the step
     "medium": dict(d=1024, layers=6, heads=16, batch=16, seq=512, vocab=8192),
+    # GPU-bound: H200, 2026-11-29: ~31.6 ms step, 29.6 ms of it GPU busy, host enqueue ~13 ms, 400 kernels
+    "large": dict(d=2048, layers=4, heads=16, batch=8, seq=1024, vocab=8192),
 }
 
 
@@ -60,7 +64,9 @@ def cmd_run(args):
     targets = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]), device=dev)
 
     def step():
+        """One training step; returns the host time (ms) spent enqueueing it, before the sync."""
         with torch.profiler.record_function("step"):
+            t0 = time.perf_counter()
             torch.cuda.nvtx.range_push("step")
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 logits = model(tokens)
@@ -68,20 +74,34 @@ def cmd_run(args):
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
+            enqueue_ms = (time.perf_counter() - t0) * 1e3
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
+            return enqueue_ms
 
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
 
-    times = []
+    hidden_syncs = None
+    if args.sync_debug:
+        # Synchronizing calls inside one step other than the final torch.cuda.synchronize().
+        import warnings
+        torch.cuda.set_sync_debug_mode("warn")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            step()
+        torch.cuda.set_sync_debug_mode("default")
+        hidden_syncs = [str(w.message)[:200] for w in caught if "synchroniz" in str(w.message).lower()]
+        print(f"trace_pytorch: {len(hidden_syncs)} synchronizing calls inside a step", file=sys.stderr)
+
+    times, enqueue = [], []
 
     def measured():
         torch.cuda.profiler.start()
         for _ in range(args.steps):
             t0 = time.perf_counter()
-            step()
+            enqueue.append(step())
             times.append((time.perf_counter() - t0) * 1e3)
         torch.cuda.profiler.stop()
 
@@ -93,11 +113,13 @@ def cmd_run(args):
     else:
         measured()
     result = {"size": args.size, "config": cfg, "mode": args.mode, "steps": args.steps, "warmup": args.warmup,
-              "step_ms": times, "median_step_ms": statistics.median(times), "torch": torch.__version__}
+              "step_ms": times, "median_step_ms": statistics.median(times), "torch": torch.__version__,
+              "enqueue_ms": enqueue, "median_enqueue_ms": statistics.median(enqueue), "hidden_syncs": hidden_syncs}
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
-    print(f"trace_pytorch: {args.size} {args.mode}: median step {result['median_step_ms']:.3f} ms over {args.steps} steps")
+    print(f"trace_pytorch: {args.size} {args.mode}: median step {result['median_step_ms']:.3f} ms "
+          f"(host enqueue {result['median_enqueue_ms']:.3f} ms) over {args.steps} steps")
 
 
 def union_ns(intervals):
@@ -244,6 +266,7 @@ def main():
     r.add_argument("--mode", default="plain", help="label stored with the results")
     r.add_argument("--torch-trace", default="", help="profile the measured steps with torch.profiler, export here")
     r.add_argument("--out", default="")
+    r.add_argument("--sync-debug", action="store_true", help="count synchronizing calls in one step (before timing)")
     c = sub.add_parser("count")
     c.add_argument("trace")
     c.add_argument("--out", required=True)

@@ -89,6 +89,18 @@ Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
   a.memset_count = trace.memsets.size();
   a.api_count = trace.api_calls.size();
   a.sync_count = trace.syncs.size();
+  // Without synchronization records (ridge trace's default: they are costly), the waits are the
+  // *Synchronize API calls; runtime ones when there are any, so a runtime call and the driver call
+  // under it are not counted twice.
+  std::vector<const ApiCall*> sync_calls;
+  if (trace.syncs.empty()) {
+    for (ApiDomain domain : {ApiDomain::runtime, ApiDomain::driver}) {
+      for (const auto& c : trace.api_calls)
+        if (c.domain == domain && trace.strings.at(c.name).find("Synchronize") != std::string::npos) sync_calls.push_back(&c);
+      if (!sync_calls.empty()) break;
+    }
+    a.sync_count = sync_calls.size();
+  }
   a.range_count = trace.ranges.size();
   a.dropped_records = trace.dropped_records;
   a.incomplete_records = trace.incomplete_records;
@@ -299,6 +311,7 @@ Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
       a.memset_time_ns += duration(m.start, m.end);
     }
     for (const auto& s : trace.syncs) a.sync_time_ns += duration(s.start, s.end);
+    for (const ApiCall* c : sync_calls) a.sync_time_ns += duration(c->start, c->end);
 
     std::vector<Nanoseconds> kernel_starts;
     kernel_starts.reserve(by_start.size());

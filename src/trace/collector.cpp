@@ -4,9 +4,11 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
@@ -88,9 +90,11 @@ bool selected_api_call(std::string_view name) {
 std::vector<CUpti_ActivityKind> activity_kinds(const CollectorOptions& o) {
   std::vector<CUpti_ActivityKind> kinds{
       CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // never CUPTI_ACTIVITY_KIND_KERNEL: it serializes kernels
-      CUPTI_ACTIVITY_KIND_MEMCPY,
-      CUPTI_ACTIVITY_KIND_MEMSET,
   };
+  if (o.memcpy) {
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
+  }
   // Whole API kinds only where (nearly) everything is recorded; ApiCalls::selected enables single
   // calls instead, so CUPTI does not intercept the thousands of queries a framework makes per step.
   if (o.api_calls == ApiCalls::most || o.api_calls == ApiCalls::all) {
@@ -136,7 +140,10 @@ struct State {
   bool callbacks_registered = false;
   bool exit_hook = false;
   pid_t pid = 0;  // the process that started tracing (a fork()ed child must not touch CUPTI)
+  pid_t start_thread = 0;
   CUpti_SubscriberHandle subscriber = nullptr;
+  std::atomic<std::uint64_t> buffers_requested{0}, buffers_completed{0}, records{0}, completions_on_start_thread{0};
+  std::atomic<std::uint64_t> completion_ns{0};
 };
 
 /// Never destroyed: CUPTI may deliver buffers during static destruction at exit.
@@ -149,6 +156,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const v
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   const std::size_t bytes = state().buffer_bytes.load();
+  state().buffers_requested.fetch_add(1, std::memory_order_relaxed);
   // Zeroed memory (fresh pages from calloc), so CUPTI need not clear it on the traced thread.
   *buffer = static_cast<uint8_t*>(std::calloc(1, bytes));
   *size = *buffer != nullptr ? bytes : 0;  // a zero-size buffer makes CUPTI count drops, never crash
@@ -333,14 +341,25 @@ void add_record(State& s, const CUpti_Activity* record) {
 
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   State& s = state();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::uint64_t records = 0;
   {
     std::lock_guard<std::mutex> lock(s.data);
     CUpti_Activity* record = nullptr;
-    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) add_record(s, record);
+    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+      add_record(s, record);
+      ++records;
+    }
     std::size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) s.trace.dropped_records += dropped;
   }
   std::free(buffer);
+  s.records.fetch_add(records, std::memory_order_relaxed);
+  s.buffers_completed.fetch_add(1, std::memory_order_relaxed);
+  if (static_cast<pid_t>(syscall(SYS_gettid)) == s.start_thread) s.completions_on_start_thread.fetch_add(1, std::memory_order_relaxed);
+  s.completion_ns.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - t0).count()),
+                            std::memory_order_relaxed);
 }
 
 void load_api_names(State& s) {
@@ -367,10 +386,10 @@ void skip_trivial_calls(const State& s) {
     if (trivial.count(s.driver_names[cbid])) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
 }
 
-void enable_selected_calls(State& s) {
+void enable_selected_calls(State& s, bool runtime) {
   s.enabled_runtime_calls.clear();
   s.enabled_driver_calls.clear();
-  for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid)
+  for (std::uint32_t cbid = 1; runtime && cbid < s.runtime_names.size(); ++cbid)
     if (!s.runtime_names[cbid].empty() && selected_api_call(s.runtime_names[cbid])) {
       RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
       s.enabled_runtime_calls.push_back(cbid);
@@ -390,12 +409,25 @@ void disable_selected_calls(State& s) {
 }
 
 /// Best-effort settings that lower the cost on the traced threads; older CUPTIs may lack some.
-void configure_cupti() {
+void configure_cupti(const CollectorOptions& o) {
   std::uint8_t zeroed = 1;  // our buffers come zeroed (calloc)
   std::size_t size = sizeof(zeroed);
   cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
   cuptiActivityEnableLatencyTimestamps(0);  // queued/submitted times: not used, extra work per launch
   cuptiActivityEnableAllSyncRecords(0);     // no records for event/stream queries that found work pending
+  if (o.device_buffer_bytes > 0) {
+    std::size_t bytes = o.device_buffer_bytes, bytes_size = sizeof(bytes);
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &bytes_size, &bytes);
+  }
+  if (o.flush_period_ms > 0) cuptiActivityFlushPeriod(o.flush_period_ms);
+}
+
+/// Must precede cuptiActivityRegisterCallbacks (CUPTI's rule for this attribute).
+void configure_buffers_per_thread(const CollectorOptions& o) {
+  if (o.per_thread_buffers < 0) return;
+  std::uint8_t per_thread = o.per_thread_buffers > 0 ? 1 : 0;
+  std::size_t size = sizeof(per_thread);
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
 }
 
 void flush_at_exit() {
@@ -422,6 +454,17 @@ std::string cupti_library_path() {
 
 bool collector_running() { return state().running.load(); }
 
+CollectorStats collector_stats() {
+  const State& s = state();
+  CollectorStats out;
+  out.buffers_requested = s.buffers_requested.load();
+  out.buffers_completed = s.buffers_completed.load();
+  out.records = s.records.load();
+  out.completion_seconds = static_cast<double>(s.completion_ns.load()) * 1e-9;
+  out.completions_on_start_thread = s.completions_on_start_thread.load();
+  return out;
+}
+
 ApiCalls parse_api_calls(const std::string& text) {
   if (text == "none") return ApiCalls::none;
   if (text == "selected") return ApiCalls::selected;
@@ -434,7 +477,7 @@ void collector_start(const CollectorOptions& options) {
   State& s = state();
   std::lock_guard<std::mutex> control(s.control);
   if (s.running.load()) throw UsageError("a CUDA trace is already running in this process: stop it before starting another");
-  if (s.subscriber == nullptr) {
+  if (s.subscriber == nullptr && options.detect_other_subscriber) {
     // Subscribing first detects another CUPTI client (Nsight, PyTorch's profiler) with a clear error.
     const CUptiResult r = cuptiSubscribe(&s.subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_callback), nullptr);
     if (r != CUPTI_SUCCESS) {
@@ -457,10 +500,17 @@ void collector_start(const CollectorOptions& options) {
   // System thread ids (gettid), so API calls and NVTX ranges name threads the way the OS does.
   RIDGE_CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
   if (!s.callbacks_registered) {
+    configure_buffers_per_thread(options);
     RIDGE_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     s.callbacks_registered = true;
   }
-  configure_cupti();
+  configure_cupti(options);
+  s.buffers_requested = 0;
+  s.buffers_completed = 0;
+  s.records = 0;
+  s.completion_ns = 0;
+  s.completions_on_start_thread = 0;
+  s.start_thread = static_cast<pid_t>(syscall(SYS_gettid));
   const Nanoseconds start = collector_now();
   s.enabled_kinds = activity_kinds(options);
   for (CUpti_ActivityKind kind : s.enabled_kinds) {
@@ -471,7 +521,7 @@ void collector_start(const CollectorOptions& options) {
     throw_cupti(r, fmt::format("cuptiActivityEnable({})", kind_name(kind)));
   }
   if (options.api_calls == ApiCalls::most) skip_trivial_calls(s);
-  if (options.api_calls == ApiCalls::selected) enable_selected_calls(s);
+  if (options.api_calls == ApiCalls::selected) enable_selected_calls(s, options.selected_runtime);
   {
     std::lock_guard<std::mutex> lock(s.data);
     s.trace.collection_start = start;

@@ -2,6 +2,7 @@
 // The process-wide CUPTI activity session behind ridge::Tracer and the injection library.
 // CUPTI calls back through plain functions, so there is exactly one collector per process.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "ridge/trace.hpp"
@@ -20,10 +21,30 @@ enum class ApiCalls {
 
 struct CollectorOptions {
   ApiCalls api_calls = ApiCalls::selected;
-  bool synchronization = true;  ///< CUPTI_ACTIVITY_KIND_SYNCHRONIZATION records
+  /// CUPTI_ACTIVITY_KIND_SYNCHRONIZATION records. Costly in framework code: with this kind on,
+  /// CUPTI intercepts every CUDA runtime call (cudaGetDevice 36 -> 217 ns on the H200 host), so
+  /// `ridge trace` leaves it off unless asked; the in-process Tracer (ridge's own few calls) keeps it.
+  bool synchronization = true;
   bool nvtx = true;             ///< CUPTI_ACTIVITY_KIND_MARKER records (NVTX ranges and marks)
+  bool memcpy = true;            ///< CUPTI_ACTIVITY_KIND_MEMCPY and MEMSET records
   std::size_t buffer_bytes = 32u << 20;
+  // Tuning knobs for overhead experiments (bench/trace_overhead_cpp.sh); defaults are CUPTI's.
+  bool selected_runtime = true;  ///< ApiCalls::selected: also the runtime calls (false: driver calls only)
+  bool detect_other_subscriber = true;  ///< cuptiSubscribe first, for a clear error when another profiler is attached
+  int per_thread_buffers = -1;          ///< CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER (-1: CUPTI's default)
+  std::uint32_t flush_period_ms = 0;    ///< cuptiActivityFlushPeriod (0: CUPTI's heuristics)
+  std::size_t device_buffer_bytes = 0;  ///< CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE (0: CUPTI's default)
 };
+
+/// What the collector itself did, for overhead diagnosis.
+struct CollectorStats {
+  std::uint64_t buffers_requested = 0, buffers_completed = 0;
+  std::uint64_t records = 0;
+  double completion_seconds = 0;            ///< time spent turning records into events
+  std::uint64_t completions_on_start_thread = 0;  ///< completions run on the thread that started tracing
+};
+/// Counters since the last collector_start.
+CollectorStats collector_stats();
 
 /// Parses "none", "selected", "most" or "all"; throws UsageError otherwise.
 ApiCalls parse_api_calls(const std::string& text);

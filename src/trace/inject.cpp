@@ -59,13 +59,20 @@ Config read_config() {
   c.window.profiler_range = getenv_or(env::profiler_range) == "1";
   c.collector.api_calls = trace_detail::parse_api_calls(getenv_or(env::api, "selected"));
   if (getenv_or(env::all_api) == "1") c.collector.api_calls = trace_detail::ApiCalls::all;
-  c.collector.synchronization = getenv_or(env::sync) != "0";
+  // Opt-in: the synchronization kind makes CUPTI hook every runtime call (bench/trace_overhead_cpp.sh).
+  c.collector.synchronization = getenv_or(env::sync) == "1";
   c.collector.nvtx = getenv_or(env::nvtx) != "0";
+  c.collector.memcpy = getenv_or(env::memcpy) != "0";
+  c.collector.selected_runtime = getenv_or(env::api_domains) != "driver";
+  c.collector.detect_other_subscriber = getenv_or(env::detect_subscriber) != "0";
   try {
     if (auto s = getenv_or(env::skip_seconds); !s.empty()) c.window.skip_seconds = std::stod(s);
     if (auto s = getenv_or(env::skip_kernels); !s.empty()) c.window.skip_kernels = std::stoull(s);
     if (auto s = getenv_or(env::top); !s.empty()) c.top = std::stoul(s);
     if (auto s = getenv_or(env::buffer_mb); !s.empty()) c.collector.buffer_bytes = std::stoul(s) << 20;
+    if (auto s = getenv_or(env::per_thread_buffers); !s.empty()) c.collector.per_thread_buffers = std::stoi(s);
+    if (auto s = getenv_or(env::flush_period_ms); !s.empty()) c.collector.flush_period_ms = std::stoul(s);
+    if (auto s = getenv_or(env::device_buffer_mb); !s.empty()) c.collector.device_buffer_bytes = std::stoul(s) << 20;
   } catch (const std::exception&) {
     throw UsageError("malformed RIDGE_TRACE_* number in the environment");
   }
@@ -126,6 +133,12 @@ void finish(const char* reason) {
       j["events"] = t.event_count();
       j["collect_seconds"] = std::chrono::duration<double>(t1 - t0).count();
       j["write_seconds"] = std::chrono::duration<double>(t2 - t1).count();
+      const trace_detail::CollectorStats stats = trace_detail::collector_stats();
+      j["collector_stats"] = {{"buffers_requested", stats.buffers_requested},
+                              {"buffers_completed", stats.buffers_completed},
+                              {"records", stats.records},
+                              {"completion_seconds", stats.completion_seconds},
+                              {"completions_on_start_thread", stats.completions_on_start_thread}};
       write_text(c.summary, j.dump(2) + "\n");
     } else if (!c.output.empty()) {
       std::fprintf(stderr, "ridge trace: process %d wrote %s\n", static_cast<int>(g_pid), c.output.c_str());

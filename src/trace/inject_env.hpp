@@ -15,8 +15,15 @@ inline constexpr const char* step_range = "RIDGE_TRACE_STEP_RANGE";
 inline constexpr const char* top = "RIDGE_TRACE_TOP";
 inline constexpr const char* all_api = "RIDGE_TRACE_ALL_API";      ///< "1": record every API call (= api "all")
 inline constexpr const char* api = "RIDGE_TRACE_API";              ///< none | selected (default) | most | all
-inline constexpr const char* sync = "RIDGE_TRACE_SYNC";            ///< "0": no synchronization records
+inline constexpr const char* sync = "RIDGE_TRACE_SYNC";            ///< "1": synchronization records (default off)
 inline constexpr const char* nvtx = "RIDGE_TRACE_NVTX";            ///< "0": no NVTX range records
 inline constexpr const char* buffer_mb = "RIDGE_TRACE_BUFFER_MB";
+// Overhead-tuning knobs, not set by `ridge trace` (bench/trace_overhead_cpp.sh sweeps them).
+inline constexpr const char* memcpy = "RIDGE_TRACE_MEMCPY";                ///< "0": no memcpy/memset records
+inline constexpr const char* detect_subscriber = "RIDGE_TRACE_DETECT_SUBSCRIBER";  ///< "0": skip the cuptiSubscribe check
+inline constexpr const char* per_thread_buffers = "RIDGE_TRACE_PER_THREAD_BUFFERS";  ///< "0" or "1" (unset: CUPTI's default)
+inline constexpr const char* api_domains = "RIDGE_TRACE_API_DOMAINS";  ///< "driver": selected calls of the driver API only
+inline constexpr const char* flush_period_ms = "RIDGE_TRACE_FLUSH_PERIOD_MS";
+inline constexpr const char* device_buffer_mb = "RIDGE_TRACE_DEVICE_BUFFER_MB";
 
 }  // namespace ridge::inject_env

@@ -132,8 +132,17 @@ void check_workload_trace(const Trace& t, const Analysis& a) {
       EXPECT_EQ(r.kernels, static_cast<std::uint64_t>(w::total_kernels)) << "NVTX and API thread ids disagree";
     }
   EXPECT_TRUE(found_range);
-  // Synchronization records: the workload waits on each stream every step.
-  EXPECT_GE(t.syncs.size(), static_cast<std::size_t>(2 * w::steps));
+  // The workload waits on each stream every step: synchronization records where they were asked
+  // for (the in-process tracer, ridge trace --sync), else the *Synchronize API calls.
+  EXPECT_GE(a.sync_count, static_cast<std::uint64_t>(2 * w::steps));
+  if (t.syncs.empty()) {
+    std::size_t sync_calls = 0;
+    for (const auto& c : t.api_calls)
+      sync_calls += c.domain == ApiDomain::runtime && contains(t.strings.at(c.name), "Synchronize");
+    EXPECT_GE(sync_calls, static_cast<std::size_t>(2 * w::steps));
+  } else {
+    EXPECT_GE(t.syncs.size(), static_cast<std::size_t>(2 * w::steps));
+  }
 }
 
 }  // namespace
@@ -179,6 +188,14 @@ TEST(TraceGpu, RidgeTraceInjectsIntoAnUnmodifiedProgram) {
   EXPECT_EQ(j["end"], "exit");
   check_workload_trace(t, analysis_from_json(j));
   EXPECT_NE(t.command.find("trace_target"), std::string::npos);
+  EXPECT_TRUE(t.syncs.empty()) << "synchronization records are opt-in (--sync)";
+
+  // --sync adds CUPTI's synchronization records.
+  const fs::path sync_file = scratch("inject_sync.json");
+  const std::string sync_line = (bin_dir() / "ridge").string() + " trace --sync -o " + sync_file.string() + " -- " +
+                                (bin_dir() / "trace_target").string();
+  ASSERT_EQ(run_command(sync_line), 0) << sync_line;
+  EXPECT_GE(load_chrome_trace(sync_file.string()).syncs.size(), static_cast<std::size_t>(2 * trace_workload::steps));
 }
 
 TEST(TraceGpu, RidgeTracePassesExitCodesThroughAndWritesAfterACrash) {
