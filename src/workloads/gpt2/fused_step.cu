@@ -135,7 +135,15 @@ __device__ __forceinline__ void copy_async(float* shared, const float* global, i
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global + i) : "memory");
   }
 }
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits for this phase's copies: all of them, or (a.smem_tiles) all but the last group, which
+// holds the next product's weights.
+__device__ __forceinline__ void cp_async_wait(const FusedStepArgs& a) {
+  if (a.smem_tiles)
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+  else
+    asm volatile("cp.async.wait_all;" ::: "memory");
+}
 
 
 // ---- GEMV over the grid -----------------------------------------------------------------------
@@ -186,6 +194,39 @@ __device__ __forceinline__ void load_tile(Tile<W, RPW, U>& t, const void* weight
 template <bool PACKED = false, typename W, int RPW, int U>
 __device__ __forceinline__ void preload_tile(Tile<W, RPW, U>& t, const void* weight, int n, int k) {
   load_tile(t, weight, n, k, warp_slot<PACKED>() * RPW, threadIdx.x & 31);
+}
+
+// With a.smem_tiles, a warp's first tile of a product is copied into shared memory (cp.async,
+// same entries as Tile, each lane its own) at the start of the phase before, so its latency hides
+// behind a whole phase rather than behind the wait for the inputs only.
+constexpr int kTileEntries = 2 * 4 * 32;   // uint4 of a Tile<W, 2, 4> per warp
+constexpr int kProjEntries = 1 * 12 * 32;  // uint4 of a Tile<W, 1, 12> per warp
+constexpr std::size_t kSmemTileBytes = std::size_t(kWarps) * (kTileEntries + kProjEntries) * 16;
+
+template <bool PACKED, typename W, int RPW, int U>
+__device__ __forceinline__ void stage_tile(uint4* buffer, const void* weight, int n, int k) {
+  constexpr int VEC = 16 / sizeof(W);
+  const int lane = threadIdx.x & 31, row = warp_slot<PACKED>() * RPW, chunks = k / VEC;
+  const W* w = static_cast<const W*>(weight);
+#pragma unroll
+  for (int r = 0; r < RPW; ++r)
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int c = lane + u * 32;
+      const bool valid = row + r < n && c < chunks;
+      const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(buffer + (r * U + u) * 32 + lane));
+      const W* src = valid ? w + std::size_t(row + r) * k + c * VEC : w;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(valid ? 16 : 0) : "memory");
+    }
+}
+
+template <typename W, int RPW, int U>
+__device__ __forceinline__ void take_tile(Tile<W, RPW, U>& t, const uint4* buffer) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int r = 0; r < RPW; ++r)
+#pragma unroll
+    for (int u = 0; u < U; ++u) t.v[r][u] = buffer[(r * U + u) * 32 + lane];
 }
 
 // out[b, row] = staged[b, :] . W[row, :] (+ bias[row]) for this warp's rows; `tile` holds the
@@ -288,7 +329,7 @@ __device__ void stage_layer_norm(const FusedStepArgs& a, const float* gamma, con
   } else {
     ll_gather(residual, src, n, step);
   }
-  cp_async_wait();  // this phase's parameters
+  cp_async_wait(a);  // this phase's parameters (and weights)
   __syncthreads();
   if (warp < a.batch) {  // one warp per sequence: mean, then variance around it
     const float* row = residual + warp * k;
@@ -354,7 +395,7 @@ __device__ void stage_attention(const FusedStepArgs& a, const Word* partials, co
       if (g < used) out = fmaf(scale[bh][g], ll_settle(w[g], part + g * kPartial, step), out);
     staged[i] = to_float(from_float<W>(out));
   }
-  cp_async_wait();
+  cp_async_wait(a);
   __syncthreads();
 }
 
@@ -577,6 +618,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
   Tile<W, 1, 12> tile_proj;  // mlp.c_proj, over the hidden width
   const bool proj_rows = block_has_rows<2>(C);  // attn.c_proj (PACKED)
   const bool mlp_proj_rows = block_has_rows<1>(C);  // mlp.c_proj (PACKED)
+  // a.smem_tiles: this warp's staged first tiles; X: c_attn, mlp.c_fc, LM head; Y: the c_projs.
+  const bool smem = a.smem_tiles;
+  uint4* tile_x = reinterpret_cast<uint4*>(bias + max(3 * C, F)) + warp * (kTileEntries + kProjEntries);
+  uint4* tile_y = tile_x + kTileEntries;
 
   if (threadIdx.x < B) {
     tokens[threadIdx.x] = a.tokens[threadIdx.x];
@@ -586,10 +631,18 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
   if (threadIdx.x == 0) step_number = __ldcg(a.counters + 1) + 1;
   {
     const FusedLayer& w0 = a.layers[0];
-    preload_tile(tile, w0.attn_w, 3 * C, C);
+    if (!smem) preload_tile(tile, w0.attn_w, 3 * C, C);
     copy_async(gamma, w0.ln1_w, C);
     copy_async(beta, w0.ln1_b, C);
     copy_async(bias, w0.attn_b, 3 * C);
+    if (smem) {
+      cp_async_commit();
+      if (a.layer_count > 0)
+        stage_tile<false, W, 2, 4>(tile_x, w0.attn_w, 3 * C, C);
+      else
+        stage_tile<false, W, 2, 4>(tile_x, a.wte, V, C);
+      cp_async_commit();
+    }
   }
   __syncthreads();
   const Step step{step_number, a.spin_ns, a.gather_threads > 0 ? a.gather_threads : kThreads};
@@ -605,7 +658,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     const int p0 = 5 * layer;
 
     // ln_1 + c_attn: qkv = ln(x) @ W^T + b
+    if (smem) {  // attn.c_proj's weights, a phase early
+      if (proj_rows) stage_tile<true, W, 2, 4>(tile_y, w.attn_proj_w, C, C);
+      cp_async_commit();
+    }
     stage_layer_norm<W, MAXB>(a, gamma, beta, x_in, step, tokens, positions, residual, staged, stats);
+    if (smem) take_tile(tile, tile_x);
     gemv_rows<W, MAXB, 2, 4, false, false>(w.attn_w, 3 * C, C, B, staged, bias, tile,
                                            [&](int n, int b, float v, bool store) {
                                              if (store) ll_store(ex.qkv + std::size_t(b) * 3 * C + n, v, step);
@@ -617,13 +675,19 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     attention_phase<W>(a, layer, ex, step, positions, wpart, qkv_items);
     if (threadIdx.x == 0 && ahead > 0) prefetch_phase<W>(a, p0 + 1 + ahead);
     if (proj_rows) {
-      preload_tile<true>(tile, w.attn_proj_w, C, C);
+      if (!smem) preload_tile<true>(tile, w.attn_proj_w, C, C);
       copy_async(bias, w.attn_proj_b, C);
+    }
+    if (smem) {  // mlp.c_fc's weights, a phase early
+      cp_async_commit();
+      stage_tile<false, W, 2, 4>(tile_x, w.fc_w, F, C);
+      cp_async_commit();
     }
 
     // combine + attn.c_proj: x_attn = x + attn @ W^T + b
     if (proj_rows) {
       stage_attention<W>(a, ex.partial, step, positions, staged, scale);
+      if (smem) take_tile(tile, tile_y);
       gemv_rows<W, MAXB, 2, 4, false, true>(w.attn_proj_w, C, C, B, staged, bias, tile,
                                             [&](int n, int b, float v, bool store) {
                                               const std::size_t i = std::size_t(b) * C + n;
@@ -632,13 +696,19 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     }
     if (threadIdx.x == 0 && ahead > 0) prefetch_phase<W>(a, p0 + 2 + ahead);
     __syncthreads();
-    preload_tile(tile, w.fc_w, F, C);
+    if (!smem) preload_tile(tile, w.fc_w, F, C);
     copy_async(gamma, w.ln2_w, C);
     copy_async(beta, w.ln2_b, C);
     copy_async(bias, w.fc_b, F);
+    if (smem) {  // mlp.c_proj's weights, a phase early
+      cp_async_commit();
+      if (mlp_proj_rows) stage_tile<true, W, 1, 12>(tile_y, w.fc_proj_w, C, F);
+      cp_async_commit();
+    }
 
     // ln_2 + mlp.c_fc + GELU
     stage_layer_norm<W, MAXB>(a, gamma, beta, ex.x_attn, step, tokens, positions, residual, staged, stats);
+    if (smem) take_tile(tile, tile_x);
     gemv_rows<W, MAXB, 2, 4, false, false>(w.fc_w, F, C, B, staged, bias, tile,
                                            [&](int n, int b, float v, bool store) {
                                              // rounded as the model's element type, as the chain stores it
@@ -651,11 +721,22 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
 
     // mlp.c_proj: x_out = x_attn + h @ W^T + b
     if (mlp_proj_rows) {
-      preload_tile<true>(tile_proj, w.fc_proj_w, C, F);
+      if (!smem) preload_tile<true>(tile_proj, w.fc_proj_w, C, F);
       copy_async(bias, w.fc_proj_b, C);
+    }
+    if (smem) {  // the next c_attn's (or the LM head's) weights, a phase early
+      cp_async_commit();
+      if (layer + 1 < a.layer_count)
+        stage_tile<false, W, 2, 4>(tile_x, a.layers[layer + 1].attn_w, 3 * C, C);
+      else
+        stage_tile<false, W, 2, 4>(tile_x, a.wte, V, C);
+      cp_async_commit();
+    }
+    if (mlp_proj_rows) {
       ll_gather<4>(staged, ex.hidden, B * F, step);
-      cp_async_wait();
+      cp_async_wait(a);
       __syncthreads();
+      if (smem) take_tile(tile_proj, tile_y);
       gemv_rows<W, MAXB, 1, 12, false, true>(w.fc_proj_w, C, F, B, staged, bias, tile_proj,
                                              [&](int n, int b, float v, bool store) {
                                                const std::size_t i = std::size_t(b) * C + n;
@@ -666,20 +747,23 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     __syncthreads();
     if (layer + 1 < a.layer_count) {
       const FusedLayer& next = a.layers[layer + 1];
-      preload_tile(tile, next.attn_w, 3 * C, C);
+      if (!smem) preload_tile(tile, next.attn_w, 3 * C, C);
       copy_async(gamma, next.ln1_w, C);
       copy_async(beta, next.ln1_b, C);
       copy_async(bias, next.attn_b, 3 * C);
     } else {
-      preload_tile(tile, a.wte, V, C);
+      if (!smem) preload_tile(tile, a.wte, V, C);
       copy_async(gamma, a.lnf_w, C);
       copy_async(beta, a.lnf_b, C);
     }
+    if (smem) cp_async_commit();
   }
 
   // ln_f + LM head (tied to wte) + greedy argmax
   const Word* x_final = a.layer_count == 0 ? nullptr : exchange_of(a, a.layer_count - 1).x_out;
+  if (smem) cp_async_commit();  // no next product: an empty group keeps "all but the last" right
   stage_layer_norm<W, MAXB>(a, gamma, beta, x_final, step, tokens, positions, residual, staged, stats);
+  if (smem) take_tile(tile, tile_x);
   float best[MAXB];
   int best_index[MAXB];
 #pragma unroll
@@ -773,22 +857,28 @@ void launch_fused(const FusedStepArgs& a, int grid, std::size_t smem, cudaStream
   return launch_fused<W, 8>(a, grid, smem, stream);
 }
 
-std::size_t fused_smem(int batch, int width, int hidden_dim) {
+std::size_t fused_smem(int batch, int width, int hidden_dim, bool smem_tiles) {
   const std::size_t staged = std::size_t(batch) * (std::max(width, hidden_dim) + width);
   const std::size_t parameters = 2 * std::size_t(width) + std::max(3 * width, hidden_dim);
-  return (staged + parameters) * sizeof(float);
+  return (staged + parameters) * sizeof(float) + (smem_tiles ? kSmemTileBytes : 0);
 }
 
 }  // namespace
 
-int fused_grid(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count) {
+FusedLaunch fused_launch(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count,
+                         bool allow_smem_tiles) {
   if (batch < 1 || batch > gemv_max_batch || width != heads * kHeadDim || width % 8 != 0 || hidden_dim % 8 != 0 ||
       batch * heads > kMaxPairs || attention_groups(slots) > kMaxGroups)
-    return 0;
-  const std::size_t smem = fused_smem(batch, width, hidden_dim);
-  if (smem > 200 * 1024) return 0;
-  const int per_sm = elem == Elem::fp32 ? fused_blocks_per_sm<float>(batch, smem) : fused_blocks_per_sm<bf16>(batch, smem);
-  return per_sm >= 1 ? sm_count : 0;  // one block per SM: all resident, as the blocks wait on each other
+    return {};
+  auto blocks = [&](bool tiles) {
+    const std::size_t smem = fused_smem(batch, width, hidden_dim, tiles);
+    if (smem > 220 * 1024) return 0;
+    return elem == Elem::fp32 ? fused_blocks_per_sm<float>(batch, smem) : fused_blocks_per_sm<bf16>(batch, smem);
+  };
+  // One block per SM: all resident, as the blocks wait on each other. Staged tiles where they fit.
+  if (allow_smem_tiles && blocks(true) >= 1) return {sm_count, true};
+  if (blocks(false) >= 1) return {sm_count, false};
+  return {};
 }
 
 std::size_t fused_exchange_words(int batch, int width, int heads, int hidden_dim, int slots, int layers) {
@@ -796,7 +886,7 @@ std::size_t fused_exchange_words(int batch, int width, int heads, int hidden_dim
 }
 
 void fused_step(const FusedStepArgs& args, Elem elem, int grid, cuda_stream stream) {
-  const std::size_t smem = fused_smem(args.batch, args.width, args.hidden_dim);
+  const std::size_t smem = fused_smem(args.batch, args.width, args.hidden_dim, args.smem_tiles);
   if (elem == Elem::fp32)
     launch_fused<float>(args, grid, smem, stream);
   else

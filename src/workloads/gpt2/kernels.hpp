@@ -146,6 +146,7 @@ struct FusedStepArgs {
   /// Phases ahead that the blocks bulk-prefetch weights (and the cache) into the L2, on top of the
   /// register preload of the next phase's first tile (0: none).
   int prefetch_distance = 0;
+  bool smem_tiles = false;  ///< from FusedLaunch: first weight tiles staged in shared memory a phase early
   int spin_ns = 0;         ///< back-off between polls of a value not yet written (a measurement knob)
   int gather_threads = 0;  ///< threads per block that poll for a phase's inputs (0: all)
 };
@@ -154,9 +155,15 @@ struct FusedStepArgs {
 /// (sequence, head) for `slots` cache slots.
 constexpr int fused_attention_span = 128;
 inline int fused_attention_groups(int slots) { return (slots + fused_attention_span - 1) / fused_attention_span; }
-/// Blocks of the fused step on this device (one per SM), or 0 when it cannot run (too little shared
-/// memory for the batch, or widths the kernel does not take).
-int fused_grid(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count);
+/// How the fused step runs on this device: `grid` blocks (one per SM; 0: it cannot run, e.g. too
+/// little shared memory for the batch, or widths the kernel does not take), and whether each
+/// product's first weight tile is staged in shared memory a phase early (where it fits).
+struct FusedLaunch {
+  int grid = 0;
+  bool smem_tiles = false;
+};
+FusedLaunch fused_launch(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count,
+                         bool allow_smem_tiles);
 /// 64-bit words of FusedStepArgs::exchange for this shape.
 std::size_t fused_exchange_words(int batch, int width, int heads, int hidden_dim, int slots, int layers);
 /// Runs one decode step as one kernel (no PDL: it must start on an idle device, its barrier needs

@@ -382,6 +382,7 @@ struct Gpt2Decoder::Impl {
   int B = 1, S = 1, C = 0, H = 0, V = 0, L = 0;
   int splits = 1, chunk = 1, argmax_grid = 1;
   int fused_blocks = 0;  // > 0: the whole step is one kernel (gpt2::fused_step) on this many blocks
+  bool fused_smem_tiles = false;  // the fused step stages weight tiles in shared memory a phase early
   int fused_prefetch = 0;  // RIDGE_GPT2_FUSED_PREFETCH=D: the fused step also bulk-prefetches D phases ahead into the L2
   std::vector<int> host_positions;
   std::vector<std::string> layer_names;  // NVTX range names, formatted once
@@ -432,8 +433,13 @@ struct Gpt2Decoder::Impl {
     const char* fused_env = std::getenv("RIDGE_GPT2_FUSED");
     const bool want_fused = !(fused_env && std::string(fused_env) == "0");
     fused_prefetch = env_int("RIDGE_GPT2_FUSED_PREFETCH");
-    if (gemm == Gpt2Gemm::gemv && want_fused)
-      fused_blocks = gpt2::fused_grid(m.elem, B, C, H, c.hidden(), S, m.sm_count);
+    if (gemm == Gpt2Gemm::gemv && want_fused) {
+      const char* tiles_env = std::getenv("RIDGE_GPT2_FUSED_SMEM_TILES");  // 0: registers only (a measurement knob)
+      const auto launch = gpt2::fused_launch(m.elem, B, C, H, c.hidden(), S, m.sm_count,
+                                             !(tiles_env && std::string(tiles_env) == "0"));
+      fused_blocks = launch.grid;
+      fused_smem_tiles = launch.smem_tiles;
+    }
     if (const int blocks = env_int("RIDGE_GPT2_FUSED_BLOCKS"); fused_blocks > 0 && blocks > 0)
       fused_blocks = std::min(fused_blocks, blocks);  // measurement knob: fewer blocks
     const int fused_groups = gpt2::fused_attention_groups(S);
@@ -508,6 +514,7 @@ struct Gpt2Decoder::Impl {
     a.batch = B, a.width = C, a.heads = H, a.hidden_dim = c.hidden(), a.vocab = V, a.slots = S;
     a.eps = c.layer_norm_eps;
     a.prefetch_distance = fused_prefetch;
+    a.smem_tiles = fused_smem_tiles;
     a.spin_ns = env_int("RIDGE_GPT2_FUSED_SPIN_NS");
     a.gather_threads = env_int("RIDGE_GPT2_FUSED_GATHER_THREADS");
     gpt2::fused_step(a, m.elem, fused_blocks, stream);
