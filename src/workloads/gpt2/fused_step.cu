@@ -3,23 +3,19 @@
 //
 // One block per SM. A step is a chain of phases -- per layer: ln_1 + c_attn, attention, combine +
 // attn.c_proj (+ residual), ln_2 + mlp.c_fc + GELU, mlp.c_proj (+ residual); then ln_f + LM head
-// + argmax. There is no grid-wide barrier: every value one block hands to another goes through a
-// per-step exchange buffer as a 64-bit word (value, step number) written with one store, and the
-// reader polls each word until it carries this step's number (the "LL" protocol of NCCL). A
-// block thus waits only for the values it reads, one L2 round trip after they are written,
-// instead of a barrier's fence + atomic + poll + re-read. Every (layer, phase) has its own slice
-// of the buffer, so nothing is overwritten within a step; the step number tells this step's
-// words from the last one's.
+// + argmax -- separated by a grid-wide barrier. Nothing a phase reads from memory other than its
+// input activations depends on the step's data, so between arriving at a barrier and leaving it
+// each warp already loads its first weight tile of the next phase into registers and the block
+// copies the next phase's gamma/beta/bias into shared memory (cp.async).
 //
-// Nothing a phase reads from memory other than its input activations depends on the step's data,
-// so after its last store of a phase each warp loads its first weight tile of the next phase into
-// registers and the block copies the next phase's gamma/beta/bias into shared memory (cp.async),
-// before it waits for the inputs. attn.c_proj and mlp.c_proj (768 rows) run on the first blocks
-// only (PACKED rows), so only those gather the attention partials and the MLP activations.
+// Measured on an H200 (GPT-2 small, bf16, batch 1, context 1024, graph replay): 0.320 ms/step
+// against 0.382 for the 62-kernel chain. One extra empty barrier per phase adds ~1.1 us per
+// barrier, so the 61 barriers are ~70 us of the step; the rest is each phase's chain of dependent
+// latencies (L2 read of the inputs, layer norm, the product, the fence before the arrival), ~3-4 us
+// per phase. A bulk L2 prefetch two phases ahead (FusedStepArgs::prefetch) made it slower (0.369).
 //
-// Measured on an H200 (GPT-2 small, bf16, batch 1, context 1024, graph replay), the previous
-// version, with a grid barrier between phases: 0.320 ms/step (one barrier ~1.1 us, the rest
-// ~3-4 us per phase of dependent latencies).
+// Data one block writes and another reads within the kernel goes through the L2 only
+// (st.global.cg / ld.global.cg): the L1s are not coherent.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -46,86 +42,40 @@ constexpr int kPartial = kHeadDim + 2;               // unnormalised output, max
 
 __host__ __device__ __forceinline__ int attention_groups(int slots) { return (slots + kSpan - 1) / kSpan; }
 
-// ---- the exchange buffer (value, step) words ----------------------------------------------------
+// ---- grid barrier ---------------------------------------------------------------------------
 
-using Word = unsigned long long;
-
-// This step's number, which every word written in it carries, and how readers poll.
-struct Step {
-  unsigned number;
-  int spin_ns;         // back-off between polls of a word not yet written (0: none)
-  int gather_threads;  // threads of a block that gather a vector (the rest wait at the barrier)
-};
-
-__device__ __forceinline__ void ll_store(Word* p, float v, const Step& step) {
-  const Word word = (static_cast<Word>(step.number) << 32) | __float_as_uint(v);
-  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(word) : "memory");
-}
-__device__ __forceinline__ Word ll_peek(const Word* p) {
-  Word w;
-  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
-  return w;
-}
-__device__ __forceinline__ bool ll_ready(Word w, const Step& step) {
-  return static_cast<unsigned>(w >> 32) == step.number;
-}
-__device__ __forceinline__ float ll_value(Word w) { return __uint_as_float(static_cast<unsigned>(w)); }
-__device__ __forceinline__ Word ll_ready_word(const Step& step) { return static_cast<Word>(step.number) << 32; }
-// Waits for a word whose first read (`w`) was not yet of this step.
-__device__ __forceinline__ float ll_settle(Word w, const Word* p, const Step& step) {
-  while (!ll_ready(w, step)) {
-    if (step.spin_ns > 0) __nanosleep(step.spin_ns);
-    w = ll_peek(p);
-  }
-  return ll_value(w);
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
-// dst[i] = the value of the word at(i) for this step, for i < n where at(i) is not null, read by
-// the block's first step.gather_threads threads: U reads per thread in flight at once, then only
-// the stragglers are read again. Fewer pollers leave the L2 and the issue slots to the producers.
-template <int U, typename At>
-__device__ void ll_gather_at(float* dst, int n, const Step& step, At&& at) {
-  const int threads = min(step.gather_threads, kThreads);
-  if (static_cast<int>(threadIdx.x) >= threads) return;
-  for (int base = threadIdx.x; base < n; base += threads * U) {
-    Word w[U];
-    const Word* p[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int i = base + u * threads;
-      p[u] = i < n ? at(i) : nullptr;
-      w[u] = p[u] ? ll_peek(p[u]) : ll_ready_word(step);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (p[u]) dst[base + u * threads] = ll_settle(w[u], p[u], step);
+// A grid-wide barrier in two halves: every block arrives before any leaves, and writes before
+// the arrival are visible after the wait (to L2-path reads). Between the halves a block may start
+// loads that do not depend on the other blocks (the next phase's weights), so their latency hides
+// behind the wait. `target` counts arrivals so far; the counter is reset at the kernel's exit.
+__device__ __forceinline__ void grid_arrive(unsigned* counter, unsigned& target) {
+  target += gridDim.x;
+  __syncthreads();  // also: nobody in the block still reads the shared parameters
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(counter, 1u);
   }
 }
 
-template <int U = 4>
-__device__ void ll_gather(float* dst, const Word* src, int n, const Step& step) {
-  ll_gather_at<U>(dst, n, step, [src](int i) { return src + i; });
+__device__ __forceinline__ void grid_wait(const unsigned* counter, unsigned target, int spin_sleep_ns) {
+  if (threadIdx.x == 0)
+    while (load_acquire(counter) < target)
+      if (spin_sleep_ns > 0) __nanosleep(spin_sleep_ns);
+  __syncthreads();
 }
 
-// Where layer `layer`'s phases leave their outputs: [batch] rows of each.
-struct Exchange {
-  Word *qkv, *partial, *x_attn, *hidden, *x_out;
-};
-
-__host__ __device__ __forceinline__ std::size_t exchange_layer_words(int batch, int width, int heads, int hidden,
-                                                                     int slots) {
-  return std::size_t(batch) * (3 * width + heads * attention_groups(slots) * kPartial + width + hidden + width);
-}
-
-__device__ __forceinline__ Exchange exchange_of(const FusedStepArgs& a, int layer) {
-  const int B = a.batch, C = a.width;
-  Exchange e;
-  e.qkv = a.exchange + exchange_layer_words(B, C, a.heads, a.hidden_dim, a.slots) * layer;
-  e.partial = e.qkv + std::size_t(B) * 3 * C;
-  e.x_attn = e.partial + std::size_t(B) * a.heads * attention_groups(a.slots) * kPartial;
-  e.hidden = e.x_attn + std::size_t(B) * C;
-  e.x_out = e.hidden + std::size_t(B) * a.hidden_dim;
-  return e;
+// Empty barriers after each phase: only to measure what one barrier costs.
+__device__ __forceinline__ void extra_barriers(const FusedStepArgs& a, unsigned& target) {
+  for (int i = 0; i < a.extra_barriers; ++i) {
+    grid_arrive(a.sync, target);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+  }
 }
 
 // Asynchronous 16-byte copies global -> shared (cp.async), waited for by cp_async_wait.
@@ -135,34 +85,40 @@ __device__ __forceinline__ void copy_async(float* shared, const float* global, i
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global + i) : "memory");
   }
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-// Waits for this phase's copies: all of them, or (a.smem_tiles) all but the last group, which
-// holds the next product's weights.
-__device__ __forceinline__ void cp_async_wait(const FusedStepArgs& a) {
-  if (a.smem_tiles)
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
-  else
-    asm volatile("cp.async.wait_all;" ::: "memory");
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+__device__ __forceinline__ void store_cg(float* p, float v) { __stcg(p, v); }
+__device__ __forceinline__ void store_cg(bf16* p, float v) {
+  const bf16 h = from_float<bf16>(v);
+  __stcg(reinterpret_cast<unsigned short*>(p), *reinterpret_cast<const unsigned short*>(&h));
 }
 
+__device__ __forceinline__ void prefetch_vector(const float* v, int n) {
+  prefetch_l2(v, static_cast<unsigned>((n * 4 + 15) / 16 * 16));
+}
 
 // ---- GEMV over the grid -----------------------------------------------------------------------
 //
-// Warp w of TW takes rows (w + i * TW) * RPW .. + RPW - 1. Spread: warps numbered across blocks
-// first (w = warp * grid + block), so even a short matrix spreads over every SM. PACKED: numbered
-// within blocks first (w = block * warps + warp), so a short matrix sits on the first blocks and
-// the others need not gather its input. Lanes stream 16-byte pieces (U per row in flight); inputs
-// are fp32 in shared memory.
+// Warp gw of TW takes rows (gw + i * TW) * RPW .. + RPW - 1, warps numbered across blocks first
+// (gw = warp * grid + block), so even a short matrix spreads over every SM. Each warp's lane 0
+// prefetches its own rows. Lanes stream 16-byte pieces (U per row in flight); inputs are fp32 in
+// shared memory.
 
-template <bool PACKED>
-__device__ __forceinline__ int warp_slot() {
-  return PACKED ? blockIdx.x * kWarps + (threadIdx.x >> 5) : (threadIdx.x >> 5) * gridDim.x + blockIdx.x;
+__device__ __forceinline__ int global_warp() { return (threadIdx.x >> 5) * gridDim.x + blockIdx.x; }
+
+template <typename W, int RPW>
+__device__ __forceinline__ bool prefetch_rows(const void* weight, int n, int k, int round) {
+  const long first = (long(round) * gridDim.x * kWarps + global_warp()) * RPW;
+  if (first >= n) return false;
+  const int count = static_cast<int>(min(long(n), first + RPW) - first);
+  prefetch_l2(static_cast<const W*>(weight) + first * k, static_cast<unsigned>(std::size_t(count) * k * sizeof(W)));
+  return true;
 }
 
-// Whether this block has rows of an n-row PACKED product (uniform over the block).
-template <int RPW>
-__device__ __forceinline__ bool block_has_rows(int n) {
-  return long(blockIdx.x) * kWarps * RPW < n;
+template <typename W, int RPW>
+__device__ __forceinline__ void prefetch_all_rows(const void* weight, int n, int k) {
+  for (int round = 0; prefetch_rows<W, RPW>(weight, n, k, round); ++round) {
+  }
 }
 
 struct NoHook {
@@ -191,54 +147,21 @@ __device__ __forceinline__ void load_tile(Tile<W, RPW, U>& t, const void* weight
 }
 
 // The warp's first tile of a product (round 0, first pieces): issued before the phase starts.
-template <bool PACKED = false, typename W, int RPW, int U>
-__device__ __forceinline__ void preload_tile(Tile<W, RPW, U>& t, const void* weight, int n, int k) {
-  load_tile(t, weight, n, k, warp_slot<PACKED>() * RPW, threadIdx.x & 31);
-}
-
-// With a.smem_tiles, a warp's first tile of a product is copied into shared memory (cp.async,
-// same entries as Tile, each lane its own) at the start of the phase before, so its latency hides
-// behind a whole phase rather than behind the wait for the inputs only.
-constexpr int kTileEntries = 2 * 4 * 32;   // uint4 of a Tile<W, 2, 4> per warp
-constexpr int kProjEntries = 1 * 12 * 32;  // uint4 of a Tile<W, 1, 12> per warp
-constexpr std::size_t kSmemTileBytes = std::size_t(kWarps) * (kTileEntries + kProjEntries) * 16;
-
-template <bool PACKED, typename W, int RPW, int U>
-__device__ __forceinline__ void stage_tile(uint4* buffer, const void* weight, int n, int k) {
-  constexpr int VEC = 16 / sizeof(W);
-  const int lane = threadIdx.x & 31, row = warp_slot<PACKED>() * RPW, chunks = k / VEC;
-  const W* w = static_cast<const W*>(weight);
-#pragma unroll
-  for (int r = 0; r < RPW; ++r)
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int c = lane + u * 32;
-      const bool valid = row + r < n && c < chunks;
-      const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(buffer + (r * U + u) * 32 + lane));
-      const W* src = valid ? w + std::size_t(row + r) * k + c * VEC : w;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(valid ? 16 : 0) : "memory");
-    }
-}
-
 template <typename W, int RPW, int U>
-__device__ __forceinline__ void take_tile(Tile<W, RPW, U>& t, const uint4* buffer) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int r = 0; r < RPW; ++r)
-#pragma unroll
-    for (int u = 0; u < U; ++u) t.v[r][u] = buffer[(r * U + u) * 32 + lane];
+__device__ __forceinline__ void preload_tile(Tile<W, RPW, U>& t, const void* weight, int n, int k) {
+  load_tile(t, weight, n, k, global_warp() * RPW, threadIdx.x & 31);
 }
 
 // out[b, row] = staged[b, :] . W[row, :] (+ bias[row]) for this warp's rows; `tile` holds the
 // first tile (preload_tile). PIPE: load the next round's tile before using this one (rows that
 // fit one tile, as the LM head's).
-template <typename W, int MAXB, int RPW, int U, bool PIPE, bool PACKED, typename Epilogue, typename Hook = NoHook>
+template <typename W, int MAXB, int RPW, int U, bool PIPE, typename Epilogue, typename Hook = NoHook>
 __device__ __forceinline__ void gemv_rows(const void* weight, int n, int k, int batch, const float* staged,
                                           const float* bias, Tile<W, RPW, U>& tile, Epilogue&& epilogue,
                                           Hook&& hook = NoHook{}) {
   constexpr int VEC = 16 / sizeof(W);
   const int lane = threadIdx.x & 31;
-  const int tw = gridDim.x * kWarps, gw = warp_slot<PACKED>();
+  const int tw = gridDim.x * kWarps, gw = global_warp();
   const int chunks = k / VEC;
   const bool single = chunks <= 32 * U;
   int round = 0;
@@ -311,28 +234,29 @@ __device__ __forceinline__ void gemv_rows(const void* weight, int n, int k, int 
 
 // ---- staging the inputs of a product ----------------------------------------------------------
 
-// residual[b, :] = the residual stream entering this phase: `src`'s words of this step, or (src
-// null: layer 0) the embeddings, which every block computes itself. staged = layer_norm(residual).
+// staged[b, :] = layer_norm(src[b, :]) for the residual stream (or, in layer 0, the embeddings,
+// which block 0 also writes to the residual stream).
 template <typename W, int MAXB>
-__device__ void stage_layer_norm(const FusedStepArgs& a, const float* gamma, const float* beta, const Word* src,
-                                 const Step& step, const int* tokens, const int* positions, float* residual,
-                                 float* staged, float (*stats)[2]) {
+__device__ void stage_layer_norm(const FusedStepArgs& a, const float* gamma, const float* beta, bool embed,
+                                 const int* tokens, const int* positions, float* staged, float (*stats)[2]) {
   const int k = a.width, n = a.batch * k;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (src == nullptr) {
+  cp_async_wait();  // this phase's parameters (published by the barriers below)
+  if (embed) {
     const W* wte = static_cast<const W*>(a.wte);
     const W* wpe = static_cast<const W*>(a.wpe);
     for (int i = threadIdx.x; i < n; i += kThreads) {
       const int b = i / k, c = i - b * k;
-      residual[i] = to_float(wte[std::size_t(tokens[b]) * k + c]) + to_float(wpe[std::size_t(positions[b]) * k + c]);
+      const float v = to_float(wte[std::size_t(tokens[b]) * k + c]) + to_float(wpe[std::size_t(positions[b]) * k + c]);
+      staged[i] = v;
+      if (blockIdx.x == 0) __stcg(a.x + i, v);
     }
   } else {
-    ll_gather(residual, src, n, step);
+    for (int i = threadIdx.x; i < n; i += kThreads) staged[i] = __ldcg(a.x + i);
   }
-  cp_async_wait(a);  // this phase's parameters (and weights)
   __syncthreads();
   if (warp < a.batch) {  // one warp per sequence: mean, then variance around it
-    const float* row = residual + warp * k;
+    const float* row = staged + warp * k;
     float s = 0;
     for (int i = lane; i < k; i += 32) s += row[i];
     const float mean = warp_sum(s) / k;
@@ -350,52 +274,66 @@ __device__ void stage_layer_norm(const FusedStepArgs& a, const float* gamma, con
   __syncthreads();
   for (int i = threadIdx.x; i < n; i += kThreads) {
     const int b = i / k, c = i - b * k;
-    staged[i] = (residual[i] - stats[b][0]) * stats[b][1] * gamma[c] + beta[c];
+    staged[i] = (staged[i] - stats[b][0]) * stats[b][1] * gamma[c] + beta[c];
   }
   __syncthreads();
 }
 
-// staged[b, h*64 + d] = attention output: the items' partial results of this step combined (flash
-// decoding), rounded to the model element type as an unfused kernel would store it.
+// staged = the MLP activations (model element type) as fp32.
 template <typename W>
-__device__ void stage_attention(const FusedStepArgs& a, const Word* partials, const Step& step, const int* positions,
-                                float* staged, float (*scale)[kMaxGroups]) {
-  const int H = a.heads, groups = attention_groups(a.slots), C = a.width, pairs = a.batch * H;
-  // Each item's max and sum (scale[bh][g] holds the max, then the item's weight).
-  float(*sums)[kMaxGroups] = reinterpret_cast<float(*)[kMaxGroups]>(staged);  // free until the last loop
-  ll_gather_at<2>(&scale[0][0], pairs * kMaxGroups, step, [&](int i) -> const Word* {
-    const int bh = i / kMaxGroups, g = i - bh * kMaxGroups;
-    return g <= positions[bh / H] / kSpan ? partials + (std::size_t(bh) * groups + g) * kPartial + kHeadDim : nullptr;
-  });
-  ll_gather_at<2>(&sums[0][0], pairs * kMaxGroups, step, [&](int i) -> const Word* {
-    const int bh = i / kMaxGroups, g = i - bh * kMaxGroups;
-    return g <= positions[bh / H] / kSpan ? partials + (std::size_t(bh) * groups + g) * kPartial + kHeadDim + 1
-                                          : nullptr;
-  });
+__device__ void stage_activations(const void* act, int n, float* staged) {
+  constexpr int VEC = 16 / sizeof(W);
+  const uint4* src = static_cast<const uint4*>(act);
+  cp_async_wait();
+  for (int i = threadIdx.x; i < n / VEC; i += kThreads) {
+    float f[VEC];
+    unpack(__ldcg(src + i), f);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) staged[i * VEC + e] = f[e];
+  }
   __syncthreads();
-  for (int bh = threadIdx.x; bh < pairs; bh += kThreads) {
+}
+
+// staged[b, h*64 + d] = attention output: the items' partial results combined (flash decoding),
+// rounded to the model element type as an unfused kernel would store it.
+template <typename W>
+__device__ void stage_attention(const FusedStepArgs& a, const int* positions, float* staged,
+                                float (*scale)[kMaxGroups]) {
+  const int H = a.heads, groups = attention_groups(a.slots), C = a.width;
+  cp_async_wait();
+  for (int bh = threadIdx.x; bh < a.batch * H; bh += kThreads) {
     const int used = positions[bh / H] / kSpan + 1;
+    const float* part = a.attn_partial + std::size_t(bh) * groups * kPartial;
+    float m[kMaxGroups], l[kMaxGroups];
     float M = -INFINITY;
-    for (int g = 0; g < used; ++g) M = fmaxf(M, scale[bh][g]);
+#pragma unroll
+    for (int g = 0; g < kMaxGroups; ++g) {
+      m[g] = g < used ? __ldcg(part + g * kPartial + kHeadDim) : -INFINITY;
+      l[g] = g < used ? __ldcg(part + g * kPartial + kHeadDim + 1) : 0.0f;
+      M = fmaxf(M, m[g]);
+    }
     float L = 0.0f;
-    for (int g = 0; g < used; ++g) L += expf(scale[bh][g] - M) * sums[bh][g];
-    for (int g = 0; g < kMaxGroups; ++g) scale[bh][g] = g < used ? expf(scale[bh][g] - M) / L : 0.0f;
+#pragma unroll
+    for (int g = 0; g < kMaxGroups; ++g) {
+      m[g] = g < used ? expf(m[g] - M) : 0.0f;
+      L += m[g] * l[g];
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroups; ++g) scale[bh][g] = m[g] / L;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < a.batch * C; i += kThreads) {
     const int b = i / C, c = i - b * C, bh = b * H + c / kHeadDim, d = c % kHeadDim;
     const int used = positions[b] / kSpan + 1;
-    const Word* part = partials + std::size_t(bh) * groups * kPartial + d;
-    Word w[kMaxGroups];
+    const float* part = a.attn_partial + std::size_t(bh) * groups * kPartial + d;
+    float o[kMaxGroups];
 #pragma unroll
-    for (int g = 0; g < kMaxGroups; ++g) w[g] = g < used ? ll_peek(part + g * kPartial) : ll_ready_word(step);
+    for (int g = 0; g < kMaxGroups; ++g) o[g] = g < used ? __ldcg(part + g * kPartial) : 0.0f;
     float out = 0.0f;
 #pragma unroll
-    for (int g = 0; g < kMaxGroups; ++g)
-      if (g < used) out = fmaf(scale[bh][g], ll_settle(w[g], part + g * kPartial, step), out);
+    for (int g = 0; g < kMaxGroups; ++g) out = fmaf(scale[bh][g], o[g], out);
     staged[i] = to_float(from_float<W>(out));
   }
-  cp_async_wait(a);
   __syncthreads();
 }
 
@@ -407,9 +345,8 @@ __device__ void stage_attention(const FusedStepArgs& a, const Word* partials, co
 // next phase to combine. The item holding position T (the new token) stores the new key/value.
 
 template <typename W>
-__device__ void attention_phase(const FusedStepArgs& a, int layer, const Exchange& ex, const Step& step,
-                                const int* positions, float (*wpart)[kItemWarps][kPartial],
-                                float (*qkv)[3 * kHeadDim]) {
+__device__ void attention_phase(const FusedStepArgs& a, int layer, const int* positions,
+                                float (*wpart)[kItemWarps][kPartial]) {
   constexpr int VEC = 16 / sizeof(W);
   constexpr int TPK = kHeadDim / VEC;  // lanes per key
   constexpr int KPI = 32 / TPK;        // keys per warp-wide load
@@ -430,51 +367,36 @@ __device__ void attention_phase(const FusedStepArgs& a, int layer, const Exchang
     float m = -INFINITY, l = 0.0f, o[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; ++e) o[e] = 0.0f;
-    int begin = 0;
     if (item < items) {
       bh = item / groups;
       g = item - bh * groups;
-      T = positions[bh / H];
+      const int b = bh / H, h = bh - b * H;
+      T = positions[b];
       live = g * kSpan <= T;
-      begin = g * kSpan + wi * 32;
-    }
-    const bool active = live && begin <= T;
-    const std::size_t head = std::size_t(bh) * a.slots * kHeadDim;
-    // The cache's keys (and values) first: they do not depend on this step.
-    uint4 kr[NI], vr[kValuesEarly ? NI : 1];
+      const int begin = g * kSpan + wi * 32;
+      if (live && begin <= T) {
+        const std::size_t head = std::size_t(bh) * a.slots * kHeadDim;
+        const float* q = a.qkv + std::size_t(b) * 3 * C + h * kHeadDim + t * VEC;
+        uint4 kr[NI], vr[kValuesEarly ? NI : 1];
 #pragma unroll
-    for (int i = 0; i < NI; ++i) {
-      const int j = begin + kg + i * KPI;
-      kr[i] = active && j < T ? load_stream(k_cache + head + std::size_t(j) * kHeadDim + t * VEC)
-                              : make_uint4(0, 0, 0, 0);
-    }
-    if constexpr (kValuesEarly) {
+        for (int i = 0; i < NI; ++i) {
+          const int j = begin + kg + i * KPI;
+          kr[i] = j < T ? load_stream(k_cache + head + std::size_t(j) * kHeadDim + t * VEC) : make_uint4(0, 0, 0, 0);
+        }
+        if constexpr (kValuesEarly) {
 #pragma unroll
-      for (int i = 0; i < NI; ++i) {
-        const int j = begin + kg + i * KPI;
-        vr[i] = active && j < T ? load_stream(v_cache + head + std::size_t(j) * kHeadDim + t * VEC)
-                                : make_uint4(0, 0, 0, 0);
-      }
-    }
-    // Then this token's query, key and value for each of the block's items, into shared memory.
-    ll_gather_at<2>(&qkv[0][0], kItemsPerBlock * 3 * kHeadDim, step, [&](int i) -> const Word* {
-      const int s = i / (3 * kHeadDim), r = i - s * (3 * kHeadDim);
-      const int it = base + s * gridDim.x + blockIdx.x;
-      if (it >= items) return nullptr;
-      const int ibh = it / groups, ig = it - ibh * groups, ib = ibh / H, ih = ibh - ib * H;
-      if (ig * kSpan > positions[ib]) return nullptr;
-      return ex.qkv + std::size_t(ib) * 3 * C + (r / kHeadDim) * C + ih * kHeadDim + r % kHeadDim;
-    });
-    __syncthreads();
-    if (active) {
-      {
+          for (int i = 0; i < NI; ++i) {
+            const int j = begin + kg + i * KPI;
+            vr[i] = j < T ? load_stream(v_cache + head + std::size_t(j) * kHeadDim + t * VEC) : make_uint4(0, 0, 0, 0);
+          }
+        }
         float qv[VEC], kn[VEC], vn[VEC];
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-          qv[e] = qkv[sub][t * VEC + e] * 0.125f;  // 1 / sqrt(64), exact
+          qv[e] = __ldcg(q + e) * 0.125f;  // 1 / sqrt(64), exact
           // The new key and value as the cache stores them.
-          kn[e] = to_float(from_float<W>(qkv[sub][kHeadDim + t * VEC + e]));
-          vn[e] = to_float(from_float<W>(qkv[sub][2 * kHeadDim + t * VEC + e]));
+          kn[e] = to_float(from_float<W>(__ldcg(q + C + e)));
+          vn[e] = to_float(from_float<W>(__ldcg(q + 2 * C + e)));
         }
         float s[NI];
 #pragma unroll
@@ -545,49 +467,80 @@ __device__ void attention_phase(const FusedStepArgs& a, int layer, const Exchang
         L += f * wpart[sub][w][kHeadDim + 1];
         O += f * wpart[sub][w][d];
       }
-      Word* dst = ex.partial + (std::size_t(bh) * groups + g) * kPartial;
-      ll_store(dst + d, O, step);
+      float* dst = a.attn_partial + (std::size_t(bh) * groups + g) * kPartial;
+      __stcg(dst + d, O);
       if (d == 0) {
-        ll_store(dst + kHeadDim, M, step);
-        ll_store(dst + kHeadDim + 1, L, step);
+        __stcg(dst + kHeadDim, M);
+        __stcg(dst + kHeadDim + 1, L);
       }
     }
     __syncthreads();
   }
 }
 
-// Block b's share of [p, p + bytes) into the L2: one bulk prefetch, so it costs one instruction.
-__device__ __forceinline__ void prefetch_share(const void* p, std::size_t bytes) {
-  const std::size_t share = (bytes / gridDim.x + 15) / 16 * 16;
-  const std::size_t begin = share * blockIdx.x;
-  if (begin >= bytes) return;
-  const std::size_t count = min(share, bytes - begin) / 16 * 16;
-  if (count > 0) prefetch_l2(static_cast<const unsigned char*>(p) + begin, static_cast<unsigned>(count));
+template <typename W>
+__device__ void prefetch_attention(const FusedStepArgs& a, int layer, const int* positions) {
+  const int H = a.heads, groups = attention_groups(a.slots);
+  const int items = a.batch * H * groups;
+  const W* k_cache = static_cast<const W*>(a.k_cache) + a.cache_layer_elements * layer;
+  const W* v_cache = static_cast<const W*>(a.v_cache) + a.cache_layer_elements * layer;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const int bh = item / groups, g = item - bh * groups;
+    const int rows = min(kSpan, positions[bh / H] - g * kSpan);
+    if (rows <= 0) continue;
+    const std::size_t at = (std::size_t(bh) * a.slots + std::size_t(g) * kSpan) * kHeadDim;
+    const unsigned bytes = static_cast<unsigned>(rows * kHeadDim * sizeof(W));
+    prefetch_l2(k_cache + at, bytes);
+    prefetch_l2(v_cache + at, bytes);
+  }
 }
 
-// Phase q's weights (or, for attention, the layer's cache) into the L2, spread over the blocks;
-// thread 0 calls it once its block is done with an earlier phase. Phase q: 5 * layer + {0: ln_1 +
-// c_attn, 1: attention, 2: attn.c_proj, 3: ln_2 + mlp.c_fc, 4: mlp.c_proj}; 5 * layers: the LM
-// head (its first quarter: the whole does not fit in the L2).
+// Phase p: 5 * layer + {0: ln_1 + c_attn, 1: attention, 2: c_proj, 3: ln_2 + c_fc, 4: mlp c_proj};
+// 5 * layers: the LM head (its first two rounds). Called by lane 0 of every warp: each asks for
+// its own rows; warp 0 asks for the cache, and warp 0 of one block for the small vectors.
 template <typename W>
-__device__ void prefetch_phase(const FusedStepArgs& a, int q) {
-  const std::size_t C = a.width, F = a.hidden_dim, e = sizeof(W);
-  if (q >= 5 * a.layer_count) {
-    if (q == 5 * a.layer_count) prefetch_share(a.wte, std::size_t(a.vocab) * C * e / 4);
+__device__ void prefetch_phase(const FusedStepArgs& a, int phase, const int* positions) {
+  const int C = a.width, F = a.hidden_dim;
+  const bool vectors = threadIdx.x == 0 && blockIdx.x == static_cast<unsigned>(phase) % gridDim.x;
+  if (phase >= 5 * a.layer_count) {
+    if (phase != 5 * a.layer_count) return;
+    prefetch_rows<W, 2>(a.wte, a.vocab, C, 0);
+    prefetch_rows<W, 2>(a.wte, a.vocab, C, 1);
+    if (vectors) {
+      prefetch_vector(a.lnf_w, C);
+      prefetch_vector(a.lnf_b, C);
+    }
     return;
   }
-  const FusedLayer& w = a.layers[q / 5];
-  switch (q % 5) {
-    case 0: prefetch_share(w.attn_w, 3 * C * C * e); break;
-    case 1: {
-      const std::size_t bytes = a.cache_layer_elements * e;
-      prefetch_share(static_cast<const unsigned char*>(a.k_cache) + bytes * (q / 5), bytes);
-      prefetch_share(static_cast<const unsigned char*>(a.v_cache) + bytes * (q / 5), bytes);
+  const FusedLayer& w = a.layers[phase / 5];
+  switch (phase % 5) {
+    case 0:
+      prefetch_all_rows<W, 2>(w.attn_w, 3 * C, C);
+      if (vectors) {
+        prefetch_vector(w.ln1_w, C);
+        prefetch_vector(w.ln1_b, C);
+        prefetch_vector(w.attn_b, 3 * C);
+      }
       break;
-    }
-    case 2: prefetch_share(w.attn_proj_w, C * C * e); break;
-    case 3: prefetch_share(w.fc_w, F * C * e); break;
-    default: prefetch_share(w.fc_proj_w, C * F * e); break;
+    case 1:
+      if (threadIdx.x == 0) prefetch_attention<W>(a, phase / 5, positions);
+      break;
+    case 2:
+      prefetch_all_rows<W, 2>(w.attn_proj_w, C, C);
+      if (vectors) prefetch_vector(w.attn_proj_b, C);
+      break;
+    case 3:
+      prefetch_all_rows<W, 2>(w.fc_w, F, C);
+      if (vectors) {
+        prefetch_vector(w.ln2_w, C);
+        prefetch_vector(w.ln2_b, C);
+        prefetch_vector(w.fc_b, F);
+      }
+      break;
+    default:
+      prefetch_all_rows<W, 1>(w.fc_proj_w, C, F);
+      if (vectors) prefetch_vector(w.fc_proj_b, C);
+      break;
   }
 }
 
@@ -595,175 +548,118 @@ __device__ void prefetch_phase(const FusedStepArgs& a, int q) {
 
 template <typename W, int MAXB>
 __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a) {
-  // Dynamic shared memory: staged inputs [batch][max(width, hidden)], the residual stream
-  // [batch][width], then the phase's small parameters: gamma [width], beta [width], bias
-  // [max(3 width, hidden)].
+  // Dynamic shared memory: staged inputs [batch][max(width, hidden)], then the phase's small
+  // parameters: gamma [width], beta [width], bias [max(3 width, hidden)].
   extern __shared__ __align__(16) float staged[];
   __shared__ float stats[MAXB][2];
   __shared__ int tokens[MAXB], positions[MAXB];
   __shared__ float wpart[kItemsPerBlock][kItemWarps][kPartial];
   __shared__ float scale[kMaxPairs][kMaxGroups];
-  __shared__ float qkv_items[kItemsPerBlock][3 * kHeadDim];
   __shared__ float warp_best[kWarps][MAXB];
   __shared__ int warp_best_index[kWarps][MAXB];
   __shared__ bool last_block;
-  __shared__ unsigned step_number;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int C = a.width, F = a.hidden_dim, B = a.batch, V = a.vocab;
-  float* residual = staged + std::size_t(B) * max(C, F);
-  float* gamma = residual + std::size_t(B) * C;
+  float* gamma = staged + std::size_t(B) * max(C, F);
   float* beta = gamma + C;
   float* bias = beta + C;
+  unsigned target = 0;
   Tile<W, 2, 4> tile;        // products over the width (c_attn, attn.c_proj, mlp.c_fc, LM head)
   Tile<W, 1, 12> tile_proj;  // mlp.c_proj, over the hidden width
-  const bool proj_rows = block_has_rows<2>(C);  // attn.c_proj (PACKED)
-  const bool mlp_proj_rows = block_has_rows<1>(C);  // mlp.c_proj (PACKED)
-  // a.smem_tiles: this warp's staged first tiles; X: c_attn, mlp.c_fc, LM head; Y: the c_projs.
-  const bool smem = a.smem_tiles;
-  uint4* tile_x = reinterpret_cast<uint4*>(bias + max(3 * C, F)) + warp * (kTileEntries + kProjEntries);
-  uint4* tile_y = tile_x + kTileEntries;
 
   if (threadIdx.x < B) {
     tokens[threadIdx.x] = a.tokens[threadIdx.x];
     positions[threadIdx.x] = a.positions[threadIdx.x];
   }
-  // The step's number: one more than the last step's (kept by the last block of each step).
-  if (threadIdx.x == 0) step_number = __ldcg(a.counters + 1) + 1;
   {
     const FusedLayer& w0 = a.layers[0];
-    if (!smem) preload_tile(tile, w0.attn_w, 3 * C, C);
+    preload_tile(tile, w0.attn_w, 3 * C, C);
     copy_async(gamma, w0.ln1_w, C);
     copy_async(beta, w0.ln1_b, C);
     copy_async(bias, w0.attn_b, 3 * C);
-    if (smem) {
-      cp_async_commit();
-      if (a.layer_count > 0)
-        stage_tile<false, W, 2, 4>(tile_x, w0.attn_w, 3 * C, C);
-      else
-        stage_tile<false, W, 2, 4>(tile_x, a.wte, V, C);
-      cp_async_commit();
-    }
   }
   __syncthreads();
-  const Step step{step_number, a.spin_ns, a.gather_threads > 0 ? a.gather_threads : kThreads};
-  // The L2 prefetch runs a.prefetch_distance phases ahead of the phase a block has just finished.
-  const int ahead = a.prefetch_distance;
-  if (threadIdx.x == 0 && ahead > 0)
-    for (int q = 0; q < ahead; ++q) prefetch_phase<W>(a, q);
+  if (lane == 0 && a.prefetch) {
+    prefetch_phase<W>(a, 0, positions);
+    prefetch_phase<W>(a, 1, positions);
+  }
 
   for (int layer = 0; layer < a.layer_count; ++layer) {
     const FusedLayer w = a.layers[layer];
-    const Exchange ex = exchange_of(a, layer);
-    const Word* x_in = layer == 0 ? nullptr : exchange_of(a, layer - 1).x_out;
     const int p0 = 5 * layer;
 
     // ln_1 + c_attn: qkv = ln(x) @ W^T + b
-    if (smem) {  // attn.c_proj's weights, a phase early
-      if (proj_rows) stage_tile<true, W, 2, 4>(tile_y, w.attn_proj_w, C, C);
-      cp_async_commit();
-    }
-    stage_layer_norm<W, MAXB>(a, gamma, beta, x_in, step, tokens, positions, residual, staged, stats);
-    if (smem) take_tile(tile, tile_x);
-    gemv_rows<W, MAXB, 2, 4, false, false>(w.attn_w, 3 * C, C, B, staged, bias, tile,
-                                           [&](int n, int b, float v, bool store) {
-                                             if (store) ll_store(ex.qkv + std::size_t(b) * 3 * C + n, v, step);
-                                           });
-    if (threadIdx.x == 0 && ahead > 0) prefetch_phase<W>(a, p0 + 0 + ahead);
-    __syncthreads();  // the parameters in shared memory are free
+    if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 2, positions);
+    stage_layer_norm<W, MAXB>(a, gamma, beta, layer == 0, tokens, positions, staged, stats);
+    gemv_rows<W, MAXB, 2, 4, false>(w.attn_w, 3 * C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
+      if (store) __stcg(a.qkv + std::size_t(b) * 3 * C + n, v);
+    });
+    grid_arrive(a.sync, target);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
 
     // attention over the cache (+ this token's key and value)
-    attention_phase<W>(a, layer, ex, step, positions, wpart, qkv_items);
-    if (threadIdx.x == 0 && ahead > 0) prefetch_phase<W>(a, p0 + 1 + ahead);
-    if (proj_rows) {
-      if (!smem) preload_tile<true>(tile, w.attn_proj_w, C, C);
-      copy_async(bias, w.attn_proj_b, C);
-    }
-    if (smem) {  // mlp.c_fc's weights, a phase early
-      cp_async_commit();
-      stage_tile<false, W, 2, 4>(tile_x, w.fc_w, F, C);
-      cp_async_commit();
-    }
+    if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 3, positions);
+    attention_phase<W>(a, layer, positions, wpart);
+    grid_arrive(a.sync, target);
+    preload_tile(tile, w.attn_proj_w, C, C);
+    copy_async(bias, w.attn_proj_b, C);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
 
-    // combine + attn.c_proj: x_attn = x + attn @ W^T + b
-    if (proj_rows) {
-      stage_attention<W>(a, ex.partial, step, positions, staged, scale);
-      if (smem) take_tile(tile, tile_y);
-      gemv_rows<W, MAXB, 2, 4, false, true>(w.attn_proj_w, C, C, B, staged, bias, tile,
-                                            [&](int n, int b, float v, bool store) {
-                                              const std::size_t i = std::size_t(b) * C + n;
-                                              if (store) ll_store(ex.x_attn + i, residual[i] + v, step);
-                                            });
-    }
-    if (threadIdx.x == 0 && ahead > 0) prefetch_phase<W>(a, p0 + 2 + ahead);
-    __syncthreads();
-    if (!smem) preload_tile(tile, w.fc_w, F, C);
+    // combine + attn.c_proj: x += attn @ W^T + b
+    if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 4, positions);
+    stage_attention<W>(a, positions, staged, scale);
+    gemv_rows<W, MAXB, 2, 4, false>(w.attn_proj_w, C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
+      float* x = a.x + std::size_t(b) * C + n;
+      if (store) __stcg(x, __ldcg(x) + v);
+    });
+    grid_arrive(a.sync, target);
+    preload_tile(tile, w.fc_w, F, C);
     copy_async(gamma, w.ln2_w, C);
     copy_async(beta, w.ln2_b, C);
     copy_async(bias, w.fc_b, F);
-    if (smem) {  // mlp.c_proj's weights, a phase early
-      cp_async_commit();
-      if (mlp_proj_rows) stage_tile<true, W, 1, 12>(tile_y, w.fc_proj_w, C, F);
-      cp_async_commit();
-    }
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
 
     // ln_2 + mlp.c_fc + GELU
-    stage_layer_norm<W, MAXB>(a, gamma, beta, ex.x_attn, step, tokens, positions, residual, staged, stats);
-    if (smem) take_tile(tile, tile_x);
-    gemv_rows<W, MAXB, 2, 4, false, false>(w.fc_w, F, C, B, staged, bias, tile,
-                                           [&](int n, int b, float v, bool store) {
-                                             // rounded as the model's element type, as the chain stores it
-                                             if (store)
-                                               ll_store(ex.hidden + std::size_t(b) * F + n,
-                                                        to_float(from_float<W>(gelu_tanh(v))), step);
-                                           });
-    if (threadIdx.x == 0 && ahead > 0) prefetch_phase<W>(a, p0 + 3 + ahead);
-    __syncthreads();
+    if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 5, positions);
+    stage_layer_norm<W, MAXB>(a, gamma, beta, false, tokens, positions, staged, stats);
+    gemv_rows<W, MAXB, 2, 4, false>(w.fc_w, F, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
+      if (store) store_cg(static_cast<W*>(a.hidden) + std::size_t(b) * F + n, gelu_tanh(v));
+    });
+    grid_arrive(a.sync, target);
+    preload_tile(tile_proj, w.fc_proj_w, C, F);
+    copy_async(bias, w.fc_proj_b, C);
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
 
-    // mlp.c_proj: x_out = x_attn + h @ W^T + b
-    if (mlp_proj_rows) {
-      if (!smem) preload_tile<true>(tile_proj, w.fc_proj_w, C, F);
-      copy_async(bias, w.fc_proj_b, C);
-    }
-    if (smem) {  // the next c_attn's (or the LM head's) weights, a phase early
-      cp_async_commit();
-      if (layer + 1 < a.layer_count)
-        stage_tile<false, W, 2, 4>(tile_x, a.layers[layer + 1].attn_w, 3 * C, C);
-      else
-        stage_tile<false, W, 2, 4>(tile_x, a.wte, V, C);
-      cp_async_commit();
-    }
-    if (mlp_proj_rows) {
-      ll_gather<4>(staged, ex.hidden, B * F, step);
-      cp_async_wait(a);
-      __syncthreads();
-      if (smem) take_tile(tile_proj, tile_y);
-      gemv_rows<W, MAXB, 1, 12, false, true>(w.fc_proj_w, C, F, B, staged, bias, tile_proj,
-                                             [&](int n, int b, float v, bool store) {
-                                               const std::size_t i = std::size_t(b) * C + n;
-                                               if (store) ll_store(ex.x_out + i, residual[i] + v, step);
-                                             });
-    }
-    if (threadIdx.x == 0 && ahead > 0) prefetch_phase<W>(a, p0 + 4 + ahead);
-    __syncthreads();
+    // mlp.c_proj: x += h @ W^T + b
+    if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 6, positions);
+    stage_activations<W>(a.hidden, B * F, staged);
+    gemv_rows<W, MAXB, 1, 12, false>(w.fc_proj_w, C, F, B, staged, bias, tile_proj,
+                                     [&](int n, int b, float v, bool store) {
+                                       float* x = a.x + std::size_t(b) * C + n;
+                                       if (store) __stcg(x, __ldcg(x) + v);
+                                     });
+    grid_arrive(a.sync, target);
     if (layer + 1 < a.layer_count) {
       const FusedLayer& next = a.layers[layer + 1];
-      if (!smem) preload_tile(tile, next.attn_w, 3 * C, C);
+      preload_tile(tile, next.attn_w, 3 * C, C);
       copy_async(gamma, next.ln1_w, C);
       copy_async(beta, next.ln1_b, C);
       copy_async(bias, next.attn_b, 3 * C);
     } else {
-      if (!smem) preload_tile(tile, a.wte, V, C);
+      preload_tile(tile, a.wte, V, C);
       copy_async(gamma, a.lnf_w, C);
       copy_async(beta, a.lnf_b, C);
     }
-    if (smem) cp_async_commit();
+    grid_wait(a.sync, target, a.spin_sleep_ns);
+    extra_barriers(a, target);
   }
 
   // ln_f + LM head (tied to wte) + greedy argmax
-  const Word* x_final = a.layer_count == 0 ? nullptr : exchange_of(a, a.layer_count - 1).x_out;
-  if (smem) cp_async_commit();  // no next product: an empty group keeps "all but the last" right
-  stage_layer_norm<W, MAXB>(a, gamma, beta, x_final, step, tokens, positions, residual, staged, stats);
-  if (smem) take_tile(tile, tile_x);
+  stage_layer_norm<W, MAXB>(a, gamma, beta, a.layer_count == 0, tokens, positions, staged, stats);
   float best[MAXB];
   int best_index[MAXB];
 #pragma unroll
@@ -771,7 +667,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     best[b] = -INFINITY;
     best_index[b] = 0x7fffffff;
   }
-  gemv_rows<W, MAXB, 2, 4, true, false>(
+  gemv_rows<W, MAXB, 2, 4, true>(
       a.wte, V, C, B, staged, nullptr, tile,
       [&](int n, int b, float v, bool store) {
         if (beats(v, n, best[b], best_index[b])) {
@@ -779,6 +675,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
           best_index[b] = n;
         }
         if (store) __stcg(a.logits + std::size_t(b) * V + n, v);
+      },
+      [&](int round) {
+        if (a.prefetch) prefetch_rows<W, 2>(a.wte, V, C, round + 2);
       });
   if (lane == 0)
 #pragma unroll
@@ -801,8 +700,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
   }
   __threadfence();
   __syncthreads();
-  // The last block to get here combines the blocks' argmax and closes the step.
-  if (threadIdx.x == 0) last_block = atomicAdd(a.counters, 1u) == gridDim.x - 1;
+  // Every block has passed every barrier once it gets here: the last one may reset the counters.
+  if (threadIdx.x == 0) last_block = atomicAdd(a.sync + 1, 1u) == gridDim.x - 1;
   __syncthreads();
   if (!last_block) return;
   __threadfence();
@@ -821,8 +720,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     a.next_tokens[b] = i;
   }
   if (threadIdx.x == 0) {
-    a.counters[0] = 0;
-    a.counters[1] = step.number;
+    a.sync[0] = 0;
+    a.sync[1] = 0;
   }
 }
 
@@ -857,36 +756,26 @@ void launch_fused(const FusedStepArgs& a, int grid, std::size_t smem, cudaStream
   return launch_fused<W, 8>(a, grid, smem, stream);
 }
 
-std::size_t fused_smem(int batch, int width, int hidden_dim, bool smem_tiles) {
-  const std::size_t staged = std::size_t(batch) * (std::max(width, hidden_dim) + width);
+std::size_t fused_smem(int batch, int width, int hidden_dim) {
+  const std::size_t staged = std::size_t(batch) * std::max(width, hidden_dim);
   const std::size_t parameters = 2 * std::size_t(width) + std::max(3 * width, hidden_dim);
-  return (staged + parameters) * sizeof(float) + (smem_tiles ? kSmemTileBytes : 0);
+  return (staged + parameters) * sizeof(float);
 }
 
 }  // namespace
 
-FusedLaunch fused_launch(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count,
-                         bool allow_smem_tiles) {
+int fused_grid(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count) {
   if (batch < 1 || batch > gemv_max_batch || width != heads * kHeadDim || width % 8 != 0 || hidden_dim % 8 != 0 ||
       batch * heads > kMaxPairs || attention_groups(slots) > kMaxGroups)
-    return {};
-  auto blocks = [&](bool tiles) {
-    const std::size_t smem = fused_smem(batch, width, hidden_dim, tiles);
-    if (smem > 220 * 1024) return 0;
-    return elem == Elem::fp32 ? fused_blocks_per_sm<float>(batch, smem) : fused_blocks_per_sm<bf16>(batch, smem);
-  };
-  // One block per SM: all resident, as the blocks wait on each other. Staged tiles where they fit.
-  if (allow_smem_tiles && blocks(true) >= 1) return {sm_count, true};
-  if (blocks(false) >= 1) return {sm_count, false};
-  return {};
-}
-
-std::size_t fused_exchange_words(int batch, int width, int heads, int hidden_dim, int slots, int layers) {
-  return exchange_layer_words(batch, width, heads, hidden_dim, slots) * std::max(layers, 1);
+    return 0;
+  const std::size_t smem = fused_smem(batch, width, hidden_dim);
+  if (smem > 200 * 1024) return 0;
+  const int per_sm = elem == Elem::fp32 ? fused_blocks_per_sm<float>(batch, smem) : fused_blocks_per_sm<bf16>(batch, smem);
+  return per_sm >= 1 ? sm_count : 0;  // one block per SM: all resident, as the barrier needs
 }
 
 void fused_step(const FusedStepArgs& args, Elem elem, int grid, cuda_stream stream) {
-  const std::size_t smem = fused_smem(args.batch, args.width, args.hidden_dim, args.smem_tiles);
+  const std::size_t smem = fused_smem(args.batch, args.width, args.hidden_dim);
   if (elem == Elem::fp32)
     launch_fused<float>(args, grid, smem, stream);
   else

@@ -132,40 +132,33 @@ struct FusedStepArgs {
   const int* tokens = nullptr;     ///< [batch]
   const int* positions = nullptr;  ///< [batch]
   int* next_tokens = nullptr;      ///< [batch]
+  float* x = nullptr;              ///< [batch, width] residual stream
+  float* qkv = nullptr;            ///< [batch, 3 width]
+  void* hidden = nullptr;          ///< [batch, 4 width], model element type
   float* logits = nullptr;         ///< [batch, vocab]
+  float* attn_partial = nullptr;   ///< [batch][heads][fused_attention_groups][64 + 2]
   void* k_cache = nullptr;         ///< layer 0; layer l starts cache_layer_elements * l further
   void* v_cache = nullptr;
   std::size_t cache_layer_elements = 0;
   float* best_values = nullptr;  ///< [grid][batch]
   int* best_indices = nullptr;   ///< [grid][batch]
-  /// The blocks' exchange buffer, fused_exchange_words() 64-bit words, zeroed before the first step.
-  unsigned long long* exchange = nullptr;
-  unsigned* counters = nullptr;  ///< [2], zeroed before the first step: blocks done, the last step's number
+  unsigned* sync = nullptr;      ///< [2], zero at rest: the barrier and the exit counter
   int batch = 1, width = 768, heads = 12, hidden_dim = 3072, vocab = 50257, slots = 1024;
   float eps = 1e-5f;
-  /// Phases ahead that the blocks bulk-prefetch weights (and the cache) into the L2, on top of the
-  /// register preload of the next phase's first tile (0: none).
-  int prefetch_distance = 0;
-  bool smem_tiles = false;  ///< from FusedLaunch: first weight tiles staged in shared memory a phase early
-  int spin_ns = 0;         ///< back-off between polls of a value not yet written (a measurement knob)
-  int gather_threads = 0;  ///< threads per block that poll for a phase's inputs (0: all)
+  /// Bulk L2 prefetch of the weights two phases ahead, on top of the register preload of the next
+  /// phase's first tile (measured slower on an H200, so off by default).
+  bool prefetch = false;
+  int extra_barriers = 0;  ///< empty grid barriers after each phase (measurement of the barrier cost only)
+  int spin_sleep_ns = 0;   ///< back-off of the barrier's polling loop
 };
 
 /// Cache positions one attention work item covers in the fused step, and the items per
 /// (sequence, head) for `slots` cache slots.
 constexpr int fused_attention_span = 128;
 inline int fused_attention_groups(int slots) { return (slots + fused_attention_span - 1) / fused_attention_span; }
-/// How the fused step runs on this device: `grid` blocks (one per SM; 0: it cannot run, e.g. too
-/// little shared memory for the batch, or widths the kernel does not take), and whether each
-/// product's first weight tile is staged in shared memory a phase early (where it fits).
-struct FusedLaunch {
-  int grid = 0;
-  bool smem_tiles = false;
-};
-FusedLaunch fused_launch(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count,
-                         bool allow_smem_tiles);
-/// 64-bit words of FusedStepArgs::exchange for this shape.
-std::size_t fused_exchange_words(int batch, int width, int heads, int hidden_dim, int slots, int layers);
+/// Blocks of the fused step on this device (one per SM), or 0 when it cannot run (too little shared
+/// memory for the batch, or widths the kernel does not take).
+int fused_grid(Elem elem, int batch, int width, int heads, int hidden_dim, int slots, int sm_count);
 /// Runs one decode step as one kernel (no PDL: it must start on an idle device, its barrier needs
 /// every block resident).
 void fused_step(const FusedStepArgs& args, Elem elem, int grid, cuda_stream stream);

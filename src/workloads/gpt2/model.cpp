@@ -382,13 +382,12 @@ struct Gpt2Decoder::Impl {
   int B = 1, S = 1, C = 0, H = 0, V = 0, L = 0;
   int splits = 1, chunk = 1, argmax_grid = 1;
   int fused_blocks = 0;  // > 0: the whole step is one kernel (gpt2::fused_step) on this many blocks
-  bool fused_smem_tiles = false;  // the fused step stages weight tiles in shared memory a phase early
-  int fused_prefetch = 0;  // RIDGE_GPT2_FUSED_PREFETCH=D: the fused step also bulk-prefetches D phases ahead into the L2
+  bool fused_prefetch = false;  // RIDGE_GPT2_FUSED_PREFETCH=1: the fused step also bulk-prefetches into the L2
   std::vector<int> host_positions;
   std::vector<std::string> layer_names;  // NVTX range names, formatted once
 
   DevicePtr tokens, positions, next_tokens, x, qkv, attn_out, hidden, normed, logits, attn_partial, attn_counters,
-      argmax_values, argmax_indices, argmax_counter, k_cache, v_cache, fused_layers, fused_exchange, fused_counters;
+      argmax_values, argmax_indices, argmax_counter, k_cache, v_cache, fused_layers, fused_sync;
 
   cublasLtHandle_t lt = nullptr;
   DevicePtr workspace;
@@ -432,16 +431,12 @@ struct Gpt2Decoder::Impl {
     // The fused single-kernel step where it applies (RIDGE_GPT2_FUSED=0 keeps the kernel chain).
     const char* fused_env = std::getenv("RIDGE_GPT2_FUSED");
     const bool want_fused = !(fused_env && std::string(fused_env) == "0");
-    fused_prefetch = env_int("RIDGE_GPT2_FUSED_PREFETCH");
-    if (gemm == Gpt2Gemm::gemv && want_fused) {
-      const char* tiles_env = std::getenv("RIDGE_GPT2_FUSED_SMEM_TILES");  // 0: registers only (a measurement knob)
-      const auto launch = gpt2::fused_launch(m.elem, B, C, H, c.hidden(), S, m.sm_count,
-                                             !(tiles_env && std::string(tiles_env) == "0"));
-      fused_blocks = launch.grid;
-      fused_smem_tiles = launch.smem_tiles;
-    }
+    const char* prefetch_env = std::getenv("RIDGE_GPT2_FUSED_PREFETCH");
+    fused_prefetch = prefetch_env && std::string(prefetch_env) == "1";
+    if (gemm == Gpt2Gemm::gemv && want_fused)
+      fused_blocks = gpt2::fused_grid(m.elem, B, C, H, c.hidden(), S, m.sm_count);
     if (const int blocks = env_int("RIDGE_GPT2_FUSED_BLOCKS"); fused_blocks > 0 && blocks > 0)
-      fused_blocks = std::min(fused_blocks, blocks);  // measurement knob: fewer blocks
+      fused_blocks = std::min(fused_blocks, blocks);  // measurement knob: fewer blocks, cheaper barriers
     const int fused_groups = gpt2::fused_attention_groups(S);
 
     const std::size_t eb = gpt2::elem_bytes(m.elem);
@@ -486,12 +481,8 @@ struct Gpt2Decoder::Impl {
     fused_layers = make_device(layers.size() * sizeof(gpt2::FusedLayer), "the fused step's layer table");
     RIDGE_CHECK(cudaMemcpy(fused_layers.get(), layers.data(), layers.size() * sizeof(gpt2::FusedLayer),
                            cudaMemcpyHostToDevice));
-    const auto& c = m.config;
-    const std::size_t words = gpt2::fused_exchange_words(B, C, H, c.hidden(), S, L);
-    fused_exchange = make_device(words * sizeof(unsigned long long), "the fused step's exchange buffer");
-    RIDGE_CHECK(cudaMemset(fused_exchange.get(), 0, words * sizeof(unsigned long long)));
-    fused_counters = make_device(2 * sizeof(unsigned), "the fused step's counters");
-    RIDGE_CHECK(cudaMemset(fused_counters.get(), 0, 2 * sizeof(unsigned)));
+    fused_sync = make_device(2 * sizeof(unsigned), "the fused step's barrier");
+    RIDGE_CHECK(cudaMemset(fused_sync.get(), 0, 2 * sizeof(unsigned)));
   }
 
   void launch_fused(cudaStream_t stream) {
@@ -504,19 +495,21 @@ struct Gpt2Decoder::Impl {
     a.tokens = static_cast<const int*>(tokens.get());
     a.positions = static_cast<const int*>(positions.get());
     a.next_tokens = static_cast<int*>(next_tokens.get());
+    a.x = static_cast<float*>(x.get());
+    a.qkv = static_cast<float*>(qkv.get());
+    a.hidden = hidden.get();
     a.logits = static_cast<float*>(logits.get());
+    a.attn_partial = static_cast<float*>(attn_partial.get());
     a.k_cache = k_cache.get(), a.v_cache = v_cache.get();
     a.cache_layer_elements = cache_layer_elements();
     a.best_values = static_cast<float*>(argmax_values.get());
     a.best_indices = static_cast<int*>(argmax_indices.get());
-    a.exchange = static_cast<unsigned long long*>(fused_exchange.get());
-    a.counters = static_cast<unsigned*>(fused_counters.get());
+    a.sync = static_cast<unsigned*>(fused_sync.get());
     a.batch = B, a.width = C, a.heads = H, a.hidden_dim = c.hidden(), a.vocab = V, a.slots = S;
     a.eps = c.layer_norm_eps;
-    a.prefetch_distance = fused_prefetch;
-    a.smem_tiles = fused_smem_tiles;
-    a.spin_ns = env_int("RIDGE_GPT2_FUSED_SPIN_NS");
-    a.gather_threads = env_int("RIDGE_GPT2_FUSED_GATHER_THREADS");
+    a.prefetch = fused_prefetch;
+    a.extra_barriers = env_int("RIDGE_GPT2_FUSED_EXTRA_BARRIERS");
+    a.spin_sleep_ns = env_int("RIDGE_GPT2_FUSED_SPIN_NS");
     gpt2::fused_step(a, m.elem, fused_blocks, stream);
   }
 
