@@ -125,6 +125,7 @@ SectionOutput profile_section(ReportContext& ctx) {
         "graph replay. `trace.json` (eager) and `trace-graph.json` open in Perfetto.\n\n";
   md += "| | kernels | kernel span | GPU busy | idle (launch gaps) | idle waiting on the host |\n"
         "|---|---:|---:|---:|---:|---:|\n";
+  std::string top;  // the eager step's top kernels, as a table after the per-mode one
   for (const auto& r : set.records) {
     const auto& a = r.extra["analysis"];
     const double span = a.value("kernel_span_ns", 0.0), busy = a.value("gpu_busy_ns", 0.0);
@@ -136,16 +137,15 @@ SectionOutput profile_section(ReportContext& ctx) {
       ctx.measured["kernels_per_step"] = a.value("kernel_count", 0.0);
       if (span > 0) ctx.measured["launch_gap_fraction"] = idle / span;
       if (a.contains("top_kernels")) {
-        md += "\nTop kernels (eager):\n\n| kernel | count | total | % of GPU time |\n|---|---:|---:|---:|\n";
+        top += "\nTop kernels (eager):\n\n| kernel | count | total | % of GPU time |\n|---|---:|---:|---:|\n";
         for (const auto& k : a["top_kernels"])
-          md += fmt::format("| `{}` | {} | {} | {:.1f}% |\n", k.value("name", std::string()).substr(0, 80),
+          top += fmt::format("| `{}` | {} | {} | {:.1f}% |\n", k.value("name", std::string()).substr(0, 80),
                             k["time"].value("count", 0), format_ms(k["time"].value("total_ns", 0.0) / 1e6),
                             k.value("percent_of_kernel_time", 0.0));
-        md += "\n";
       }
     }
   }
-  md += "\n";
+  md += top + "\n";
   return out;
 }
 
