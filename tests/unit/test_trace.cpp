@@ -247,6 +247,34 @@ TEST(TraceAnalysis, RepeatedDeviceToHostCopiesAreFlaggedAsHiddenSyncs) {
   }
 }
 
+TEST(TraceAnalysis, WithoutSyncRecordsTheWaitsAreTheSynchronizeCalls) {
+  Builder b;
+  b.kernel("k", 7, 10000, 50000, 1000);
+  b.api("cudaStreamSynchronize", 4000, 51000);                        // runtime: 47 us waiting
+  b.api("cuStreamSynchronize", 4100, 50900).domain = ApiDomain::driver;  // the call under it
+  b.api("cudaGetDevice", 60000, 60100);
+  Analysis a = analyze(b.t);
+  EXPECT_EQ(a.sync_count, 1u) << "the driver call under the runtime one must not count again";
+  EXPECT_EQ(a.sync_time_ns, 47000);
+
+  // Only driver calls (a program that uses the driver API): those are the waits.
+  Builder d;
+  d.kernel("k", 7, 10000, 50000, 1000);
+  d.api("cuCtxSynchronize", 5000, 52000).domain = ApiDomain::driver;
+  Analysis da = analyze(d.t);
+  EXPECT_EQ(da.sync_count, 1u);
+  EXPECT_EQ(da.sync_time_ns, 47000);
+
+  // With synchronization records, those are counted and the API calls are not.
+  Sync y;
+  y.start = 4000;
+  y.end = 30000;
+  b.t.syncs.push_back(y);
+  Analysis with_records = analyze(b.t);
+  EXPECT_EQ(with_records.sync_count, 1u);
+  EXPECT_EQ(with_records.sync_time_ns, 26000);
+}
+
 TEST(TraceAnalysis, JsonRoundTripKeepsEveryNumber) {
   Builder b;
   b.range("step", 0, 50000);
