@@ -258,7 +258,7 @@ struct Analysis {
   Nanoseconds memset_time_ns = 0;
   std::uint64_t memset_bytes = 0;
   std::vector<HiddenSync> hidden_syncs;
-  Nanoseconds sync_time_ns = 0;  ///< host time spent in synchronization records
+  Nanoseconds sync_time_ns = 0;  ///< host time waiting: synchronization records, else the *Synchronize calls
 
   /// Warnings worth the user's attention (dropped records, host-bound idle, hidden syncs).
   std::vector<std::string> findings;
