@@ -6,6 +6,8 @@
 
 namespace ridge {
 
+/// A record's parameters as "key=value key=value" (strings unquoted), for tables and logs.
+std::string params_text(const nlohmann::json& params);
 /// CSV: a header and one row per record (times in ms, rates in the units named in the header).
 std::string to_csv(const ResultSet& set);
 /// Markdown: a context line and a table per record name (n, ms, rate), the seed's tables.

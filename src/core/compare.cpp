@@ -11,6 +11,7 @@
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
 #include "ridge/stats.hpp"
+#include "ridge/writers.hpp"
 
 namespace ridge {
 
@@ -53,31 +54,14 @@ double median_of(std::vector<double>& v) {
   return 0.5 * (lo + hi);
 }
 
-std::string params_text(const nlohmann::json& params) {
-  std::string out;
-  if (!params.is_object()) return params.dump();
-  for (auto it = params.begin(); it != params.end(); ++it) {
-    if (!out.empty()) out += ' ';
-    out += it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
-  }
-  return out;
-}
-
 std::string device_label(const DeviceDescription& d) {
   return d.uuid.empty() ? d.name : fmt::format("{} ({})", d.name, d.uuid);
 }
 
-// Largest SM clock difference between two contexts' readings, relative; -1 when unknown.
-double relative_clock_difference(const RunContext& a, const RunContext& b) {
-  double worst = -1;
-  for (const ClockReading* x : {&a.clocks_start, &a.clocks_end})
-    for (const ClockReading* y : {&b.clocks_start, &b.clocks_end})
-      if (x->sm_mhz > 0 && y->sm_mhz > 0)
-        worst = std::max(worst, std::abs(x->sm_mhz - y->sm_mhz) / std::max(x->sm_mhz, y->sm_mhz));
-  return worst;
-}
-
-double record_clock_difference(const Record& a, const Record& b) {
+// Largest SM clock difference between two runs' (or records') start and end readings, relative;
+// -1 when unknown.
+template <typename A, typename B>
+double relative_clock_difference(const A& a, const B& b) {
   double worst = -1;
   for (const ClockReading* x : {&a.clocks_start, &a.clocks_end})
     for (const ClockReading* y : {&b.clocks_start, &b.clocks_end})
@@ -303,7 +287,7 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
     row.ratio = row.new_median_ms / row.base_median_ms;
     row.test = mann_whitney_u(b.samples_ms, n.samples_ms);
     std::tie(row.ratio_ci_low, row.ratio_ci_high) = bootstrap_median_ratio_ci(b.samples_ms, n.samples_ms);
-    const double record_clocks = record_clock_difference(b, n);
+    const double record_clocks = relative_clock_difference(b, n);
     if (record_clocks > options.clock_tolerance)
       row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
 

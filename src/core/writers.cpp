@@ -28,14 +28,6 @@ std::string csv_escape(const std::string& s) {
   return out + "\"";
 }
 
-std::string params_text(const nlohmann::json& params) {
-  std::string out;
-  for (auto it = params.begin(); it != params.end(); ++it) {
-    if (!out.empty()) out += ' ';
-    out += it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
-  }
-  return out;
-}
 
 std::string join(const std::vector<std::string>& parts, const char* sep) {
   std::string out;
@@ -44,6 +36,16 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 }
 
 }  // namespace
+
+std::string params_text(const nlohmann::json& params) {
+  if (!params.is_object()) return params.dump();
+  std::string out;
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    if (!out.empty()) out += ' ';
+    out += it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
+  }
+  return out;
+}
 
 std::string to_csv(const ResultSet& set) {
   std::ostringstream out;

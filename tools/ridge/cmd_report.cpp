@@ -36,15 +36,6 @@ bool register_report_section(ReportSection section) {
 
 namespace {
 
-std::string params_text(const nlohmann::json& params) {
-  std::string out;
-  for (auto it = params.begin(); it != params.end(); ++it) {
-    if (!out.empty()) out += ' ';
-    out += it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
-  }
-  return out;
-}
-
 // One curve per kernel variant and dtype; the timing method may change along a sweep (graph
 // replay for short ops, events for long ones) without splitting the curve.
 std::string series_key(const Record& r) {
