@@ -2,6 +2,7 @@
 // Shared plumbing of the `ridge` subcommands. Each cmd_*.cpp registers itself with
 // RIDGE_REGISTER_COMMAND; main.cpp parses, dispatches and maps errors to exit codes.
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,17 @@ void finish_result_set(ResultSet& set, int device);
 
 /// Human output: stdout, or stderr when stdout carries an export.
 std::FILE* human_stream(const ExportOptions& exports);
+
+/// The action of a measuring command: run(options, human stream), then write the exports it asked
+/// for; exit code 0 (failures throw). `command` holds `options` and `exports`.
+template <typename Command, typename Run>
+std::function<int()> run_and_export(std::shared_ptr<Command> command, Run run) {
+  return [command, run] {
+    const ResultSet set = run(command->options, human_stream(command->exports));
+    command->exports.write(set);
+    return 0;
+  };
+}
 
 /// Progress line on stderr, only when stderr is a terminal.
 void progress(const std::string& line);

@@ -345,11 +345,7 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--svg", o.svg, "write a plot of GB/s vs size (log axes) per variant to FILE")->type_name("FILE");
       app.add_flag("--quick", o.quick, "short run: add only, 2^10..2^28 every 4x, 10 samples");
       c->exports.add_to(app);
-      return std::function<int()>([c] {
-        ResultSet set = run_bandwidth(c->options, human_stream(c->exports));
-        c->exports.write(set);
-        return 0;
-      });
+      return run_and_export(c, run_bandwidth);
     }});
 
 }  // namespace

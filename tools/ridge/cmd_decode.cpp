@@ -485,11 +485,7 @@ RIDGE_REGISTER_COMMAND(Command{
           ->default_val(0);
       app.add_option("--svg", o.svg, "write the roofline plot here (and <name>-tokens.svg: tokens/s vs batch)");
       c->exports.add_to(app);
-      return std::function<int()>([c] {
-        ResultSet set = run_decode(c->options, human_stream(c->exports));
-        c->exports.write(set);
-        return 0;
-      });
+      return run_and_export(c, run_decode);
     }});
 
 }  // namespace

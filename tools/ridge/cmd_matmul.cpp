@@ -330,11 +330,7 @@ RIDGE_REGISTER_COMMAND(Command{
                      "write PREFIX-rate.svg (TFLOP/s vs size) and PREFIX-roofline.svg")->type_name("PREFIX");
       app.add_flag("--quick", o.quick, "short run: n = 512, 2048, 8192 and 10 samples");
       c->exports.add_to(app);
-      return std::function<int()>([c] {
-        ResultSet set = run_matmul(c->options, human_stream(c->exports));
-        c->exports.write(set);
-        return 0;
-      });
+      return run_and_export(c, run_matmul);
     }});
 
 }  // namespace

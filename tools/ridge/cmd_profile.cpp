@@ -173,11 +173,7 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("-o,--trace", o.trace, "Chrome/Perfetto trace of the eager step (the graph step gets -graph)")
           ->default_val("runs/trace.json");
       c->exports.add_to(app);
-      return std::function<int()>([c] {
-        ResultSet set = run_profile(c->options, human_stream(c->exports));
-        c->exports.write(set);
-        return 0;
-      });
+      return run_and_export(c, run_profile);
     }});
 
 }  // namespace

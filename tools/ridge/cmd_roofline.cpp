@@ -407,11 +407,7 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--catalog", o.catalog, "device catalog JSON to use instead of the built-in one")
           ->type_name("FILE");
       c->exports.add_to(app);
-      return std::function<int()>([c] {
-        ResultSet set = run_roofline(c->options, human_stream(c->exports));
-        c->exports.write(set);
-        return 0;
-      });
+      return run_and_export(c, run_roofline);
     }});
 
 }  // namespace

@@ -217,11 +217,7 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--repeats", o.repeats, "calls per event pair for the events method (time per call reported)")
           ->default_val(1);
       c->exports.add_to(app);
-      return std::function<int()>([c] {
-        ResultSet set = run_timing(c->options, human_stream(c->exports));
-        c->exports.write(set);
-        return 0;
-      });
+      return run_and_export(c, run_timing);
     }});
 
 }  // namespace
