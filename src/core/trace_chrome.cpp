@@ -419,17 +419,21 @@ Trace parse_chrome_json(const std::string& text) {
     const auto device = static_cast<std::uint32_t>(int_or(args, "device", pid));
     const auto stream = static_cast<std::uint32_t>(int_or(args, "stream", tid));
     if (ph != "X" && cat != "user_annotation") continue;
+    // What every GPU activity (kernel, memcpy, memset) carries.
+    auto place_on_gpu = [&](auto& activity) {
+      activity.device = device;
+      activity.stream = stream;
+      activity.start = start;
+      activity.end = end;
+      activity.correlation = correlation;
+      activity.external_id = external;
+    };
     if (cat == "kernel") {
       Kernel k;
       k.name = trace.strings.intern(name);
-      k.device = device;
-      k.stream = stream;
-      k.start = start;
-      k.end = end;
+      place_on_gpu(k);
       k.grid = dim3_of(args, "grid");
       k.block = dim3_of(args, "block");
-      k.correlation = correlation;
-      k.external_id = external;
       k.registers_per_thread = static_cast<std::uint32_t>(int_or(args, "registers per thread", 0));
       k.shared_memory_bytes = static_cast<std::uint32_t>(int_or(args, "shared memory", 0));
       k.graph_id = static_cast<std::uint32_t>(int_or(args, "graph id", 0));
@@ -440,22 +444,12 @@ Trace parse_chrome_json(const std::string& text) {
       std::string kind = name.rfind("Memcpy ", 0) == 0 ? name.substr(7, 4) : std::string();
       m.kind = memcpy_kind_from_string(kind);
       m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
-      m.device = device;
-      m.stream = stream;
-      m.start = start;
-      m.end = end;
-      m.correlation = correlation;
-      m.external_id = external;
+      place_on_gpu(m);
       trace.memcpys.push_back(m);
     } else if (cat == "gpu_memset") {
       Memset m;
       m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
-      m.device = device;
-      m.stream = stream;
-      m.start = start;
-      m.end = end;
-      m.correlation = correlation;
-      m.external_id = external;
+      place_on_gpu(m);
       trace.memsets.push_back(m);
     } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
       ApiCall a;
