@@ -54,13 +54,27 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
 // the arrival are visible after the wait (to L2-path reads). Between the halves a block may start
 // loads that do not depend on the other blocks (the next phase's weights), so their latency hides
 // behind the wait. `target` counts arrivals so far; the counter is reset at the kernel's exit.
-__device__ __forceinline__ void grid_arrive(unsigned* counter, unsigned& target) {
+// Measurement only (FusedStepArgs::timeline): thread 0 notes when the block reached a point.
+__device__ __forceinline__ void mark(const FusedStepArgs& a, int phase, int point) {
+  if (a.timeline == nullptr || threadIdx.x != 0 || phase < 0) return;
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  const long long cycles = clock64();
+  const std::size_t phases = 5 * std::size_t(a.layer_count) + 1;
+  unsigned long long* at = a.timeline + ((blockIdx.x * phases + phase) * fused_marks + point) * 2;
+  at[0] = ns;
+  at[1] = static_cast<unsigned long long>(cycles);
+}
+
+__device__ __forceinline__ void grid_arrive(const FusedStepArgs& a, unsigned& target, int phase) {
   target += gridDim.x;
   __syncthreads();  // also: nobody in the block still reads the shared parameters
+  mark(a, phase, fused_mark_computed);
   if (threadIdx.x == 0) {
     __threadfence();
-    atomicAdd(counter, 1u);
+    atomicAdd(a.sync, 1u);
   }
+  mark(a, phase, fused_mark_arrived);
 }
 
 __device__ __forceinline__ void grid_wait(const unsigned* counter, unsigned target, int spin_sleep_ns) {
@@ -73,7 +87,7 @@ __device__ __forceinline__ void grid_wait(const unsigned* counter, unsigned targ
 // Empty barriers after each phase: only to measure what one barrier costs.
 __device__ __forceinline__ void extra_barriers(const FusedStepArgs& a, unsigned& target) {
   for (int i = 0; i < a.extra_barriers; ++i) {
-    grid_arrive(a.sync, target);
+    grid_arrive(a, target, -1);
     grid_wait(a.sync, target, a.spin_sleep_ns);
   }
 }
@@ -584,6 +598,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     prefetch_phase<W>(a, 1, positions);
   }
 
+  mark(a, 0, fused_mark_start);
   for (int layer = 0; layer < a.layer_count; ++layer) {
     const FusedLayer w = a.layers[layer];
     const int p0 = 5 * layer;
@@ -591,30 +606,34 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     // ln_1 + c_attn: qkv = ln(x) @ W^T + b
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 2, positions);
     stage_layer_norm<W, MAXB>(a, gamma, beta, layer == 0, tokens, positions, staged, stats);
+    mark(a, p0, fused_mark_staged);
     gemv_rows<W, MAXB, 2, 4, false>(w.attn_w, 3 * C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
       if (store) __stcg(a.qkv + std::size_t(b) * 3 * C + n, v);
     });
-    grid_arrive(a.sync, target);
+    grid_arrive(a, target, p0);
     grid_wait(a.sync, target, a.spin_sleep_ns);
     extra_barriers(a, target);
 
     // attention over the cache (+ this token's key and value)
+    mark(a, p0 + 1, fused_mark_start);
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 3, positions);
     attention_phase<W>(a, layer, positions, wpart);
-    grid_arrive(a.sync, target);
+    grid_arrive(a, target, p0 + 1);
     preload_tile(tile, w.attn_proj_w, C, C);
     copy_async(bias, w.attn_proj_b, C);
     grid_wait(a.sync, target, a.spin_sleep_ns);
     extra_barriers(a, target);
 
     // combine + attn.c_proj: x += attn @ W^T + b
+    mark(a, p0 + 2, fused_mark_start);
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 4, positions);
     stage_attention<W>(a, positions, staged, scale);
+    mark(a, p0 + 2, fused_mark_staged);
     gemv_rows<W, MAXB, 2, 4, false>(w.attn_proj_w, C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
       float* x = a.x + std::size_t(b) * C + n;
       if (store) __stcg(x, __ldcg(x) + v);
     });
-    grid_arrive(a.sync, target);
+    grid_arrive(a, target, p0 + 2);
     preload_tile(tile, w.fc_w, F, C);
     copy_async(gamma, w.ln2_w, C);
     copy_async(beta, w.ln2_b, C);
@@ -623,26 +642,30 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     extra_barriers(a, target);
 
     // ln_2 + mlp.c_fc + GELU
+    mark(a, p0 + 3, fused_mark_start);
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 5, positions);
     stage_layer_norm<W, MAXB>(a, gamma, beta, false, tokens, positions, staged, stats);
+    mark(a, p0 + 3, fused_mark_staged);
     gemv_rows<W, MAXB, 2, 4, false>(w.fc_w, F, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
       if (store) store_cg(static_cast<W*>(a.hidden) + std::size_t(b) * F + n, gelu_tanh(v));
     });
-    grid_arrive(a.sync, target);
+    grid_arrive(a, target, p0 + 3);
     preload_tile(tile_proj, w.fc_proj_w, C, F);
     copy_async(bias, w.fc_proj_b, C);
     grid_wait(a.sync, target, a.spin_sleep_ns);
     extra_barriers(a, target);
 
     // mlp.c_proj: x += h @ W^T + b
+    mark(a, p0 + 4, fused_mark_start);
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 6, positions);
     stage_activations<W>(a.hidden, B * F, staged);
+    mark(a, p0 + 4, fused_mark_staged);
     gemv_rows<W, MAXB, 1, 12, false>(w.fc_proj_w, C, F, B, staged, bias, tile_proj,
                                      [&](int n, int b, float v, bool store) {
                                        float* x = a.x + std::size_t(b) * C + n;
                                        if (store) __stcg(x, __ldcg(x) + v);
                                      });
-    grid_arrive(a.sync, target);
+    grid_arrive(a, target, p0 + 4);
     if (layer + 1 < a.layer_count) {
       const FusedLayer& next = a.layers[layer + 1];
       preload_tile(tile, next.attn_w, 3 * C, C);
@@ -656,10 +679,13 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     }
     grid_wait(a.sync, target, a.spin_sleep_ns);
     extra_barriers(a, target);
+    mark(a, p0 + 5, fused_mark_start);
   }
 
   // ln_f + LM head (tied to wte) + greedy argmax
+  const int head_phase = 5 * a.layer_count;
   stage_layer_norm<W, MAXB>(a, gamma, beta, a.layer_count == 0, tokens, positions, staged, stats);
+  mark(a, head_phase, fused_mark_staged);
   float best[MAXB];
   int best_index[MAXB];
 #pragma unroll
@@ -700,6 +726,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
   }
   __threadfence();
   __syncthreads();
+  mark(a, head_phase, fused_mark_computed);
   // Every block has passed every barrier once it gets here: the last one may reset the counters.
   if (threadIdx.x == 0) last_block = atomicAdd(a.sync + 1, 1u) == gridDim.x - 1;
   __syncthreads();

@@ -150,7 +150,13 @@ struct FusedStepArgs {
   bool prefetch = false;
   int extra_barriers = 0;  ///< empty grid barriers after each phase (measurement of the barrier cost only)
   int spin_sleep_ns = 0;   ///< back-off of the barrier's polling loop
+  /// Measurement only: when set, thread 0 of every block writes (globaltimer ns, clock64) at each
+  /// FusedMark of each phase: [grid][5 * layer_count + 1][fused_marks][2].
+  unsigned long long* timeline = nullptr;
 };
+
+/// Points of a phase the timeline records.
+enum FusedMark : int { fused_mark_start, fused_mark_staged, fused_mark_computed, fused_mark_arrived, fused_marks };
 
 /// Cache positions one attention work item covers in the fused step, and the items per
 /// (sequence, head) for `slots` cache slots.

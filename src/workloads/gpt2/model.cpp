@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <cublasLt.h>
@@ -387,7 +389,8 @@ struct Gpt2Decoder::Impl {
   std::vector<std::string> layer_names;  // NVTX range names, formatted once
 
   DevicePtr tokens, positions, next_tokens, x, qkv, attn_out, hidden, normed, logits, attn_partial, attn_counters,
-      argmax_values, argmax_indices, argmax_counter, k_cache, v_cache, fused_layers, fused_sync;
+      argmax_values, argmax_indices, argmax_counter, k_cache, v_cache, fused_layers, fused_sync, fused_timeline;
+  std::string fused_timeline_path;  // RIDGE_GPT2_FUSED_TIMELINE: where the last step's phase timeline goes
 
   cublasLtHandle_t lt = nullptr;
   DevicePtr workspace;
@@ -400,6 +403,7 @@ struct Gpt2Decoder::Impl {
 
   Impl(const Gpt2Model::Impl& model, Gpt2DecoderOptions options) : m(model), o(options) {}
   ~Impl() {
+    if (fused_timeline) write_fused_timeline();
     if (graph_exec) cudaGraphExecDestroy(graph_exec);
     if (graph) cudaGraphDestroy(graph);
     if (capture_stream) cudaStreamDestroy(capture_stream);
@@ -475,14 +479,52 @@ struct Gpt2Decoder::Impl {
 
   void setup_fused() {
     std::vector<gpt2::FusedLayer> layers;
-    for (const auto& w : m.layers)
+    // Measurement knob: every layer reads layer 0's weights (14 MB for GPT-2 small, resident in the
+    // L2 after the first layer), to tell the HBM weight stream's cost from the phases' latency. The
+    // logits are then those of another model.
+    const bool one_layer = env_int("RIDGE_GPT2_FUSED_ONE_LAYER_WEIGHTS") == 1;
+    for (const auto& layer : m.layers) {
+      const auto& w = one_layer ? m.layers.front() : layer;
       layers.push_back(gpt2::FusedLayer{w.attn_w, w.attn_proj_w, w.fc_w, w.fc_proj_w, w.ln1_w, w.ln1_b, w.attn_b,
                                         w.attn_proj_b, w.ln2_w, w.ln2_b, w.fc_b, w.fc_proj_b});
+    }
     fused_layers = make_device(layers.size() * sizeof(gpt2::FusedLayer), "the fused step's layer table");
     RIDGE_CHECK(cudaMemcpy(fused_layers.get(), layers.data(), layers.size() * sizeof(gpt2::FusedLayer),
                            cudaMemcpyHostToDevice));
     fused_sync = make_device(2 * sizeof(unsigned), "the fused step's barrier");
     RIDGE_CHECK(cudaMemset(fused_sync.get(), 0, 2 * sizeof(unsigned)));
+    if (const char* path = std::getenv("RIDGE_GPT2_FUSED_TIMELINE"); path && *path) {
+      fused_timeline_path = path;
+      fused_timeline = make_device(fused_timeline_bytes(), "the fused step's timeline");
+      RIDGE_CHECK(cudaMemset(fused_timeline.get(), 0, fused_timeline_bytes()));
+    }
+  }
+
+  std::size_t fused_timeline_bytes() const {
+    return std::size_t(fused_blocks) * (5 * L + 1) * gpt2::fused_marks * 2 * sizeof(unsigned long long);
+  }
+
+  // Measurement only: the last step's per-block phase timeline as JSON (bench/fused_timeline.py
+  // reads it). Runs from the destructor, so it reports failures instead of throwing.
+  void write_fused_timeline() noexcept {
+    std::vector<unsigned long long> t(fused_timeline_bytes() / sizeof(unsigned long long));
+    if (cudaDeviceSynchronize() != cudaSuccess ||
+        cudaMemcpy(t.data(), fused_timeline.get(), fused_timeline_bytes(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+      std::fprintf(stderr, "ridge: could not read the fused step's timeline back; %s not written\n",
+                   fused_timeline_path.c_str());
+      return;
+    }
+    std::FILE* f = std::fopen(fused_timeline_path.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "ridge: cannot write %s: %s\n", fused_timeline_path.c_str(), std::strerror(errno));
+      return;
+    }
+    std::fprintf(f, "{\"blocks\": %d, \"phases\": %d, \"marks\": [\"start\", \"staged\", \"computed\", \"arrived\"],\n",
+                 fused_blocks, 5 * L + 1);
+    std::fprintf(f, "\"layout\": \"[block][phase][mark][globaltimer ns, clock64]\", \"values\": [");
+    for (std::size_t i = 0; i < t.size(); ++i) std::fprintf(f, "%s%llu", i ? "," : "", t[i]);
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
   }
 
   void launch_fused(cudaStream_t stream) {
@@ -510,6 +552,7 @@ struct Gpt2Decoder::Impl {
     a.prefetch = fused_prefetch;
     a.extra_barriers = env_int("RIDGE_GPT2_FUSED_EXTRA_BARRIERS");
     a.spin_sleep_ns = env_int("RIDGE_GPT2_FUSED_SPIN_NS");
+    a.timeline = static_cast<unsigned long long*>(fused_timeline.get());
     gpt2::fused_step(a, m.elem, fused_blocks, stream);
   }
 
