@@ -6,10 +6,13 @@
 #   ridge  the same under `ridge trace --profiler-range`: CUPTI on only inside the traced steps;
 #          the trace must hold exactly (traced steps) x (kernels per step) kernels
 #   torch  trace_ab.py --mode torch-profiler: traced steps inside torch.profiler.profile
+# and, since an A/B inside one process cannot see a cost that outside-window steps pay as much as
+# traced ones, the C++ probe (bench/trace_overhead_probe.cu, built with nvcc if missing) untraced
+# and under `ridge trace --profiler-range` without any window, interleaved: per-call costs must match.
 #
 #   bench/trace_ab.sh            from the repository root; results in ${OUT:-runs}/trace_ab
 #   SIZES="small medium large"  STEPS=200  WARMUP=20  BLOCK=1  CPUS=2-5 (taskset; "" = no pinning)
-#   RIDGE=build/bin/ridge  PYTHON=python3
+#   RIDGE=build/bin/ridge  PYTHON=python3  RESIDUAL=1 (0: skip the probe)  PROBE_ROUNDS=2
 # Needs python3 with torch on a CUDA GPU, and ridge built (bin/ridge, lib/libridge_inject.so).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,6 +45,23 @@ for size in $SIZES; do
       --out "$DIR/torch_$size.json" > "$DIR/torch_$size.txt" 2>&1 || { failed=1; tail -5 "$DIR/torch_$size.txt"; }
   tail -1 "$DIR/torch_$size.txt"
 done
+
+# Outside any window: the probe never calls cudaProfilerStart, so gated it must run untraced.
+if [[ ${RESIDUAL:-1} == 1 ]]; then
+  PROBE=${PROBE:-$DIR/trace_overhead_probe}
+  if [[ ! -x $PROBE ]] && command -v nvcc > /dev/null; then
+    nvcc -O2 -arch=sm_90 -o "$PROBE" "$ROOT/bench/trace_overhead_probe.cu" || echo "trace_ab.sh: probe build failed"
+  fi
+  if [[ -x $PROBE ]]; then
+    echo "== residual cost outside the windows (C++ probe)"
+    for round in $(seq 0 $((${PROBE_ROUNDS:-2} - 1))); do
+      "${PIN[@]}" "$PROBE" 10000 3 50 > "$DIR/probe_untraced.$round.txt" 2>&1 || failed=1
+      "${PIN[@]}" "$RIDGE" trace --profiler-range -o "" --json "$DIR/probe_gated.$round.summary.json" --           "$PROBE" 10000 3 50 > "$DIR/probe_gated.$round.txt" 2>&1 || failed=1
+    done
+  else
+    echo "trace_ab.sh: no probe (no nvcc?): residual cost not measured"
+  fi
+fi
 
 "$PY" - "$DIR" "$SIZES" <<'PYEOF' || failed=1
 import json, os, sys
@@ -114,10 +134,30 @@ for size in sizes:
 note = ("Ratio = median traced step / median untraced step of one process, steps interleaved in random "
         "order; [95% bootstrap interval, pairs resampled]. null = the same run under no tracer.")
 text = "\n".join(rows) + "\n\n" + note + "\n"
+
+# The probe: median over rounds of each test's value, untraced vs gated without a window.
+import glob, statistics
+probe, residual = {}, {}
+for setting in ("untraced", "gated"):
+    for path in sorted(glob.glob(os.path.join(d, f"probe_{setting}.*.txt"))):
+        for line in open(path):
+            p = line.split()
+            if len(p) == 4 and p[0] == "probe":
+                probe.setdefault(p[1], {}).setdefault(setting, []).append(float(p[2]))
+if probe:
+    lines = ["| probe test (ns) | untraced | --profiler-range, no window | ratio |", "|---|---:|---:|---:|"]
+    for test, v in probe.items():
+        u, g = statistics.median(v.get("untraced", [float("nan")])), statistics.median(v.get("gated", [float("nan")]))
+        lines.append(f"| {test} | {u:.0f} | {g:.0f} | {g / u:.3f}x |" if u else f"| {test} | {u} | {g} | - |")
+    text += "\nCost of being attached outside any window (C++ probe, per call or kernel; rounds interleaved):\n\n" + "\n".join(lines) + "\n"
+    residual = {t: {k: statistics.median(x) for k, x in v.items()} for t, v in probe.items()}
+    gated = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(d, "probe_gated.*.summary.json")))]
+    if any(g.get("kernel_count") for g in gated):
+        problems.append("probe: kernels recorded although no window was opened")
 with open(os.path.join(d, "summary.md"), "w") as f:
     f.write(text)
 with open(os.path.join(d, "summary.json"), "w") as f:
-    json.dump({"sizes": summary, "problems": problems}, f, indent=1)
+    json.dump({"sizes": summary, "residual_probe": residual, "problems": problems}, f, indent=1)
 print(text)
 if problems:
     print("problems:\n  " + "\n  ".join(problems))
