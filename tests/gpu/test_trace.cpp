@@ -340,10 +340,11 @@ TEST(TraceGpu, ProfilerRangeRecordsOnlyInsideTheWindows) {
   // makes). The window filter keeps those that begin inside a window: the start made while
   // window 1 was open and the two stops that close the windows (a window ends where its stop
   // call begins); the starts that open windows and the stray stop lie outside.
-  EXPECT_EQ(count_api(t, "cudaProfilerStart"), 1u) << api_call_census(t);
-  EXPECT_EQ(count_api(t, "cuProfilerStart"), 0u) << api_call_census(t);
-  EXPECT_EQ(count_api(t, "cudaProfilerStop"), 1u) << api_call_census(t);
-  EXPECT_EQ(count_api(t, "cuProfilerStop"), 1u) << "window 2's stop, once; " << api_call_census(t);
+  // (Runtime and driver names together: which of the two nested calls is outermost is CUPTI's
+  // business; counted twice would mean the nesting failed.)
+  EXPECT_EQ(count_api(t, "cudaProfilerStart") + count_api(t, "cuProfilerStart"), 1u) << api_call_census(t);
+  EXPECT_EQ(count_api(t, "cudaProfilerStop") + count_api(t, "cuProfilerStop"), 2u) << api_call_census(t);
+  EXPECT_GE(count_api(t, "cuProfilerStop"), 1u) << "window 2's stop is a driver call; " << api_call_census(t);
   std::size_t ranges = 0;
   for (const auto& r : t.ranges) ranges += t.strings.at(r.name) == w::window_range;
   EXPECT_EQ(ranges, 1u);
