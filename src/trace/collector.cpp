@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
@@ -20,6 +21,7 @@
 
 #include "ridge/cuda_check.hpp"
 #include "ridge/errors.hpp"
+#include "trace/profiler_gate.hpp"
 
 namespace ridge::detail {
 
@@ -86,8 +88,10 @@ bool selected_api_call(std::string_view name) {
   return false;
 }
 
-/// The activity kinds one trace enables, in order.
-std::vector<CUpti_ActivityKind> activity_kinds(const CollectorOptions& o) {
+/// The activity kinds that record what the program does, in the order they are enabled. Gated
+/// (--profiler-range) they are on only inside the windows; CUPTI_ACTIVITY_KIND_DEVICE (device
+/// names, no per-call cost) stays on for the whole session.
+std::vector<CUpti_ActivityKind> collection_kinds(const CollectorOptions& o) {
   std::vector<CUpti_ActivityKind> kinds{
       CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // never CUPTI_ACTIVITY_KIND_KERNEL: it serializes kernels
   };
@@ -104,8 +108,16 @@ std::vector<CUpti_ActivityKind> activity_kinds(const CollectorOptions& o) {
   if (o.synchronization) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
   if (o.nvtx) kinds.push_back(CUPTI_ACTIVITY_KIND_MARKER);
   kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  kinds.push_back(CUPTI_ACTIVITY_KIND_DEVICE);
   return kinds;
+}
+
+bool is_profiler_call(bool runtime, std::uint32_t cbid) {
+  return runtime ? (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 || cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)
+                 : (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart || cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+}
+
+bool is_profiler_start(bool runtime, std::uint32_t cbid) {
+  return runtime ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
 }
 
 const char* kind_name(CUpti_ActivityKind kind) {
@@ -134,8 +146,20 @@ struct State {
   std::unordered_map<std::uint32_t, std::uint32_t> context_device;
   std::vector<std::uint32_t> sync_contexts;  // parallel to trace.syncs until stop resolves devices
   std::atomic<std::size_t> buffer_bytes{32u << 20};
-  std::vector<CUpti_ActivityKind> enabled_kinds;                   // this trace's, for stop
-  std::vector<std::uint32_t> enabled_runtime_calls, enabled_driver_calls;  // per-call enables
+  CollectorOptions options;                       // this trace's
+  std::vector<CUpti_ActivityKind> kinds;          // collection_kinds(options)
+  bool device_kind = false;                       // CUPTI_ACTIVITY_KIND_DEVICE enabled this session
+  // Per-call enables, worked out once per session so switching collection on stays cheap.
+  std::vector<std::uint32_t> selected_runtime_calls, selected_driver_calls;  // ApiCalls::selected
+  std::vector<std::uint32_t> trivial_runtime_calls, trivial_driver_calls;    // ApiCalls::most: switched off
+  // Gating (--profiler-range): `gate` serializes switching; control -> gate -> data is the lock order.
+  std::mutex gate;
+  std::atomic<bool> gated{false};
+  std::atomic<std::uint64_t> session{0};  // counts collector_start calls
+  bool collecting = false;  // the collection kinds are on
+  ProfilerWindows windows;
+  std::uint64_t gate_ns = 0, cupti_errors = 0;
+  std::string last_cupti_error;
   std::atomic<bool> running{false};
   bool callbacks_registered = false;
   bool exit_hook = false;
@@ -151,8 +175,6 @@ State& state() {
   static State* s = new State;
   return *s;
 }
-
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   const std::size_t bytes = state().buffer_bytes.load();
@@ -270,6 +292,9 @@ void add_record(State& s, const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       const auto* r = reinterpret_cast<const CUpti_ActivityAPI*>(record);
       const bool runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      // Gated, the collector records the profiler calls itself (on_callback): CUPTI's own record
+      // of them depends on when in the call collection was switched, so it is left out.
+      if (s.gated.load(std::memory_order_relaxed) && is_profiler_call(runtime, r->cbid)) return;
       trace::ApiCall a;
       a.domain = runtime ? trace::ApiDomain::runtime : trace::ApiDomain::driver;
       a.name = api_name(s, runtime, r->cbid);
@@ -378,34 +403,156 @@ void load_api_names(State& s) {
   }
 }
 
-void skip_trivial_calls(const State& s) {
+/// Works out this session's per-call enables (ApiCalls::selected) and disables (ApiCalls::most).
+void plan_api_calls(State& s, const CollectorOptions& o) {
+  s.selected_runtime_calls.clear();
+  s.selected_driver_calls.clear();
+  s.trivial_runtime_calls.clear();
+  s.trivial_driver_calls.clear();
   const auto& trivial = trivial_api_calls();
-  for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid)
-    if (trivial.count(s.runtime_names[cbid])) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
-  for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid)
-    if (trivial.count(s.driver_names[cbid])) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
+  for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid) {
+    const std::string& name = s.runtime_names[cbid];
+    if (name.empty()) continue;
+    if (o.api_calls == ApiCalls::selected && o.selected_runtime && selected_api_call(name)) s.selected_runtime_calls.push_back(cbid);
+    if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_runtime_calls.push_back(cbid);
+  }
+  for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid) {
+    const std::string& name = s.driver_names[cbid];
+    if (name.empty()) continue;
+    if (o.api_calls == ApiCalls::selected && selected_api_call(name)) s.selected_driver_calls.push_back(cbid);
+    if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_driver_calls.push_back(cbid);
+  }
 }
 
-void enable_selected_calls(State& s, bool runtime) {
-  s.enabled_runtime_calls.clear();
-  s.enabled_driver_calls.clear();
-  for (std::uint32_t cbid = 1; runtime && cbid < s.runtime_names.size(); ++cbid)
-    if (!s.runtime_names[cbid].empty() && selected_api_call(s.runtime_names[cbid])) {
-      RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
-      s.enabled_runtime_calls.push_back(cbid);
-    }
-  for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid)
-    if (!s.driver_names[cbid].empty() && selected_api_call(s.driver_names[cbid])) {
-      RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
-      s.enabled_driver_calls.push_back(cbid);
-    }
+[[noreturn]] void throw_cupti(CUptiResult r, const std::string& what) {
+  throw Error(fmt::format("cannot start the CUDA tracer: {} failed: {}", what, detail::status_text(r)));
 }
 
-void disable_selected_calls(State& s) {
-  for (std::uint32_t cbid : s.enabled_runtime_calls) cuptiActivityEnableRuntimeApi(cbid, 0);
-  for (std::uint32_t cbid : s.enabled_driver_calls) cuptiActivityEnableDriverApi(cbid, 0);
-  s.enabled_runtime_calls.clear();
-  s.enabled_driver_calls.clear();
+std::string disable_collection(State& s);
+
+/// Switches the collection kinds and per-call enables on. On failure switches off what it had
+/// switched on and throws ridge::Error.
+void enable_collection(State& s) {
+  for (std::size_t i = 0; i < s.kinds.size(); ++i) {
+    const CUptiResult r = cuptiActivityEnable(s.kinds[i]);
+    if (r == CUPTI_SUCCESS) continue;
+    // Best-effort undo on the way to reporting the failure that matters.
+    for (std::size_t j = 0; j < i; ++j) cuptiActivityDisable(s.kinds[j]);
+    throw_cupti(r, fmt::format("cuptiActivityEnable({})", kind_name(s.kinds[i])));
+  }
+  s.collecting = true;
+  try {
+    // After the kinds: enabling CUPTI_ACTIVITY_KIND_RUNTIME/DRIVER overrides earlier per-call settings.
+    for (std::uint32_t cbid : s.trivial_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
+    for (std::uint32_t cbid : s.trivial_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
+    for (std::uint32_t cbid : s.selected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
+    for (std::uint32_t cbid : s.selected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
+  } catch (...) {
+    disable_collection(s);  // best-effort undo; the first failure is the one reported
+    throw;
+  }
+}
+
+/// Switches everything enable_collection switched on off again; tries every call and returns the
+/// first failure ("" when all succeeded), so a stop never throws away the trace.
+std::string disable_collection(State& s) {
+  std::string error;
+  auto check = [&](CUptiResult r, const std::string& what) {
+    if (r != CUPTI_SUCCESS && error.empty()) error = fmt::format("{} failed: {}", what, detail::status_text(r));
+  };
+  for (CUpti_ActivityKind kind : s.kinds) check(cuptiActivityDisable(kind), fmt::format("cuptiActivityDisable({})", kind_name(kind)));
+  for (std::uint32_t cbid : s.selected_runtime_calls) check(cuptiActivityEnableRuntimeApi(cbid, 0), "cuptiActivityEnableRuntimeApi");
+  for (std::uint32_t cbid : s.selected_driver_calls) check(cuptiActivityEnableDriverApi(cbid, 0), "cuptiActivityEnableDriverApi");
+  s.collecting = false;
+  return error;
+}
+
+/// Keeps a CUPTI failure for the summary and says it on stderr (the program's own output goes on).
+void note_cupti_error(State& s, const std::string& message) {
+  ++s.cupti_errors;
+  s.last_cupti_error = message;
+  std::fprintf(stderr, "ridge trace: %s\n", message.c_str());
+}
+
+// ---- gating: --profiler-range ------------------------------------------------------------------
+
+/// A profiler start call returned at `now` (gate held by the caller): collection on.
+void gate_open(State& s, Nanoseconds now) {
+  if (!s.windows.open(now)) return;  // already collecting
+  try {
+    enable_collection(s);
+  } catch (const std::exception& e) {
+    note_cupti_error(s, fmt::format("could not switch tracing on at a profiler start call: {}", e.what()));
+  }
+}
+
+/// A profiler stop call was entered at `now` (gate held by the caller): collection off, and the
+/// completed buffers handed over now, outside the program's untraced work.
+void gate_close(State& s, Nanoseconds now) {
+  if (!s.windows.close(now)) return;  // not collecting
+  if (std::string error = disable_collection(s); !error.empty())
+    note_cupti_error(s, fmt::format("could not switch tracing off at a profiler stop call: {}", error));
+  if (!s.options.flush_at_gate_stop) return;
+  if (const CUptiResult r = cuptiActivityFlushAll(0); r != CUPTI_SUCCESS)
+    note_cupti_error(s, fmt::format("cuptiActivityFlushAll at a profiler stop call failed: {}", detail::status_text(r)));
+}
+
+/// The profiler call as an API record: CUPTI's own record of it cannot be relied on, since
+/// collection is switched inside the call.
+void record_profiler_call(State& s, const ProfilerCallNesting& call, Nanoseconds exit) {
+  trace::ApiCall a;
+  a.domain = call.runtime ? trace::ApiDomain::runtime : trace::ApiDomain::driver;
+  a.process = static_cast<std::uint32_t>(getpid());
+  a.thread = static_cast<std::uint32_t>(syscall(SYS_gettid));
+  a.start = call.enter_ns;
+  a.end = std::max(exit, call.enter_ns);
+  a.correlation = call.correlation;
+  std::lock_guard<std::mutex> lock(s.data);
+  a.name = api_name(s, call.runtime, call.cbid);
+  s.trace.api_calls.push_back(a);
+}
+
+/// CUPTI's callback for the four profiler calls (cudaProfilerStart/Stop, cuProfilerStart/Stop),
+/// enabled only when gated. Runs on the program's thread, inside the call: never throws.
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (!is_profiler_call(runtime, cbid) || data == nullptr) return;
+  State& s = state();
+  if (!s.running.load() || !s.gated.load() || s.pid != getpid()) return;
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  thread_local ProfilerCallNesting nesting;  // cudaProfilerStart calls cuProfilerStart: act once
+  thread_local std::uint64_t nesting_session = 0;
+  if (const std::uint64_t current = s.session.load(); nesting_session != current) {
+    nesting = ProfilerCallNesting{};  // a call left open by an earlier session must not count
+    nesting_session = current;
+  }
+  const Nanoseconds now = collector_now();
+  const auto t0 = std::chrono::steady_clock::now();
+  if (info->callbackSite == CUPTI_API_ENTER) {
+    if (!nesting.enter(now, runtime, cbid, info->correlationId)) return;
+    if (is_profiler_start(runtime, cbid)) return;  // a start acts when it returns
+    std::lock_guard<std::mutex> lock(s.gate);
+    if (!s.running.load()) return;
+    gate_close(s, now);
+    s.gate_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    return;
+  }
+  if (info->callbackSite != CUPTI_API_EXIT || !nesting.exit()) return;
+  std::lock_guard<std::mutex> lock(s.gate);
+  if (!s.running.load()) return;
+  record_profiler_call(s, nesting, now);
+  if (is_profiler_start(nesting.runtime, nesting.cbid)) gate_open(s, now);
+  s.gate_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+/// The four profiler-call callbacks, on or off.
+void enable_profiler_callbacks(State& s, bool enable) {
+  const std::uint32_t on = enable ? 1 : 0;
+  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000));
+  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000));
+  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart));
+  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
 }
 
 /// Best-effort settings that lower the cost on the traced threads; older CUPTIs may lack some.
@@ -434,10 +581,6 @@ void flush_at_exit() {
   if (state().running.load() && state().pid == getpid()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
-[[noreturn]] void throw_cupti(CUptiResult r, const std::string& what) {
-  throw Error(fmt::format("cannot start the CUDA tracer: {} failed: {}", what, detail::status_text(r)));
-}
-
 }  // namespace
 
 Nanoseconds collector_now() {
@@ -455,13 +598,19 @@ std::string cupti_library_path() {
 bool collector_running() { return state().running.load(); }
 
 CollectorStats collector_stats() {
-  const State& s = state();
+  State& s = state();
   CollectorStats out;
   out.buffers_requested = s.buffers_requested.load();
   out.buffers_completed = s.buffers_completed.load();
   out.records = s.records.load();
   out.completion_seconds = static_cast<double>(s.completion_ns.load()) * 1e-9;
   out.completions_on_start_thread = s.completions_on_start_thread.load();
+  std::lock_guard<std::mutex> lock(s.gate);
+  out.profiler_gated = s.gated.load();
+  out.profiler_windows = s.windows.count();
+  out.gate_seconds = static_cast<double>(s.gate_ns) * 1e-9;
+  out.cupti_errors = s.cupti_errors;
+  out.last_cupti_error = s.last_cupti_error;
   return out;
 }
 
@@ -477,8 +626,9 @@ void collector_start(const CollectorOptions& options) {
   State& s = state();
   std::lock_guard<std::mutex> control(s.control);
   if (s.running.load()) throw UsageError("a CUDA trace is already running in this process: stop it before starting another");
-  if (s.subscriber == nullptr && options.detect_other_subscriber) {
-    // Subscribing first detects another CUPTI client (Nsight, PyTorch's profiler) with a clear error.
+  if (s.subscriber == nullptr && (options.detect_other_subscriber || options.profiler_gated)) {
+    // Subscribing first detects another CUPTI client (Nsight, PyTorch's profiler) with a clear
+    // error; gated, the subscriber's callbacks also see the profiler start and stop calls.
     const CUptiResult r = cuptiSubscribe(&s.subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_callback), nullptr);
     if (r != CUPTI_SUCCESS) {
       s.subscriber = nullptr;
@@ -512,16 +662,24 @@ void collector_start(const CollectorOptions& options) {
   s.completions_on_start_thread = 0;
   s.start_thread = static_cast<pid_t>(syscall(SYS_gettid));
   const Nanoseconds start = collector_now();
-  s.enabled_kinds = activity_kinds(options);
-  for (CUpti_ActivityKind kind : s.enabled_kinds) {
-    const CUptiResult r = cuptiActivityEnable(kind);
-    if (r == CUPTI_SUCCESS) continue;
-    if (kind == CUPTI_ACTIVITY_KIND_DEVICE) continue;  // device names are a nicety
-    for (CUpti_ActivityKind k : s.enabled_kinds) cuptiActivityDisable(k);
-    throw_cupti(r, fmt::format("cuptiActivityEnable({})", kind_name(kind)));
+  {
+    std::lock_guard<std::mutex> gate(s.gate);
+    s.options = options;
+    s.kinds = collection_kinds(options);
+    plan_api_calls(s, options);
+    s.windows.clear();
+    s.gate_ns = 0;
+    s.cupti_errors = 0;
+    s.last_cupti_error.clear();
+    s.gated = options.profiler_gated;
+    ++s.session;
+    if (options.profiler_gated)
+      enable_profiler_callbacks(s, true);  // collection waits for the first start call
+    else
+      enable_collection(s);
+    // Device names are a nicety, and the kind costs nothing per call: on for the whole session.
+    s.device_kind = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE) == CUPTI_SUCCESS;
   }
-  if (options.api_calls == ApiCalls::most) skip_trivial_calls(s);
-  if (options.api_calls == ApiCalls::selected) enable_selected_calls(s, options.selected_runtime);
   {
     std::lock_guard<std::mutex> lock(s.data);
     s.trace.collection_start = start;
@@ -539,28 +697,53 @@ trace::Trace collector_stop() {
   std::lock_guard<std::mutex> control(s.control);
   if (!s.running.load()) return trace::Trace{};
   const Nanoseconds stop = collector_now();
-  for (CUpti_ActivityKind kind : s.enabled_kinds) cuptiActivityDisable(kind);
-  disable_selected_calls(s);
-  cuptiActivityFlushAll(0);
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  ProfilerWindows windows;
+  {
+    std::lock_guard<std::mutex> gate(s.gate);
+    if (s.gated.load()) {
+      try {
+        enable_profiler_callbacks(s, false);
+      } catch (const std::exception& e) {
+        note_cupti_error(s, fmt::format("could not switch the profiler-call callbacks off: {}", e.what()));
+      }
+      s.windows.close(stop);  // a window still open ends here
+    }
+    if (s.collecting)
+      if (std::string error = disable_collection(s); !error.empty())
+        note_cupti_error(s, fmt::format("could not switch tracing off at the end: {}", error));
+    if (s.device_kind) {
+      if (const CUptiResult r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DEVICE); r != CUPTI_SUCCESS)
+        note_cupti_error(s, fmt::format("cuptiActivityDisable(DEVICE) failed: {}", detail::status_text(r)));
+      s.device_kind = false;
+    }
+    windows = s.windows;
+  }
+  for (std::uint32_t flag : {0u, static_cast<std::uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)})
+    if (const CUptiResult r = cuptiActivityFlushAll(flag); r != CUPTI_SUCCESS) {
+      std::lock_guard<std::mutex> gate(s.gate);
+      note_cupti_error(s, fmt::format("cuptiActivityFlushAll({}) failed: {}", flag, detail::status_text(r)));
+    }
   s.running = false;
   std::size_t dropped = 0;
   trace::Trace out;
   {
     std::lock_guard<std::mutex> lock(s.data);
-    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) s.trace.dropped_records += dropped;
+    if (const CUptiResult r = cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped); r == CUPTI_SUCCESS)
+      s.trace.dropped_records += dropped;
     for (std::size_t i = 0; i < s.trace.syncs.size() && i < s.sync_contexts.size(); ++i) {
       auto it = s.context_device.find(s.sync_contexts[i]);
       if (it != s.context_device.end()) s.trace.syncs[i].device = it->second;
     }
-    // Ranges still open at stop end there, so their time is not lost.
+    // Ranges still open at stop end there, so their time is not lost; gated, a range whose end
+    // fell outside its window ends when the window closed.
+    const bool gated = s.gated.load();
     for (const auto& [id, open] : s.open_ranges) {
       trace::NvtxRange r;
       r.name = open.name;
       r.process = open.process;
       r.thread = open.thread;
       r.start = open.start;
-      r.end = std::max(open.start, stop);
+      r.end = std::max(open.start, gated ? windows.end_of_window(open.start, stop) : stop);
       s.trace.ranges.push_back(r);
     }
     s.open_ranges.clear();

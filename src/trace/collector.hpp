@@ -34,6 +34,16 @@ struct CollectorOptions {
   int per_thread_buffers = -1;          ///< CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER (-1: CUPTI's default)
   std::uint32_t flush_period_ms = 0;    ///< cuptiActivityFlushPeriod (0: CUPTI's heuristics)
   std::size_t device_buffer_bytes = 0;  ///< CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE (0: CUPTI's default)
+  /// Collect only between cudaProfilerStart/cuProfilerStart and the next Stop, any number of times
+  /// (`ridge trace --profiler-range`, like nsys --capture-range=cudaProfilerApi): the activity kinds
+  /// are switched on when a start call returns and off (then flushed) when a stop call is entered,
+  /// so outside the windows the program runs untraced. The profiler calls themselves are recorded
+  /// by the collector's own callbacks (whatever `api_calls` says), so the windows can be cut
+  /// out again from the trace by trace::apply_window.
+  bool profiler_gated = false;
+  /// Gated: flush the completed CUPTI buffers at each stop, so their records are processed there
+  /// and not later, in the middle of untraced work.
+  bool flush_at_gate_stop = true;
 };
 
 /// What the collector itself did, for overhead diagnosis.
@@ -42,6 +52,13 @@ struct CollectorStats {
   std::uint64_t records = 0;
   double completion_seconds = 0;            ///< time spent turning records into events
   std::uint64_t completions_on_start_thread = 0;  ///< completions run on the thread that started tracing
+  bool profiler_gated = false;
+  std::uint64_t profiler_windows = 0;  ///< gated: windows opened by a profiler start call
+  double gate_seconds = 0;             ///< gated: time spent switching collection on and off (inside the calls)
+  /// CUPTI failures while switching collection on or off (the trace may then miss records or
+  /// hold records from outside a window); reported, never thrown, so the trace is still written.
+  std::uint64_t cupti_errors = 0;
+  std::string last_cupti_error;
 };
 /// Counters since the last collector_start.
 CollectorStats collector_stats();

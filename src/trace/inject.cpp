@@ -1,7 +1,8 @@
 // libridge_inject.so: loaded into an unmodified CUDA program through CUDA_INJECTION64_PATH (the
 // driver calls InitializeInjection during cuInit) and configured by environment variables set by
-// `ridge trace`. It traces from CUDA initialization to exit and writes the trace and its analysis
-// when the program exits, returns from main, calls exit(), or dies of a signal (best effort).
+// `ridge trace`. It traces from CUDA initialization to exit (with --profiler-range: only between
+// the program's profiler start and stop calls) and writes the trace and its analysis when the
+// program exits, returns from main, calls exit(), or dies of a signal (best effort).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -65,6 +66,11 @@ Config read_config() {
   c.collector.memcpy = getenv_or(env::memcpy) != "0";
   c.collector.selected_runtime = getenv_or(env::api_domains) != "driver";
   c.collector.detect_other_subscriber = getenv_or(env::detect_subscriber) != "0";
+  // --profiler-range switches collection on and off at the profiler calls (unless asked to record
+  // everything and only cut the windows out afterwards, for comparison); the windows are cut out
+  // afterwards either way, so records straddling a boundary are trimmed the same.
+  c.collector.profiler_gated = c.window.profiler_range && getenv_or(env::profiler_gate) != "0";
+  c.collector.flush_at_gate_stop = getenv_or(env::gate_flush) != "0";
   try {
     if (auto s = getenv_or(env::skip_seconds); !s.empty()) c.window.skip_seconds = std::stod(s);
     if (auto s = getenv_or(env::skip_kernels); !s.empty()) c.window.skip_kernels = std::stoull(s);
@@ -138,7 +144,12 @@ void finish(const char* reason) {
                               {"buffers_completed", stats.buffers_completed},
                               {"records", stats.records},
                               {"completion_seconds", stats.completion_seconds},
-                              {"completions_on_start_thread", stats.completions_on_start_thread}};
+                              {"completions_on_start_thread", stats.completions_on_start_thread},
+                              {"profiler_gated", stats.profiler_gated},
+                              {"profiler_windows", stats.profiler_windows},
+                              {"gate_seconds", stats.gate_seconds},
+                              {"cupti_errors", stats.cupti_errors},
+                              {"last_cupti_error", stats.last_cupti_error}};
       write_text(c.summary, j.dump(2) + "\n");
     } else if (!c.output.empty()) {
       std::fprintf(stderr, "ridge trace: process %d wrote %s\n", static_cast<int>(g_pid), c.output.c_str());

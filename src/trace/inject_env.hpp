@@ -10,7 +10,8 @@ inline constexpr const char* command = "RIDGE_TRACE_COMMAND";      ///< the trac
 inline constexpr const char* skip_seconds = "RIDGE_TRACE_SKIP_SECONDS";
 inline constexpr const char* skip_kernels = "RIDGE_TRACE_SKIP_KERNELS";
 inline constexpr const char* nvtx_range = "RIDGE_TRACE_NVTX_RANGE";
-inline constexpr const char* profiler_range = "RIDGE_TRACE_PROFILER_RANGE";  ///< "1": between cudaProfilerStart/Stop
+/// "1": collect only between cudaProfilerStart/Stop (CUPTI switched on and off there), keep only that
+inline constexpr const char* profiler_range = "RIDGE_TRACE_PROFILER_RANGE";
 inline constexpr const char* step_range = "RIDGE_TRACE_STEP_RANGE";
 inline constexpr const char* top = "RIDGE_TRACE_TOP";
 inline constexpr const char* all_api = "RIDGE_TRACE_ALL_API";      ///< "1": record every API call (= api "all")
@@ -25,5 +26,10 @@ inline constexpr const char* per_thread_buffers = "RIDGE_TRACE_PER_THREAD_BUFFER
 inline constexpr const char* api_domains = "RIDGE_TRACE_API_DOMAINS";  ///< "driver": selected calls of the driver API only
 inline constexpr const char* flush_period_ms = "RIDGE_TRACE_FLUSH_PERIOD_MS";
 inline constexpr const char* device_buffer_mb = "RIDGE_TRACE_DEVICE_BUFFER_MB";
+/// "0": with --profiler-range, record everything and only cut the windows out afterwards (the
+/// behaviour before gating), instead of switching CUPTI on and off at the profiler calls
+inline constexpr const char* profiler_gate = "RIDGE_TRACE_PROFILER_GATE";
+/// "0": gated, do not flush CUPTI's completed buffers at each profiler stop call
+inline constexpr const char* gate_flush = "RIDGE_TRACE_GATE_FLUSH";
 
 }  // namespace ridge::inject_env

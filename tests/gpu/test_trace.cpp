@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -264,3 +265,133 @@ TEST(TraceGpu, EveryApiLevelKeepsTheKernels) {
 }
 
 }  // namespace
+
+namespace {
+
+/// "cudaLaunchKernel x12, cuLaunchKernel x3, ...": what API calls a trace holds, for failure messages.
+std::string api_call_census(const Trace& t) {
+  std::map<std::string, int> names;
+  for (const auto& c : t.api_calls) names[t.strings.at(c.name)]++;
+  std::string out;
+  for (const auto& [name, count] : names) out += (out.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+  return out.empty() ? "(none)" : out;
+}
+
+std::size_t count_named(const Trace& t, const char* part) {
+  std::size_t n = 0;
+  for (const auto& k : t.kernels) n += contains(t.strings.at(k.name), part);
+  return n;
+}
+
+std::size_t count_api(const Trace& t, const std::string& name) {
+  std::size_t n = 0;
+  for (const auto& c : t.api_calls) n += t.strings.at(c.name) == name;
+  return n;
+}
+
+}  // namespace
+
+// --profiler-range switches CUPTI on at each start call and off at each stop call: only the
+// windows' kernels are recorded, a start inside a window and a stop outside one change nothing,
+// and kernels still running when their window's stop is called are recorded complete.
+TEST(TraceGpu, ProfilerRangeRecordsOnlyInsideTheWindows) {
+  RIDGE_REQUIRE_GPU();
+  namespace w = trace_workload::profiler_windows;
+  const std::string ridge = (bin_dir() / "ridge").string(), target = (bin_dir() / "trace_target").string();
+
+  // Untraced windows aside, the program launches what it says.
+  const fs::path all_file = scratch("windows_all.json");
+  ASSERT_EQ(run_command(ridge + " trace -o " + all_file.string() + " -- " + target + " --profiler-windows"), 0);
+  const Trace all = load_chrome_trace(all_file.string());
+  EXPECT_EQ(count_named(all, w::inside_kernel_name), static_cast<std::size_t>(w::inside));
+  EXPECT_EQ(count_named(all, w::outside_kernel_name), static_cast<std::size_t>(w::outside));
+
+  const fs::path file = scratch("windows.json"), summary = scratch("windows.summary.json");
+  const std::string line = ridge + " trace --profiler-range -o " + file.string() + " --json " + summary.string() + " -- " +
+                           target + " --profiler-windows";
+  ASSERT_EQ(run_command(line), 0) << line;
+  const Trace t = load_chrome_trace(file.string());
+  const nlohmann::json j = nlohmann::json::parse(ridge::read_text(summary));
+  const nlohmann::json& stats = j["collector_stats"];
+  EXPECT_EQ(stats["profiler_gated"], true);
+  EXPECT_EQ(stats["profiler_windows"], 2) << "two windows; the start inside window 1 opens none";
+  EXPECT_EQ(stats["cupti_errors"], 0) << stats["last_cupti_error"];
+  EXPECT_EQ(t.dropped_records, 0u);
+  EXPECT_EQ(t.incomplete_records, 0u) << "kernels running when their window closed came back without timestamps";
+
+  EXPECT_EQ(t.kernels.size(), static_cast<std::size_t>(w::inside)) << api_call_census(t);
+  EXPECT_EQ(count_named(t, w::inside_kernel_name), static_cast<std::size_t>(w::inside));
+  EXPECT_EQ(count_named(t, w::outside_kernel_name), 0u) << "a kernel from outside the windows was recorded";
+  EXPECT_EQ(j["kernel_count"], w::inside);
+
+  // Every kernel joins its launch call; window 2's kernels ran their full spin after its stop.
+  std::map<std::uint32_t, const ApiCall*> calls;
+  for (const auto& c : t.api_calls) calls[c.correlation] = &c;
+  std::size_t long_ones = 0;
+  for (const auto& k : t.kernels) {
+    auto it = calls.find(k.correlation);
+    ASSERT_NE(it, calls.end()) << "kernel without its launch call; API calls: " << api_call_census(t);
+    EXPECT_TRUE(contains(t.strings.at(it->second->name), "Launch")) << t.strings.at(it->second->name);
+    long_ones += static_cast<double>(k.end - k.start) >= w::window2_spin_ns * 0.99;
+  }
+  EXPECT_EQ(long_ones, static_cast<std::size_t>(w::window2));
+
+  // The profiler calls are recorded, each once (the runtime call, not also the driver call it
+  // makes). The window filter keeps those that begin inside a window: the start made while
+  // window 1 was open and the two stops that close the windows (a window ends where its stop
+  // call begins); the starts that open windows and the stray stop lie outside.
+  // (Runtime and driver names together: which of the two nested calls is outermost is CUPTI's
+  // business; counted twice would mean the nesting failed.)
+  EXPECT_EQ(count_api(t, "cudaProfilerStart") + count_api(t, "cuProfilerStart"), 1u) << api_call_census(t);
+  EXPECT_EQ(count_api(t, "cudaProfilerStop") + count_api(t, "cuProfilerStop"), 2u) << api_call_census(t);
+  EXPECT_GE(count_api(t, "cuProfilerStop"), 1u) << "window 2's stop is a driver call; " << api_call_census(t);
+  std::size_t ranges = 0;
+  for (const auto& r : t.ranges) ranges += t.strings.at(r.name) == w::window_range;
+  EXPECT_EQ(ranges, 1u);
+
+  // Gating, not only filtering: recording everything and cutting afterwards keeps the same
+  // kernels but handles every outside kernel and its launch call too.
+  const fs::path ungated_summary = scratch("windows_ungated.summary.json");
+  const std::string ungated = "RIDGE_TRACE_PROFILER_GATE=0 " + ridge + " trace --profiler-range -o '' --json " +
+                              ungated_summary.string() + " -- " + target + " --profiler-windows";
+  ASSERT_EQ(run_command(ungated), 0) << ungated;
+  const nlohmann::json u = nlohmann::json::parse(ridge::read_text(ungated_summary));
+  EXPECT_EQ(u["kernel_count"], w::inside);
+  EXPECT_EQ(u["collector_stats"]["profiler_gated"], false);
+  EXPECT_GE(u["collector_stats"]["records"].get<std::uint64_t>(),
+            stats["records"].get<std::uint64_t>() + 2u * w::outside)
+      << "gated, CUPTI should not have seen the outside kernels or their launch calls";
+}
+
+// ridge::Tracer in its default API mode (selected calls), started after the program has already
+// run CUDA work, the way `ridge profile` starts it after its warm-up: the launch calls must be
+// recorded and joined to their kernels. Several sessions, since ridge profile traces twice; one
+// records every API call, for comparison when the selected mode loses the launch calls.
+TEST(TraceGpu, InProcessTracerStartedAfterCudaWorkRecordsLaunchCalls) {
+  RIDGE_REQUIRE_GPU();
+  ridge::enable_nvtx_capture();  // before the first NVTX call, as ridge profile does
+  ASSERT_EQ(trace_workload::run(), 0);  // context, module loads, launches, copies: all untraced
+  const AnalysisOptions options{.step_range = trace_workload::step_range};
+  struct Session {
+    const char* name;
+    bool all_api_calls;
+  };
+  for (const Session& session : {Session{"selected", false}, Session{"all", true}, Session{"selected again", false}}) {
+    SCOPED_TRACE(session.name);
+    ridge::Tracer tracer(ridge::TracerOptions{.all_api_calls = session.all_api_calls});
+    tracer.start();
+    ASSERT_EQ(trace_workload::run(), 0);
+    tracer.stop();
+    const Trace& t = tracer.events();
+    std::map<std::uint32_t, bool> calls;
+    for (const auto& c : t.api_calls) calls[c.correlation] = true;
+    std::size_t unjoined = 0;
+    for (const auto& k : t.kernels) unjoined += !calls.count(k.correlation);
+    // Printed either way: on the GPU machine this line is the diagnosis.
+    std::printf("[ tracer mid-program, %s ] %zu kernels, %zu without their launch call; API calls: %s\n", session.name,
+                t.kernels.size(), unjoined, api_call_census(t).c_str());
+    EXPECT_EQ(t.kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels));
+    EXPECT_EQ(unjoined, 0u) << "kernels without their launch call with the tracer started mid-program";
+    if (unjoined == 0) check_workload_trace(t, tracer.summary(options));
+  }
+}

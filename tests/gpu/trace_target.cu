@@ -6,19 +6,97 @@
 //                     throughput and dropped records: bench/trace_pytorch.sh)
 //   --graph N       instead of the workload, launch N times a CUDA graph of 4 empty kernels
 //                   (graph kernels must join their cudaGraphLaunch call)
+//   --profiler-windows  instead of the workload, launch kernels before, inside and after two
+//                   profiler windows (cudaProfilerStart/Stop, then cuProfilerStart/Stop), with a
+//                   start inside a window and a stop between them that must change nothing
+//                   (`ridge trace --profiler-range` keeps only the windows: trace_workload.hpp)
+#include <cuda.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <string>
 
 #include "ridge/cuda_check.hpp"
+#include "ridge/errors.hpp"
 #include "ridge/probes.hpp"
 #include "trace_workload.hpp"
 
+__global__ void outside_window_kernel() {}
+
+/// Spins `ns` on the GPU's global timer.
+__global__ void inside_window_kernel(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
 namespace {
+
+void launch_outside(cudaStream_t stream, int count) {
+  for (int i = 0; i < count; ++i) {
+    outside_window_kernel<<<1, 1, 0, stream>>>();
+    RIDGE_CHECK_LAUNCH();
+  }
+  RIDGE_CHECK(cudaStreamSynchronize(stream));
+}
+
+void launch_inside(cudaStream_t stream, int count, double ns) {
+  for (int i = 0; i < count; ++i) {
+    inside_window_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(ns));
+    RIDGE_CHECK_LAUNCH();
+  }
+}
+
+/// The driver's cuProfilerStart/Stop, from the driver the runtime has loaded (this program links
+/// the runtime statically and no driver library).
+using DriverCall = CUresult (*)();
+DriverCall driver_call(const char* name) {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  auto call = cuda != nullptr ? reinterpret_cast<DriverCall>(dlsym(cuda, name)) : nullptr;
+  if (call == nullptr) throw ridge::Error(std::string("cannot find ") + name + " in the loaded CUDA driver");
+  return call;
+}
+
+int profiler_windows() {
+  namespace w = trace_workload::profiler_windows;
+  cudaStream_t stream = nullptr;
+  RIDGE_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  launch_outside(stream, w::before);
+
+  // Window 1 (runtime API), with a second start inside it that must change nothing.
+  RIDGE_CHECK(cudaProfilerStart());
+  nvtxRangePushA(w::window_range);
+  launch_inside(stream, 2, 10e3);
+  RIDGE_CHECK(cudaProfilerStart());
+  launch_inside(stream, w::window1 - 2, 10e3);
+  RIDGE_CHECK(cudaStreamSynchronize(stream));
+  nvtxRangePop();
+  RIDGE_CHECK(cudaProfilerStop());
+
+  RIDGE_CHECK(cudaProfilerStop());  // a stop while stopped: nothing
+  launch_outside(stream, w::between);
+
+  // Window 2 (driver API), stopped while its kernels still run.
+  const DriverCall start = driver_call("cuProfilerStart"), stop = driver_call("cuProfilerStop");
+  RIDGE_CHECK(start());
+  launch_inside(stream, w::window2, w::window2_spin_ns);
+  RIDGE_CHECK(stop());
+  RIDGE_CHECK(cudaStreamSynchronize(stream));
+
+  launch_outside(stream, w::after);
+  RIDGE_CHECK(cudaStreamDestroy(stream));
+  std::printf("trace_target: %d kernels inside 2 profiler windows, %d outside\n", w::inside, w::outside);
+  return 0;
+}
 
 int many_kernels(long count) {
   cudaStream_t stream = nullptr;
@@ -59,6 +137,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   bool abort_at_end = false;
   long many = 0, graphs = 0;
+  bool windows = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--exit-code") == 0 && i + 1 < argc) {
       exit_code = std::atoi(argv[++i]);
@@ -68,8 +147,10 @@ int main(int argc, char** argv) {
       many = std::atol(argv[++i]);
     } else if (std::strcmp(argv[i], "--graph") == 0 && i + 1 < argc) {
       graphs = std::atol(argv[++i]);
+    } else if (std::strcmp(argv[i], "--profiler-windows") == 0) {
+      windows = true;
     } else {
-      std::fprintf(stderr, "usage: trace_target [--exit-code N] [--abort] [--many-kernels N] [--graph N]\n");
+      std::fprintf(stderr, "usage: trace_target [--exit-code N] [--abort] [--many-kernels N] [--graph N] [--profiler-windows]\n");
       return 2;
     }
   }
@@ -77,6 +158,7 @@ int main(int argc, char** argv) {
   try {
     if (many > 0) return many_kernels(many);
     if (graphs > 0) return graph_launches(graphs);
+    if (windows) return profiler_windows();
     wrong = trace_workload::run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trace_target: %s\n", e.what());

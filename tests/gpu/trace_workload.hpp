@@ -18,4 +18,22 @@ inline constexpr const char* busy_kernel_name = "busy_wait_kernel";
 /// Throws ridge::Error on CUDA failures.
 int run();
 
+/// `trace_target --profiler-windows`: kernels before, inside and after two cudaProfilerStart/Stop
+/// windows, for `ridge trace --profiler-range` (only the windows' kernels may be in the trace).
+namespace profiler_windows {
+inline constexpr int before = 7;          ///< outside_window_kernel, before any start call
+inline constexpr int window1 = 5;         ///< inside_window_kernel between cudaProfilerStart and Stop
+inline constexpr int between = 11;        ///< outside, between the windows (after a stray extra stop)
+inline constexpr int window2 = 3;         ///< inside, between cuProfilerStart and Stop (driver API)
+inline constexpr int after = 13;          ///< outside, after the last stop
+inline constexpr double window2_spin_ns = 2e6;  ///< window 2's kernels still run when its stop is called
+inline constexpr int inside = window1 + window2;
+inline constexpr int outside = before + between + after;
+inline constexpr int starts = 3;          ///< profiler start calls (one of them while already started)
+inline constexpr int stops = 3;           ///< profiler stop calls (one of them while already stopped)
+inline constexpr const char* inside_kernel_name = "inside_window_kernel";
+inline constexpr const char* outside_kernel_name = "outside_window_kernel";
+inline constexpr const char* window_range = "window";  ///< NVTX range around window 1's kernels
+}  // namespace profiler_windows
+
 }  // namespace trace_workload

@@ -293,6 +293,20 @@ int run_trace(const TraceOptions& o) {
   if (!output.empty())
     fmt::print(out, "\nTrace: {} ({} events; written in {:.2f} s) - open it in https://ui.perfetto.dev\n",
                o.output, j.value("events", 0ull), j.value("write_seconds", 0.0));
+  const nlohmann::json stats = j.value("collector_stats", nlohmann::json::object());
+  if (stats.value("profiler_gated", false)) {
+    const auto windows = stats.value("profiler_windows", std::uint64_t{0});
+    if (windows == 0)
+      fmt::print(out, "\n--profiler-range: the program never called cudaProfilerStart (torch.cuda.profiler.start()), so "
+                      "nothing was recorded.\n");
+    else
+      fmt::print(out, "\n--profiler-range: recorded inside {} cudaProfilerStart/Stop window(s) only; CUPTI was off outside "
+                      "them (switching it took {:.2f} ms in all).\n",
+                 windows, 1e3 * stats.value("gate_seconds", 0.0));
+  }
+  if (stats.value("cupti_errors", std::uint64_t{0}) > 0)
+    fmt::print(stderr, "ridge trace: warning: {} CUPTI call(s) failed while switching tracing on or off, the last: {}\n",
+               stats.value("cupti_errors", std::uint64_t{0}), stats.value("last_cupti_error", std::string()));
   if (j.value("end", std::string()) != "exit")
     fmt::print(out, "The trace was written from a signal handler ({}): it holds what was collected until then.\n",
                j.value("end", std::string("?")));
@@ -325,7 +339,12 @@ RIDGE_REGISTER_COMMAND(Command{
           ->default_val(0)->check(CLI::NonNegativeNumber);
       app.add_option("--skip-kernels", o->skip_kernels, "leave out everything launched before the (N+1)-th kernel launch")->default_val(0);
       app.add_option("--nvtx-range", o->nvtx_range, "keep only what was launched inside NVTX ranges with this name");
-      app.add_flag("--profiler-range", o->profiler_range, "keep only what lies between cudaProfilerStart and cudaProfilerStop calls");
+      app.add_flag("--profiler-range", o->profiler_range,
+                   "record only between cudaProfilerStart and cudaProfilerStop calls (torch.cuda.profiler.start()/stop(), "
+                   "cuProfilerStart/Stop), any number of times, like nsys --capture-range=cudaProfilerApi: CUPTI is switched "
+                   "on when a start call returns and off when a stop call begins, so the program runs untraced outside the "
+                   "windows. What straddles a boundary is cut by the launch call's time (with --analyze: keep only what "
+                   "lies between the calls)");
       app.add_option("--step-range", o->step_range, "NVTX range name that marks one step (e.g. step): kernels and GPU busy time per step");
       app.add_option("--top", o->top, "rows in the top-kernel and top-range tables")->default_val(10)->check(CLI::PositiveNumber);
       app.add_option("--api", o->api,
