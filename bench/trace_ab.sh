@@ -106,6 +106,8 @@ for size in sizes:
             checks.append(f"WINDOWS: {stats.get('profiler_windows')} (want {ridge['traced_blocks_total']})")
         if stats.get("cupti_errors"):
             checks.append(f"CUPTI ERRORS: {stats.get('last_cupti_error')}")
+        if trace.get("kernels_without_launch_call"):  # the traced steps must cost what a full trace costs
+            checks.append(f"UNJOINED: {trace.get('kernels_without_launch_call')} kernels without their launch call")
         if trace.get("dropped_records"):
             checks.append(f"DROPPED {trace.get('dropped_records')}")
         checks.append("<=1.05x" if ridge["ratio"] <= 1.05 else "OVER 1.05x")
@@ -128,6 +130,8 @@ for size in sizes:
         "torch": {k: torch[k] for k in ("ratio", "ratio_ci95", "median_pair_ratio", "median_pair_ratio_ci95",
                                        "median_traced_ms", "median_untraced_ms", "torch_kernels_per_step")} if torch else None,
         "trace": {"kernel_count": kernels, "kernels_per_step": kps, "steps": len(trace.get("steps", [])),
+                  "kernels_without_launch_call": trace.get("kernels_without_launch_call"),
+                  "api_count": trace.get("api_count"), "launch_latency_median_ns": trace.get("launch_latency_median_ns"),
                   "dropped_records": trace.get("dropped_records"), "collector_stats": stats} if trace else None,
         "checks": checks,
     }

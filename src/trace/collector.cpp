@@ -152,6 +152,12 @@ struct State {
   // Per-call enables, worked out once per session so switching collection on stays cheap.
   std::vector<std::uint32_t> selected_runtime_calls, selected_driver_calls;  // ApiCalls::selected
   std::vector<std::uint32_t> trivial_runtime_calls, trivial_driver_calls;    // ApiCalls::most: switched off
+  // ApiCalls::selected after the first context: the kinds on, these (all the others) off.
+  std::vector<std::uint32_t> unselected_runtime_calls, unselected_driver_calls;
+  std::vector<CUpti_ActivityKind> filter_kinds;  // the API kinds switched on for that
+  // Gated from before the first context: the selected calls are switched on once, at the start,
+  // and stay on through the windows (switched on again later, CUPTI would record none of them).
+  bool sticky_calls = false;
   // Gating (--profiler-range): `gate` serializes switching; control -> gate -> data is the lock order.
   std::mutex gate;
   std::atomic<bool> gated{false};
@@ -409,17 +415,25 @@ void plan_api_calls(State& s, const CollectorOptions& o) {
   s.selected_driver_calls.clear();
   s.trivial_runtime_calls.clear();
   s.trivial_driver_calls.clear();
+  s.unselected_runtime_calls.clear();
+  s.unselected_driver_calls.clear();
   const auto& trivial = trivial_api_calls();
   for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid) {
     const std::string& name = s.runtime_names[cbid];
     if (name.empty()) continue;
-    if (o.api_calls == ApiCalls::selected && o.selected_runtime && selected_api_call(name)) s.selected_runtime_calls.push_back(cbid);
+    if (o.api_calls == ApiCalls::selected && o.selected_runtime && selected_api_call(name))
+      s.selected_runtime_calls.push_back(cbid);
+    else if (o.api_calls == ApiCalls::selected)
+      s.unselected_runtime_calls.push_back(cbid);
     if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_runtime_calls.push_back(cbid);
   }
   for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid) {
     const std::string& name = s.driver_names[cbid];
     if (name.empty()) continue;
-    if (o.api_calls == ApiCalls::selected && selected_api_call(name)) s.selected_driver_calls.push_back(cbid);
+    if (o.api_calls == ApiCalls::selected && selected_api_call(name))
+      s.selected_driver_calls.push_back(cbid);
+    else if (o.api_calls == ApiCalls::selected)
+      s.unselected_driver_calls.push_back(cbid);
     if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_driver_calls.push_back(cbid);
   }
 }
@@ -429,6 +443,12 @@ void plan_api_calls(State& s, const CollectorOptions& o) {
 }
 
 std::string disable_collection(State& s);
+
+template <typename Check>
+void disable_selected_calls(State& s, Check&& check) {
+  for (std::uint32_t cbid : s.selected_runtime_calls) check(cuptiActivityEnableRuntimeApi(cbid, 0), "cuptiActivityEnableRuntimeApi");
+  for (std::uint32_t cbid : s.selected_driver_calls) check(cuptiActivityEnableDriverApi(cbid, 0), "cuptiActivityEnableDriverApi");
+}
 
 /// Switches the collection kinds and per-call enables on. On failure switches off what it had
 /// switched on and throws ridge::Error.
@@ -445,8 +465,25 @@ void enable_collection(State& s) {
     // After the kinds: enabling CUPTI_ACTIVITY_KIND_RUNTIME/DRIVER overrides earlier per-call settings.
     for (std::uint32_t cbid : s.trivial_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
     for (std::uint32_t cbid : s.trivial_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
-    for (std::uint32_t cbid : s.selected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
-    for (std::uint32_t cbid : s.selected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
+    // Selected calls alone work only when switched on before the first context (the injection
+    // library; gated, once for all windows); an in-process tracer switches the kind on and the
+    // other calls off instead, which costs every API call of the program far more.
+    const bool filter = s.options.api_calls == ApiCalls::selected && !s.options.before_first_context;
+    if (s.sticky_calls) {
+      // on since the start
+    } else if (filter) {
+      s.filter_kinds.clear();
+      if (!s.selected_runtime_calls.empty()) s.filter_kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+      if (!s.selected_driver_calls.empty()) s.filter_kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+      for (CUpti_ActivityKind kind : s.filter_kinds) RIDGE_CHECK(cuptiActivityEnable(kind));
+      if (!s.selected_runtime_calls.empty())
+        for (std::uint32_t cbid : s.unselected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
+      if (!s.selected_driver_calls.empty())
+        for (std::uint32_t cbid : s.unselected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
+    } else {
+      for (std::uint32_t cbid : s.selected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
+      for (std::uint32_t cbid : s.selected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
+    }
   } catch (...) {
     disable_collection(s);  // best-effort undo; the first failure is the one reported
     throw;
@@ -461,8 +498,10 @@ std::string disable_collection(State& s) {
     if (r != CUPTI_SUCCESS && error.empty()) error = fmt::format("{} failed: {}", what, detail::status_text(r));
   };
   for (CUpti_ActivityKind kind : s.kinds) check(cuptiActivityDisable(kind), fmt::format("cuptiActivityDisable({})", kind_name(kind)));
-  for (std::uint32_t cbid : s.selected_runtime_calls) check(cuptiActivityEnableRuntimeApi(cbid, 0), "cuptiActivityEnableRuntimeApi");
-  for (std::uint32_t cbid : s.selected_driver_calls) check(cuptiActivityEnableDriverApi(cbid, 0), "cuptiActivityEnableDriverApi");
+  for (CUpti_ActivityKind kind : s.filter_kinds)
+    check(cuptiActivityDisable(kind), fmt::format("cuptiActivityDisable({})", kind_name(kind)));
+  s.filter_kinds.clear();
+  if (!s.sticky_calls) disable_selected_calls(s, check);
   s.collecting = false;
   return error;
 }
@@ -486,10 +525,27 @@ void gate_open(State& s, Nanoseconds now) {
   }
 }
 
+/// cuCtxSynchronize from the driver already in the process (the injection library links no
+/// driver stub); returns the CUresult, or -1 when the driver has no such symbol.
+int synchronize_current_context() {
+  using Fn = int (*)();
+  static const Fn fn = [] {
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);  // loaded with RTLD_LOCAL: not in RTLD_DEFAULT
+    return reinterpret_cast<Fn>(driver ? dlsym(driver, "cuCtxSynchronize") : nullptr);
+  }();
+  return fn ? fn() : -1;
+}
+
 /// A profiler stop call was entered at `now` (gate held by the caller): collection off, and the
 /// completed buffers handed over now, outside the program's untraced work.
 void gate_close(State& s, Nanoseconds now) {
   if (!s.windows.close(now)) return;  // not collecting
+  // CUPTI drops the records of kernels still queued or running when their kind is switched off
+  // (2 of 3 in the H200 test): the stop first waits for the work launched so far.
+  if (s.options.sync_at_gate_stop)
+    if (const int r = synchronize_current_context(); r != 0)
+      note_cupti_error(s, fmt::format("cuCtxSynchronize at a profiler stop call returned {}: kernels still running "
+                                      "may be missing from the trace", r));
   if (std::string error = disable_collection(s); !error.empty())
     note_cupti_error(s, fmt::format("could not switch tracing off at a profiler stop call: {}", error));
   if (!s.options.flush_at_gate_stop) return;
@@ -673,6 +729,12 @@ void collector_start(const CollectorOptions& options) {
     s.last_cupti_error.clear();
     s.gated = options.profiler_gated;
     ++s.session;
+    s.sticky_calls = false;
+    if (options.profiler_gated && options.before_first_context && options.api_calls == ApiCalls::selected) {
+      for (std::uint32_t cbid : s.selected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
+      for (std::uint32_t cbid : s.selected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
+      s.sticky_calls = true;
+    }
     if (options.profiler_gated)
       enable_profiler_callbacks(s, true);  // collection waits for the first start call
     else
@@ -711,6 +773,12 @@ trace::Trace collector_stop() {
     if (s.collecting)
       if (std::string error = disable_collection(s); !error.empty())
         note_cupti_error(s, fmt::format("could not switch tracing off at the end: {}", error));
+    if (s.sticky_calls) {
+      disable_selected_calls(s, [&](CUptiResult r, const char* what) {
+        if (r != CUPTI_SUCCESS) note_cupti_error(s, fmt::format("{} failed at the end: {}", what, detail::status_text(r)));
+      });
+      s.sticky_calls = false;
+    }
     if (s.device_kind) {
       if (const CUptiResult r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DEVICE); r != CUPTI_SUCCESS)
         note_cupti_error(s, fmt::format("cuptiActivityDisable(DEVICE) failed: {}", detail::status_text(r)));

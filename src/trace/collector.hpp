@@ -44,6 +44,14 @@ struct CollectorOptions {
   /// Gated: flush the completed CUPTI buffers at each stop, so their records are processed there
   /// and not later, in the middle of untraced work.
   bool flush_at_gate_stop = true;
+  /// Gated: a stop call first waits for the GPU work launched so far (cuCtxSynchronize), since
+  /// CUPTI drops the records of kernels still queued or running when collection is switched off.
+  bool sync_at_gate_stop = true;
+  /// Started before the program made its first CUDA context (the injection library, at cuInit).
+  /// Only then does CUPTI record a single API call switched on while its whole kind is off; once a
+  /// context exists it records nothing for such a call, so ApiCalls::selected then switches the
+  /// runtime and driver kinds on and every other call off (measured on the H200, CUDA 13.0).
+  bool before_first_context = false;
 };
 
 /// What the collector itself did, for overhead diagnosis.

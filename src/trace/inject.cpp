@@ -70,7 +70,9 @@ Config read_config() {
   // everything and only cut the windows out afterwards, for comparison); the windows are cut out
   // afterwards either way, so records straddling a boundary are trimmed the same.
   c.collector.profiler_gated = c.window.profiler_range && getenv_or(env::profiler_gate) != "0";
+  c.collector.before_first_context = true;  // InitializeInjection runs inside cuInit
   c.collector.flush_at_gate_stop = getenv_or(env::gate_flush) != "0";
+  c.collector.sync_at_gate_stop = getenv_or(env::gate_sync) != "0";
   try {
     if (auto s = getenv_or(env::skip_seconds); !s.empty()) c.window.skip_seconds = std::stod(s);
     if (auto s = getenv_or(env::skip_kernels); !s.empty()) c.window.skip_kernels = std::stoull(s);

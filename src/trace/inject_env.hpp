@@ -31,5 +31,6 @@ inline constexpr const char* device_buffer_mb = "RIDGE_TRACE_DEVICE_BUFFER_MB";
 inline constexpr const char* profiler_gate = "RIDGE_TRACE_PROFILER_GATE";
 /// "0": gated, do not flush CUPTI's completed buffers at each profiler stop call
 inline constexpr const char* gate_flush = "RIDGE_TRACE_GATE_FLUSH";
+inline constexpr const char* gate_sync = "RIDGE_TRACE_GATE_SYNC";  ///< "0": a stop does not wait for the GPU
 
 }  // namespace ridge::inject_env
