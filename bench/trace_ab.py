@@ -37,52 +37,21 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trace_pytorch import SIZES, count_steps  # noqa: E402
+from trace_pytorch import SIZES, build_training, count_steps  # noqa: E402
 
 
 def build_step(size):
-    """bench/trace_pytorch.py's model and training step (kept in step with cmd_run there)."""
+    """bench/trace_pytorch.py's model and training step, timed on its own."""
     import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
 
-    cfg = SIZES[size]
-    torch.manual_seed(0)
-    dev = torch.device("cuda")
-
-    class TinyGPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = nn.Embedding(cfg["vocab"], cfg["d"])
-            self.pos = nn.Parameter(torch.randn(cfg["seq"], cfg["d"]) * 0.02)
-            layer = nn.TransformerEncoderLayer(cfg["d"], cfg["heads"], 4 * cfg["d"], dropout=0.0,
-                                               batch_first=True, norm_first=True)
-            self.blocks = nn.TransformerEncoder(layer, cfg["layers"], enable_nested_tensor=False)
-            self.norm = nn.LayerNorm(cfg["d"])
-            self.head = nn.Linear(cfg["d"], cfg["vocab"], bias=False)
-
-        def forward(self, tokens):
-            x = self.embed(tokens) + self.pos
-            mask = nn.Transformer.generate_square_subsequent_mask(tokens.shape[1], device=tokens.device)
-            x = self.blocks(x, mask=mask, is_causal=True)
-            return self.head(self.norm(x))
-
-    model = TinyGPT().to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]), device=dev)
-    targets = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]), device=dev)
+    cfg, enqueue = build_training(size)
 
     def step():
         """One training step, synchronized at its end; returns its host time in ns."""
         t0 = time.perf_counter_ns()
         with torch.profiler.record_function("step"):
             torch.cuda.nvtx.range_push("step")
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                logits = model(tokens)
-                loss = F.cross_entropy(logits.view(-1, cfg["vocab"]).float(), targets.view(-1))
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            enqueue()
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
         return time.perf_counter_ns() - t0

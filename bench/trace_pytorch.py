@@ -32,12 +32,15 @@ SIZES = {
 }
 
 
-def cmd_run(args):
+def build_training(size):
+    """A small GPT-like transformer of SIZES[size], its AdamW optimizer and one fixed batch, on the
+    GPU, seeded: returns (cfg, enqueue) where enqueue() puts one training step on the stream
+    (bf16 autocast forward, backward, optimizer step) without waiting for it."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
 
-    cfg = SIZES[args.size]
+    cfg = SIZES[size]
     torch.manual_seed(0)
     dev = torch.device("cuda")
 
@@ -63,17 +66,28 @@ def cmd_run(args):
     tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]), device=dev)
     targets = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]), device=dev)
 
+    def enqueue():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(tokens)
+            loss = F.cross_entropy(logits.view(-1, cfg["vocab"]).float(), targets.view(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return cfg, enqueue
+
+
+def cmd_run(args):
+    import torch
+
+    cfg, enqueue = build_training(args.size)
+
     def step():
         """One training step; returns the host time (ms) spent enqueueing it, before the sync."""
         with torch.profiler.record_function("step"):
             t0 = time.perf_counter()
             torch.cuda.nvtx.range_push("step")
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                logits = model(tokens)
-                loss = F.cross_entropy(logits.view(-1, cfg["vocab"]).float(), targets.view(-1))
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            enqueue()
             enqueue_ms = (time.perf_counter() - t0) * 1e3
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
