@@ -231,6 +231,24 @@ trace::SyncKind sync_kind(CUpti_ActivitySynchronizationType type) {
 
 bool complete(Nanoseconds start, Nanoseconds end) { return start != 0 && end != 0 && end >= start; }
 
+/// The fields a copy or fill record shares; false (counted as incomplete) when CUPTI left it
+/// without timestamps.
+template <typename Record, typename Event>
+bool read_transfer(State& s, const Record* r, Event& e) {
+  if (!complete(r->start, r->end)) {
+    ++s.trace.incomplete_records;
+    return false;
+  }
+  e.bytes = r->bytes;
+  e.device = r->deviceId;
+  e.stream = r->streamId;
+  e.start = r->start;
+  e.end = r->end;
+  e.correlation = r->correlationId;
+  s.context_device[r->contextId] = r->deviceId;
+  return true;
+}
+
 void add_record(State& s, const CUpti_Activity* record) {
   trace::Trace& t = s.trace;
   switch (record->kind) {
@@ -262,35 +280,16 @@ void add_record(State& s, const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      if (!complete(r->start, r->end)) {
-        ++t.incomplete_records;
-        return;
-      }
       trace::Memcpy m;
+      if (!read_transfer(s, r, m)) return;
       m.kind = memcpy_kind(r->copyKind);
-      m.bytes = r->bytes;
-      m.device = r->deviceId;
-      m.stream = r->streamId;
-      m.start = r->start;
-      m.end = r->end;
-      m.correlation = r->correlationId;
-      s.context_device[r->contextId] = r->deviceId;
       t.memcpys.push_back(m);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      if (!complete(r->start, r->end)) {
-        ++t.incomplete_records;
-        return;
-      }
       trace::Memset m;
-      m.bytes = r->bytes;
-      m.device = r->deviceId;
-      m.stream = r->streamId;
-      m.start = r->start;
-      m.end = r->end;
-      m.correlation = r->correlationId;
+      if (!read_transfer(s, r, m)) return;
       t.memsets.push_back(m);
       return;
     }

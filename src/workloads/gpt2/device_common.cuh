@@ -74,6 +74,35 @@ __device__ __forceinline__ void unpack(const uint4& v, float (&out)[8]) {
   }
 }
 
+// acc[r][b] += the 16-byte piece at chunk c of RPW weight rows (piece(r), model type W) times
+// staged[b, chunk c] (fp32), for b < batch: the inner step of every GEMV here.
+template <typename W, int RPW, int MAXB, typename Piece>
+__device__ __forceinline__ void gemv_chunk(Piece&& piece, const float* staged, int k, int c, int batch,
+                                           float (&acc)[RPW][MAXB]) {
+  constexpr int VEC = 16 / sizeof(W);
+  float wf[RPW][VEC];
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) unpack(piece(r), wf[r]);
+#pragma unroll
+  for (int b = 0; b < MAXB; ++b) {
+    if (b >= batch) break;
+    const float4* xp = reinterpret_cast<const float4*>(staged + b * k + c * VEC);
+    float xv[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC / 4; ++e) {
+      const float4 f = xp[e];
+      xv[4 * e] = f.x;
+      xv[4 * e + 1] = f.y;
+      xv[4 * e + 2] = f.z;
+      xv[4 * e + 3] = f.w;
+    }
+#pragma unroll
+    for (int r = 0; r < RPW; ++r)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) acc[r][b] = fmaf(wf[r][e], xv[e], acc[r][b]);
+  }
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);

@@ -187,27 +187,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(GemvArgs a) {
       for (int u = 0; u < kUnroll; ++u) {
         const int c = c0 + u * 32;
         if (c >= chunks) break;
-        float wf[kRowsPerWarp][VEC];
-#pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) unpack(wv[r][u], wf[r]);
-#pragma unroll
-        for (int b = 0; b < MAXB; ++b) {
-          if (b >= batch) break;
-          const float4* xp = reinterpret_cast<const float4*>(staged + b * k + c * VEC);
-          float xv[VEC];
-#pragma unroll
-          for (int e = 0; e < VEC / 4; ++e) {
-            const float4 f = xp[e];
-            xv[4 * e] = f.x;
-            xv[4 * e + 1] = f.y;
-            xv[4 * e + 2] = f.z;
-            xv[4 * e + 3] = f.w;
-          }
-#pragma unroll
-          for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) acc[r][b] = fmaf(wf[r][e], xv[e], acc[r][b]);
-        }
+        gemv_chunk<W>([&](int r) { return wv[r][u]; }, staged, k, c, batch, acc);
       }
     }
 
