@@ -80,14 +80,14 @@ def build_training(size):
 def cmd_run(args):
     import torch
 
-    cfg, enqueue = build_training(args.size)
+    cfg, enqueue_step = build_training(args.size)
 
     def step():
         """One training step; returns the host time (ms) spent enqueueing it, before the sync."""
         with torch.profiler.record_function("step"):
             t0 = time.perf_counter()
             torch.cuda.nvtx.range_push("step")
-            enqueue()
+            enqueue_step()
             enqueue_ms = (time.perf_counter() - t0) * 1e3
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
