@@ -37,7 +37,8 @@ struct CollectorOptions {
   /// Collect only between cudaProfilerStart/cuProfilerStart and the next Stop, any number of times
   /// (`ridge trace --profiler-range`, like nsys --capture-range=cudaProfilerApi): the activity kinds
   /// are switched on when a start call returns and off (then flushed) when a stop call is entered,
-  /// so outside the windows the program runs untraced. The profiler calls themselves are recorded
+  /// so outside the windows the program pays only for the selected API calls' records (see
+  /// before_first_context: they stay on from the start). The profiler calls themselves are recorded
   /// by the collector's own callbacks (whatever `api_calls` says), so the windows can be cut
   /// out again from the trace by trace::apply_window.
   bool profiler_gated = false;

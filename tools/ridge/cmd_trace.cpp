@@ -300,8 +300,8 @@ int run_trace(const TraceOptions& o) {
       fmt::print(out, "\n--profiler-range: the program never called cudaProfilerStart (torch.cuda.profiler.start()), so "
                       "nothing was recorded.\n");
     else
-      fmt::print(out, "\n--profiler-range: recorded inside {} cudaProfilerStart/Stop window(s) only; CUPTI was off outside "
-                      "them (switching it took {:.2f} ms in all).\n",
+      fmt::print(out, "\n--profiler-range: recorded inside {} cudaProfilerStart/Stop window(s) only; outside them CUPTI "
+                      "recorded launch calls only (switching took {:.2f} ms in all).\n",
                  windows, 1e3 * stats.value("gate_seconds", 0.0));
   }
   if (stats.value("cupti_errors", std::uint64_t{0}) > 0)
@@ -341,10 +341,11 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--nvtx-range", o->nvtx_range, "keep only what was launched inside NVTX ranges with this name");
       app.add_flag("--profiler-range", o->profiler_range,
                    "record only between cudaProfilerStart and cudaProfilerStop calls (torch.cuda.profiler.start()/stop(), "
-                   "cuProfilerStart/Stop), any number of times, like nsys --capture-range=cudaProfilerApi: CUPTI is switched "
-                   "on when a start call returns and off when a stop call begins, so the program runs untraced outside the "
-                   "windows. What straddles a boundary is cut by the launch call's time (with --analyze: keep only what "
-                   "lies between the calls)");
+                   "cuProfilerStart/Stop), any number of times, like nsys --capture-range=cudaProfilerApi: kernel, copy and "
+                   "NVTX records are switched on when a start call returns and off when a stop call begins (after waiting "
+                   "for the window's kernels), so outside the windows only the launch-call records cost anything (CUPTI "
+                   "records them only if they are on from the start). What straddles a boundary is cut by the launch "
+                   "call's time (with --analyze: keep only what lies between the calls)");
       app.add_option("--step-range", o->step_range, "NVTX range name that marks one step (e.g. step): kernels and GPU busy time per step");
       app.add_option("--top", o->top, "rows in the top-kernel and top-range tables")->default_val(10)->check(CLI::PositiveNumber);
       app.add_option("--api", o->api,
