@@ -2,6 +2,8 @@
 # Copies what running ridge and its tests needs out of build/ (binaries, shared libraries,
 # CTest files) into .device_carry/build, leaving object files behind: small enough for the
 # device tool's 64 MiB limit. On the GPU machine: `ln -sfn .device_carry/build build`.
+# --xz: also packs it into .device_carry/build.tar.xz (carry that when the directory is too big;
+# bench/device_prelude.sh unpacks it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .device_carry/build && mkdir -p .device_carry
@@ -11,3 +13,8 @@ rm -rf .device_carry/build && mkdir -p .device_carry
    done)
 strip --strip-debug .device_carry/build/bin/* .device_carry/build/tests/ridge_*_tests 2>/dev/null || true
 du -sh .device_carry/build
+rm -f .device_carry/build.tar.xz
+if [ "${1:-}" = --xz ]; then
+  tar cJf .device_carry/build.tar.xz -C .device_carry build
+  du -sh .device_carry/build.tar.xz
+fi

@@ -34,6 +34,16 @@ std::string to_string(Gpt2Gemm g);
 /// Parses "auto", "gemv", "cublas"; throws UsageError otherwise.
 Gpt2Gemm gpt2_gemm_from_string(const std::string& name);
 
+/// How the GEMV backend's step is organised on the GPU.
+enum class Gpt2Kernel {
+  automatic,  ///< barrier where it fits (shared memory for the batch), else chain
+  barrier,    ///< one persistent kernel, phases separated by grid barriers (five per layer)
+  chain,      ///< one kernel per operation (2 + 5 per layer)
+};
+std::string to_string(Gpt2Kernel k);
+/// Parses "auto", "barrier", "chain"; throws UsageError otherwise.
+Gpt2Kernel gpt2_kernel_from_string(const std::string& name);
+
 /// How a step is launched.
 enum class Gpt2Mode {
   eager,  ///< every kernel launched from the host, each step
@@ -80,6 +90,9 @@ struct Gpt2DecoderOptions {
   int batch = 1;
   int max_context = 1024;  ///< cache slots per sequence; at most config.context
   Gpt2Gemm gemm = Gpt2Gemm::automatic;
+  /// The GEMV backend's step kernels (cuBLASLt always runs a chain). A choice that cannot run for
+  /// this model, batch and context throws UsageError saying why.
+  Gpt2Kernel kernel = Gpt2Kernel::automatic;
   /// Programmatic dependent launch (Hopper+): each kernel starts, and prefetches its weights into
   /// the L2, while the previous one finishes. Ignored on older GPUs.
   bool pdl = true;
@@ -100,6 +113,8 @@ class Gpt2Decoder {
   const Gpt2DecoderOptions& options() const;
   /// The matrix backend actually used (automatic resolved).
   Gpt2Gemm gemm() const;
+  /// The step kernels actually used (automatic resolved; chain for cuBLASLt).
+  Gpt2Kernel kernel() const;
 
   /// Sets the next step's input token of each sequence (batch values). Synchronous.
   void set_tokens(const std::vector<int>& tokens);

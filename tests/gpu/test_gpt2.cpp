@@ -32,10 +32,16 @@ struct Case {
   DType dtype;
   Gpt2Gemm gemm;
   bool pdl;
+  Gpt2Kernel kernel = Gpt2Kernel::automatic;
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
-  return to_string(info.param.dtype) + "_" + to_string(info.param.gemm) + (info.param.pdl ? "_pdl" : "_nopdl");
+  return to_string(info.param.dtype) + "_" + to_string(info.param.gemm) + (info.param.pdl ? "_pdl" : "_nopdl") + "_" +
+         to_string(info.param.kernel);
+}
+
+Gpt2DecoderOptions options(const Case& c, int batch, int max_context) {
+  return {.batch = batch, .max_context = max_context, .gemm = c.gemm, .kernel = c.kernel, .pdl = c.pdl};
 }
 
 class Gpt2Decode : public testing::TestWithParam<Case> {};
@@ -63,8 +69,10 @@ TEST_P(Gpt2Decode, PrefillByStepsMatchesTheReference) {
   const auto weights = reference_weights(config, c.dtype, 3);
   auto model = Gpt2Model::random(config, c.dtype, 3);
   const int batch = 3;
-  Gpt2Decoder decoder(*model, {.batch = batch, .max_context = 40, .gemm = c.gemm, .pdl = c.pdl});
+  Gpt2Decoder decoder(*model, options(c, batch, 40));
   EXPECT_EQ(decoder.gemm(), c.gemm);
+  if (c.kernel != Gpt2Kernel::automatic) EXPECT_EQ(decoder.kernel(), c.kernel);
+  if (c.gemm == Gpt2Gemm::cublas) EXPECT_EQ(decoder.kernel(), Gpt2Kernel::chain);
   std::vector<Gpt2Sequence> sequences(batch, Gpt2Sequence(config));
   for (int step = 0; step < 12; ++step) {
     std::vector<int> tokens(batch);
@@ -95,7 +103,7 @@ TEST_P(Gpt2Decode, StepAtARandomCacheMatchesTheReference) {
   // A full-length context: several attention splits per (sequence, head), combined by the last block.
   for (int batch : {1, 2}) {
     for (int context : {0, 5, 200, config.context - 1}) {
-      Gpt2Decoder decoder(*model, {.batch = batch, .max_context = config.context, .gemm = c.gemm, .pdl = c.pdl});
+      Gpt2Decoder decoder(*model, options(c, batch, config.context));
       decoder.fill_random_cache(context, 99);
       std::vector<int> tokens(batch);
       for (int b = 0; b < batch; ++b) tokens[b] = 17 + 200 * b;
@@ -119,8 +127,8 @@ TEST_P(Gpt2Decode, GraphReplayEqualsEagerAndAdvancesOnTheDevice) {
   const auto config = gpt2_preset("tiny");
   auto model = Gpt2Model::random(config, c.dtype, 4);
   const int batch = 2;
-  Gpt2Decoder eager(*model, {.batch = batch, .max_context = 64, .gemm = c.gemm, .pdl = c.pdl});
-  Gpt2Decoder graph(*model, {.batch = batch, .max_context = 64, .gemm = c.gemm, .pdl = c.pdl});
+  Gpt2Decoder eager(*model, options(c, batch, 64));
+  Gpt2Decoder graph(*model, options(c, batch, 64));
   const std::vector<int> start{11, 300};
   eager.set_tokens(start);
   graph.set_tokens(start);
@@ -150,7 +158,11 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, Gpt2Decode,
                                          Case{DType::fp32, Gpt2Gemm::gemv, false},
                                          Case{DType::bf16, Gpt2Gemm::gemv, false},
                                          Case{DType::fp32, Gpt2Gemm::cublas, true},
-                                         Case{DType::bf16, Gpt2Gemm::cublas, true}),
+                                         Case{DType::bf16, Gpt2Gemm::cublas, true},
+                                         Case{DType::fp32, Gpt2Gemm::gemv, false, Gpt2Kernel::barrier},
+                                         Case{DType::bf16, Gpt2Gemm::gemv, false, Gpt2Kernel::barrier},
+                                         Case{DType::fp32, Gpt2Gemm::gemv, true, Gpt2Kernel::chain},
+                                         Case{DType::bf16, Gpt2Gemm::gemv, true, Gpt2Kernel::chain}),
                          case_name);
 
 TEST(Gpt2Gpu, GreedyGenerationInGraphModeMatchesTheReference) {
@@ -201,6 +213,8 @@ TEST(Gpt2Gpu, RejectsWhatItCannotDo) {
   auto model = Gpt2Model::random(config, DType::bf16, 1);
   EXPECT_THROW(Gpt2Decoder(*model, {.batch = 9, .gemm = Gpt2Gemm::gemv}), UsageError);
   EXPECT_THROW(Gpt2Decoder(*model, {.batch = 1, .max_context = config.context + 1}), UsageError);
+  EXPECT_THROW(Gpt2Decoder(*model, {.batch = 1, .gemm = Gpt2Gemm::cublas, .kernel = Gpt2Kernel::barrier}), UsageError);
+  EXPECT_THROW(gpt2_kernel_from_string("split"), UsageError);
   Gpt2Decoder decoder(*model, {.batch = 1, .max_context = 4});
   EXPECT_THROW(decoder.set_positions({4}), UsageError);
   EXPECT_THROW(decoder.set_tokens({config.vocab}), UsageError);

@@ -292,6 +292,7 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
   for (const auto& m : parse_list(o.mode)) modes.push_back(gpt2_mode_from_string(m));
   if (modes.empty()) throw UsageError("--mode needs eager, graph or both");
   const Gpt2Gemm gemm = gpt2_gemm_from_string(o.gemm);
+  const Gpt2Kernel kernel = gpt2_kernel_from_string(o.kernel);
   if (o.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", o.samples));
   if (o.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
   if (o.bandwidth_gb_per_s < 0) throw UsageError("--bandwidth must be > 0 (GB/s)");
@@ -361,7 +362,8 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
     for (int context : contexts) {
       const int cached = context - 1;
       progress(fmt::format("decode: batch {}, context {}", batch, context));
-      Gpt2Decoder decoder(*model, {.batch = batch, .max_context = context, .gemm = gemm, .pdl = !o.no_pdl});
+      Gpt2Decoder decoder(*model,
+                          {.batch = batch, .max_context = context, .gemm = gemm, .kernel = kernel, .pdl = !o.no_pdl});
       const StepCheck check = check_step(decoder, reference, dtype, cached, o.seed);
       if (!check.passed) {
         progress_done();
@@ -375,7 +377,8 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
                                   {"context", context},         {"cached_tokens", cached},
                                   {"layers", config.layers},    {"heads", config.heads},
                                   {"width", config.width},      {"vocab", config.vocab},
-                                  {"gemm", to_string(decoder.gemm())}, {"pdl", !o.no_pdl},
+                                  {"gemm", to_string(decoder.gemm())}, {"kernel", to_string(decoder.kernel())},
+                                  {"pdl", !o.no_pdl},
                                   {"working_set_bytes", cost.bytes()}};
       auto eager_fn = [&](cuda_stream s) { decoder.launch_step(s); };
       const CudaOptions timing{.warmup = o.warmup, .samples = o.samples, .repeats = 1, .stream = stream.s};
@@ -418,10 +421,10 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
         if (mode == Gpt2Mode::eager && m.method == Method::cuda_events) by_point[{batch, context}].eager = r.summary.median;
         if (mode == Gpt2Mode::graph) by_point[{batch, context}].graph = r.summary.median;
         progress_done();
-        fmt::print(out, "{:>5} {:>7} {:>5} {:<11} {:>10.4f} {:>10.0f} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}%  {}, {}{}\n",
+        fmt::print(out, "{:>5} {:>7} {:>5} {:<11} {:>10.4f} {:>10.0f} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}%  {}, {} {}{}\n",
                    batch, context, to_string(mode), r.method, r.summary.median, tokens_per_s, format_bytes(cost.bytes()),
                    cost.intensity(), ceiling, 100 * tokens_per_s / ceiling, decoder.kernels_per_step(),
-                   to_string(decoder.gemm()), o.no_pdl ? "" : "+pdl");
+                   to_string(decoder.gemm()), to_string(decoder.kernel()), o.no_pdl ? "" : "+pdl");
         for (const auto& w : r.warnings) fmt::print(out, "      warning: {}\n", w);
         set.records.push_back(std::move(r));
       }
@@ -468,6 +471,10 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--mode", o.mode, "eager, graph, or both (comma-separated)")->default_val("eager,graph");
       app.add_option("--gemm", o.gemm,
                      "matrix backend: auto (ridge's fused GEMV for batch <= 8, else cuBLASLt), gemv, cublas")
+          ->default_val("auto");
+      app.add_option("--kernel", o.kernel,
+                     "how the gemv backend runs a step: auto (barrier where it fits, else chain), barrier (one "
+                     "persistent kernel, grid barriers between phases), chain (one kernel per operation)")
           ->default_val("auto");
       app.add_flag("--no-pdl", o.no_pdl, "launch without programmatic dependent launch (no kernel overlap)");
       app.add_option("--weights", o.weights,

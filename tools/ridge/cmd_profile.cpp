@@ -70,6 +70,7 @@ double ms(trace::Nanoseconds ns) { return static_cast<double>(ns) / 1e6; }
 ResultSet run_profile(const ProfileOptions& o, std::FILE* out) {
   const Gpt2Config config = gpt2_preset(o.model);
   const DType dtype = dtype_from_string(o.dtype);
+  const Gpt2Kernel kernel = gpt2_kernel_from_string(o.kernel);
   if (o.batch < 1) throw UsageError(fmt::format("--batch must be >= 1, got {}", o.batch));
   if (o.context < 1 || o.context > config.context)
     throw UsageError(fmt::format("--context must be within [1, {}] for GPT-2 {}, got {}", config.context, o.model,
@@ -83,12 +84,13 @@ ResultSet run_profile(const ProfileOptions& o, std::FILE* out) {
   Gpt2DecoderOptions decoder_options;
   decoder_options.batch = o.batch;
   decoder_options.max_context = config.context;
+  decoder_options.kernel = kernel;
   Gpt2Decoder decoder(*model, decoder_options);
   // `context` tokens in the sequence after the step: context-1 cached, as `ridge decode` counts.
   decoder.fill_random_cache(o.context - 1);
 
-  fmt::print(out, "GPT-2 {} {} decode step, batch {}, context {}: the last of four traced steps\n\n", o.model,
-             to_string(dtype), o.batch, o.context);
+  fmt::print(out, "GPT-2 {} {} decode step, batch {}, context {}, {} kernels: the last of four traced steps\n\n",
+             o.model, to_string(dtype), o.batch, o.context, to_string(decoder.kernel()));
   std::vector<ModeProfile> profiles;
   profiles.push_back(profile_mode(decoder, Gpt2Mode::eager, o.trace));
   profiles.push_back(profile_mode(decoder, Gpt2Mode::graph, graph_trace_path(o.trace)));
@@ -142,7 +144,8 @@ ResultSet run_profile(const ProfileOptions& o, std::FILE* out) {
     r.name = "profile.decode_step";
     r.method = "cupti_trace";
     r.dtype = to_string(dtype);
-    r.params = {{"model", o.model}, {"batch", o.batch}, {"context", o.context}, {"mode", p.mode}};
+    r.params = {{"model", o.model}, {"batch", o.batch}, {"context", o.context}, {"mode", p.mode},
+                {"kernel", to_string(decoder.kernel())}};
     r.samples_ms = {ms(p.analysis.kernel_span_ns)};
     finalize(r);
     r.extra["analysis"] = trace::to_json(p.analysis);
@@ -170,6 +173,10 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--dtype", o.dtype, "weights: fp32 or bf16")->default_val("bf16");
       app.add_option("--batch", o.batch, "sequences decoded together")->default_val(1);
       app.add_option("--context", o.context, "tokens per sequence after the step")->default_val(128);
+      app.add_option("--kernel", o.kernel,
+                     "the step's kernels: auto (one persistent kernel where it fits), barrier (that kernel), chain "
+                     "(one kernel per operation: the launch gaps show)")
+          ->default_val("auto");
       app.add_option("-o,--trace", o.trace, "Chrome/Perfetto trace of the eager step (the graph step gets -graph)")
           ->default_val("runs/trace.json");
       c->exports.add_to(app);

@@ -82,6 +82,7 @@ struct DecodeOptions {
   std::string context = "1024"; ///< comma-separated lengths after the step (N-1 cached + 1 new)
   std::string mode = "eager,graph";
   std::string gemm = "auto";  ///< auto, gemv, cublas
+  std::string kernel = "auto";  ///< the GEMV backend's step: auto, barrier, chain
   bool no_pdl = false;
   std::string weights;        ///< safetensors file; empty = random weights from `seed`
   int heads = 0;              ///< for `weights`; 0 = width/64
@@ -113,6 +114,7 @@ struct ProfileOptions {
   std::string dtype = "bf16";
   int batch = 1;
   int context = 128;  ///< tokens per sequence after the step (the seed's 128-token cache)
+  std::string kernel = "auto";  ///< the step's kernels: auto, barrier, chain
   std::string trace = "runs/trace.json";
 };
 /// `ridge profile`: traces one decode step eagerly and one as a graph replay; prints the analysis.

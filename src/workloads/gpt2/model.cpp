@@ -39,6 +39,22 @@ Gpt2Gemm gpt2_gemm_from_string(const std::string& name) {
   throw UsageError(fmt::format("unknown matrix backend '{}'; choose auto, gemv or cublas", name));
 }
 
+std::string to_string(Gpt2Kernel k) {
+  switch (k) {
+    case Gpt2Kernel::automatic: return "auto";
+    case Gpt2Kernel::barrier: return "barrier";
+    case Gpt2Kernel::chain: return "chain";
+  }
+  return "?";
+}
+
+Gpt2Kernel gpt2_kernel_from_string(const std::string& name) {
+  if (name == "auto" || name == "automatic") return Gpt2Kernel::automatic;
+  if (name == "barrier" || name == "fused") return Gpt2Kernel::barrier;
+  if (name == "chain") return Gpt2Kernel::chain;
+  throw UsageError(fmt::format("unknown step kernel '{}'; choose auto, barrier or chain", name));
+}
+
 std::string to_string(Gpt2Mode m) { return m == Gpt2Mode::eager ? "eager" : "graph"; }
 
 Gpt2Mode gpt2_mode_from_string(const std::string& name) {
@@ -384,6 +400,7 @@ struct Gpt2Decoder::Impl {
   int B = 1, S = 1, C = 0, H = 0, V = 0, L = 0;
   int splits = 1, chunk = 1, argmax_grid = 1;
   int fused_blocks = 0;  // > 0: the whole step is one kernel (gpt2::fused_step) on this many blocks
+  Gpt2Kernel kernel = Gpt2Kernel::chain;
   bool fused_prefetch = false;  // RIDGE_GPT2_FUSED_PREFETCH=1: the fused step also bulk-prefetches into the L2
   std::vector<int> host_positions;
   std::vector<std::string> layer_names;  // NVTX range names, formatted once
@@ -432,15 +449,7 @@ struct Gpt2Decoder::Impl {
     gpt2::prepare_kernels();
     gpt2::attention_partition(B, H, S, m.sm_count, splits, chunk);
     argmax_grid = gpt2::gemv_grid(V, m.sm_count);
-    // The fused single-kernel step where it applies (RIDGE_GPT2_FUSED=0 keeps the kernel chain).
-    const char* fused_env = std::getenv("RIDGE_GPT2_FUSED");
-    const bool want_fused = !(fused_env && std::string(fused_env) == "0");
-    const char* prefetch_env = std::getenv("RIDGE_GPT2_FUSED_PREFETCH");
-    fused_prefetch = prefetch_env && std::string(prefetch_env) == "1";
-    if (gemm == Gpt2Gemm::gemv && want_fused)
-      fused_blocks = gpt2::fused_grid(m.elem, B, C, H, c.hidden(), S, m.sm_count);
-    if (const int blocks = env_int("RIDGE_GPT2_FUSED_BLOCKS"); fused_blocks > 0 && blocks > 0)
-      fused_blocks = std::min(fused_blocks, blocks);  // measurement knob: fewer blocks, cheaper barriers
+    choose_kernel();
     const int fused_groups = gpt2::fused_attention_groups(S);
 
     const std::size_t eb = gpt2::elem_bytes(m.elem);
@@ -475,6 +484,31 @@ struct Gpt2Decoder::Impl {
 
     if (gemm == Gpt2Gemm::cublas) setup_cublas();
     if (fused_blocks > 0) setup_fused();
+  }
+
+  // The step's kernels: for the GEMV backend the one-kernel (barrier) step where it fits, else the
+  // chain. RIDGE_GPT2_FUSED=0 stands for chain when the option says automatic.
+  void choose_kernel() {
+    const auto& c = m.config;
+    const char* prefetch_env = std::getenv("RIDGE_GPT2_FUSED_PREFETCH");
+    fused_prefetch = prefetch_env && std::string(prefetch_env) == "1";
+    Gpt2Kernel want = o.kernel;
+    if (const char* env = std::getenv("RIDGE_GPT2_FUSED"); env && std::string(env) == "0" && want == Gpt2Kernel::automatic)
+      want = Gpt2Kernel::chain;
+    if (gemm != Gpt2Gemm::gemv) {
+      if (want == Gpt2Kernel::barrier)
+        throw UsageError("the barrier step kernel runs with the gemv backend only; cuBLASLt runs a chain");
+      kernel = Gpt2Kernel::chain;
+      return;
+    }
+    if (want != Gpt2Kernel::chain) fused_blocks = gpt2::fused_grid(m.elem, B, C, H, c.hidden(), S, m.sm_count);
+    if (want == Gpt2Kernel::barrier && fused_blocks == 0)
+      throw UsageError(fmt::format("the barrier step kernel cannot run GPT-2 {} at batch {} and {} cache slots (its "
+                                   "shared memory does not fit); use --kernel chain or auto",
+                                   c.name, B, S));
+    if (const int blocks = env_int("RIDGE_GPT2_FUSED_BLOCKS"); fused_blocks > 0 && blocks > 0)
+      fused_blocks = std::min(fused_blocks, blocks);  // measurement knob: fewer blocks, cheaper barriers
+    kernel = fused_blocks > 0 ? Gpt2Kernel::barrier : Gpt2Kernel::chain;
   }
 
   void setup_fused() {
@@ -737,6 +771,7 @@ Gpt2Decoder::~Gpt2Decoder() = default;
 
 const Gpt2DecoderOptions& Gpt2Decoder::options() const { return impl_->o; }
 Gpt2Gemm Gpt2Decoder::gemm() const { return impl_->gemm; }
+Gpt2Kernel Gpt2Decoder::kernel() const { return impl_->kernel; }
 
 void Gpt2Decoder::set_tokens(const std::vector<int>& tokens) {
   auto& s = *impl_;
