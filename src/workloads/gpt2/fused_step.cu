@@ -249,23 +249,49 @@ __device__ void stage_layer_norm(const FusedStepArgs& a, const float* gamma, con
     for (int i = threadIdx.x; i < n; i += kThreads) staged[i] = __ldcg(a.x + i);
   }
   __syncthreads();
-  if (warp < a.batch) {  // one warp per sequence: mean, then variance around it
-    const float* row = staged + warp * k;
-    float s = 0;
-    for (int i = lane; i < k; i += 32) s += row[i];
-    const float mean = warp_sum(s) / k;
-    float v = 0;
-    for (int i = lane; i < k; i += 32) {
-      const float d = row[i] - mean;
-      v += d * d;
+  if constexpr (MAXB == 1) {
+    // One sequence: statistics over the whole block (each warp its share, warp 0 adds the 16 warp
+    // sums). One warp walking all the values took ~1 us of every layer-norm stage on the H200
+    // (results/h200/decode/round9_ln_stats); with more sequences a warp per sequence is faster.
+    __shared__ float warp_part[kWarps];
+    auto block_total = [&](float v) {  // the block's sum, in warp 0 lane 0
+      v = warp_sum(v);
+      if (lane == 0) warp_part[warp] = v;
+      __syncthreads();
+      return warp == 0 ? warp_sum(lane < kWarps ? warp_part[lane] : 0.0f) : 0.0f;
+    };
+    float part = 0.0f;
+    for (int c = threadIdx.x; c < k; c += kThreads) part += staged[c];
+    const float sum = block_total(part);
+    if (threadIdx.x == 0) stats[0][0] = sum / k;
+    __syncthreads();
+    part = 0.0f;
+    for (int c = threadIdx.x; c < k; c += kThreads) {
+      const float d = staged[c] - stats[0][0];
+      part += d * d;
     }
-    const float var = warp_sum(v) / k;
-    if (lane == 0) {
-      stats[warp][0] = mean;
-      stats[warp][1] = 1.0f / sqrtf(var + a.eps);
+    const float squares = block_total(part);
+    if (threadIdx.x == 0) stats[0][1] = 1.0f / sqrtf(squares / k + a.eps);
+    __syncthreads();
+  } else {
+    if (warp < a.batch) {  // one warp per sequence: mean, then variance around it
+      const float* row = staged + warp * k;
+      float s = 0;
+      for (int i = lane; i < k; i += 32) s += row[i];
+      const float mean = warp_sum(s) / k;
+      float v = 0;
+      for (int i = lane; i < k; i += 32) {
+        const float d = row[i] - mean;
+        v += d * d;
+      }
+      const float var = warp_sum(v) / k;
+      if (lane == 0) {
+        stats[warp][0] = mean;
+        stats[warp][1] = 1.0f / sqrtf(var + a.eps);
+      }
     }
+    __syncthreads();
   }
-  __syncthreads();
   for (int i = threadIdx.x; i < n; i += kThreads) {
     const int b = i / k, c = i - b * k;
     staged[i] = (staged[i] - stats[b][0]) * stats[b][1] * gamma[c] + beta[c];
