@@ -115,6 +115,21 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// Layer-norm statistics of one row (k values in shared memory) by one warp: the mean, then the
+// variance around it; every lane gets (mean, 1 / sqrt(variance + eps)).
+__device__ __forceinline__ float2 warp_row_stats(const float* row, int k, float eps) {
+  const int lane = threadIdx.x & 31;
+  float s = 0;
+  for (int i = lane; i < k; i += 32) s += row[i];
+  const float mean = warp_sum(s) / k;
+  float v = 0;
+  for (int i = lane; i < k; i += 32) {
+    const float d = row[i] - mean;
+    v += d * d;
+  }
+  return make_float2(mean, 1.0f / sqrtf(warp_sum(v) / k + eps));
+}
+
 // Sum over the block; every thread gets the result. `scratch` holds one float per warp.
 __device__ float block_sum(float v, float* scratch) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = (blockDim.x + 31) >> 5;

@@ -274,20 +274,11 @@ __device__ void stage_layer_norm(const FusedStepArgs& a, const float* gamma, con
     if (threadIdx.x == 0) stats[0][1] = 1.0f / sqrtf(squares / k + a.eps);
     __syncthreads();
   } else {
-    if (warp < a.batch) {  // one warp per sequence: mean, then variance around it
-      const float* row = staged + warp * k;
-      float s = 0;
-      for (int i = lane; i < k; i += 32) s += row[i];
-      const float mean = warp_sum(s) / k;
-      float v = 0;
-      for (int i = lane; i < k; i += 32) {
-        const float d = row[i] - mean;
-        v += d * d;
-      }
-      const float var = warp_sum(v) / k;
+    if (warp < a.batch) {  // one warp per sequence
+      const float2 st = warp_row_stats(staged + warp * k, k, a.eps);
       if (lane == 0) {
-        stats[warp][0] = mean;
-        stats[warp][1] = 1.0f / sqrtf(var + a.eps);
+        stats[warp][0] = st.x;
+        stats[warp][1] = st.y;
       }
     }
     __syncthreads();
