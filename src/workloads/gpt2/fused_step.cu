@@ -31,8 +31,14 @@ namespace ridge::gpt2 {
 
 namespace {
 
-constexpr int kThreads = 512;
+#ifndef RIDGE_FUSED_THREADS
+#define RIDGE_FUSED_THREADS 512
+#endif
+constexpr int kThreads = RIDGE_FUSED_THREADS;
 constexpr int kWarps = kThreads / 32;
+// Weight rows per warp: the grid holds the same rows in registers whatever the block size.
+constexpr int kRows = 1024 / kThreads;     // products over the width
+constexpr int kProjRows = 512 / kThreads;  // mlp.c_proj, over the hidden width
 constexpr int kSpan = fused_attention_span;          // cache positions per attention item
 constexpr int kItemWarps = kSpan / 32;               // 32 positions per warp
 constexpr int kItemsPerBlock = kWarps / kItemWarps;  // attention items a block runs at once
@@ -515,8 +521,8 @@ __device__ void prefetch_phase(const FusedStepArgs& a, int phase, const int* pos
   const bool vectors = threadIdx.x == 0 && blockIdx.x == static_cast<unsigned>(phase) % gridDim.x;
   if (phase >= 5 * a.layer_count) {
     if (phase != 5 * a.layer_count) return;
-    prefetch_rows<W, 2>(a.wte, a.vocab, C, 0);
-    prefetch_rows<W, 2>(a.wte, a.vocab, C, 1);
+    prefetch_rows<W, kRows>(a.wte, a.vocab, C, 0);
+    prefetch_rows<W, kRows>(a.wte, a.vocab, C, 1);
     if (vectors) {
       prefetch_vector(a.lnf_w, C);
       prefetch_vector(a.lnf_b, C);
@@ -575,8 +581,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
   float* beta = gamma + C;
   float* bias = beta + C;
   unsigned target = 0;
-  Tile<W, 2, 4> tile;        // products over the width (c_attn, attn.c_proj, mlp.c_fc, LM head)
-  Tile<W, 1, 12> tile_proj;  // mlp.c_proj, over the hidden width
+  Tile<W, kRows, 4> tile;        // products over the width (c_attn, attn.c_proj, mlp.c_fc, LM head)
+  Tile<W, kProjRows, 12> tile_proj;  // mlp.c_proj, over the hidden width
 
   if (threadIdx.x < B) {
     tokens[threadIdx.x] = a.tokens[threadIdx.x];
@@ -604,7 +610,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 2, positions);
     stage_layer_norm<W, MAXB>(a, gamma, beta, layer == 0, tokens, positions, staged, stats);
     mark(a, p0, fused_mark_staged);
-    gemv_rows<W, MAXB, 2, 4, false>(w.attn_w, 3 * C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
+    gemv_rows<W, MAXB, kRows, 4, false>(w.attn_w, 3 * C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
       if (store) __stcg(a.qkv + std::size_t(b) * 3 * C + n, v);
     });
     grid_arrive(a, target, p0);
@@ -626,7 +632,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 4, positions);
     stage_attention<W>(a, positions, staged, scale);
     mark(a, p0 + 2, fused_mark_staged);
-    gemv_rows<W, MAXB, 2, 4, false>(w.attn_proj_w, C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
+    gemv_rows<W, MAXB, kRows, 4, false>(w.attn_proj_w, C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
       float* x = a.x + std::size_t(b) * C + n;
       if (store) __stcg(x, __ldcg(x) + v);
     });
@@ -643,7 +649,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 5, positions);
     stage_layer_norm<W, MAXB>(a, gamma, beta, false, tokens, positions, staged, stats);
     mark(a, p0 + 3, fused_mark_staged);
-    gemv_rows<W, MAXB, 2, 4, false>(w.fc_w, F, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
+    gemv_rows<W, MAXB, kRows, 4, false>(w.fc_w, F, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
       if (store) store_cg(static_cast<W*>(a.hidden) + std::size_t(b) * F + n, gelu_tanh(v));
     });
     grid_arrive(a, target, p0 + 3);
@@ -657,7 +663,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 6, positions);
     stage_activations<W>(a.hidden, B * F, staged);
     mark(a, p0 + 4, fused_mark_staged);
-    gemv_rows<W, MAXB, 1, 12, false>(w.fc_proj_w, C, F, B, staged, bias, tile_proj,
+    gemv_rows<W, MAXB, kProjRows, 12, false>(w.fc_proj_w, C, F, B, staged, bias, tile_proj,
                                      [&](int n, int b, float v, bool store) {
                                        float* x = a.x + std::size_t(b) * C + n;
                                        if (store) __stcg(x, __ldcg(x) + v);
@@ -690,7 +696,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     best[b] = -INFINITY;
     best_index[b] = 0x7fffffff;
   }
-  gemv_rows<W, MAXB, 2, 4, true>(
+  gemv_rows<W, MAXB, kRows, 4, true>(
       a.wte, V, C, B, staged, nullptr, tile,
       [&](int n, int b, float v, bool store) {
         if (beats(v, n, best[b], best_index[b])) {
@@ -700,7 +706,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
         if (store) __stcg(a.logits + std::size_t(b) * V + n, v);
       },
       [&](int round) {
-        if (a.prefetch) prefetch_rows<W, 2>(a.wte, V, C, round + 2);
+        if (a.prefetch) prefetch_rows<W, kRows>(a.wte, V, C, round + 2);
       });
   if (lane == 0)
 #pragma unroll

@@ -1,0 +1,308 @@
+// How short can one phase of a persistent (one block per SM) decode kernel be on this GPU?
+//
+// The fused GPT-2 step is a chain of 61 phases; each phase's input is written by every SM in the
+// phase before. This probe runs that chain with almost nothing else in it, so its time per phase
+// is a floor for any design with that many grid-wide hand-overs:
+//   work  empty      only the hand-over
+//         vector     read a 768-float vector the other SMs just wrote (L2 path), one block-wide
+//                    sum, write this block's slice of the next vector (the least a GEMV phase does)
+//         layernorm  the same with two dependent block-wide sums (mean, then variance)
+//   hand-over  counter  thread 0: fence + atomicAdd on one counter, poll it (the fused step's)
+//              red      one counter, red.release instead of fence + atomic
+//              split8   8 counters on separate lines (block b adds to b % 8), 8 lanes poll them
+//              flags    one word per block (st.release of the phase number), a warp polls them all
+// Every kernel's output is checked against a CPU reference before it is timed. The time of a
+// P-phase kernel is the median over samples of 20 back-to-back cooperative launches (events);
+// per phase is (t(241) - t(1)) / 240, which leaves the launch out.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o handover_floor bench/handover_floor.cu
+//   ./handover_floor [width=768] [samples=9]
+// Output: one line per (hand-over, work):
+//   floor <hand-over> <work> blocks=<n> per_phase_ns=<x> step61_us=<y>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kMaxWidth = 2 * kThreads;  // each thread keeps at most two values in registers
+constexpr int kSplit = 8;
+constexpr int kLineWords = 32;  // 128-byte lines between split counters
+
+enum HandOver { kCounter, kRed, kSplit8, kFlags };
+enum Work { kEmpty, kVector, kLayerNorm };
+const char* const kHandOverNames[] = {"counter", "red", "split8", "flags"};
+const char* const kWorkNames[] = {"empty", "vector", "layernorm"};
+
+struct Args {
+  unsigned* counters;  // kSplit counters, kLineWords apart
+  unsigned* flags;     // one per block
+  float* vec[2];       // the phase's input and output, alternating
+  int width;
+  int phases;
+  unsigned before;  // hand-overs in earlier launches: counters and flags only grow, nothing is reset
+};
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release(unsigned* p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void store_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Blocks b < grid with b % kSplit == group.
+__device__ __forceinline__ unsigned group_size(int group) {
+  return (gridDim.x - group + kSplit - 1) / kSplit;
+}
+
+// A wait that never ends is a bug in this probe: stop the kernel instead of hanging the machine.
+__device__ __forceinline__ void spin_guard(unsigned long long& spins) {
+  if (++spins > (1ull << 28)) __trap();
+}
+
+// All blocks' writes before this call are visible to every block's L2-path reads after it.
+// `done` counts the hand-overs so far, over all launches.
+template <int H>
+__device__ __forceinline__ void hand_over(const Args& a, unsigned done) {
+  unsigned long long spins = 0;
+  __syncthreads();
+  if (H == kCounter) {
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(a.counters, 1u);
+      while (load_acquire(a.counters) < done * gridDim.x) spin_guard(spins);
+    }
+  } else if (H == kRed) {
+    if (threadIdx.x == 0) {
+      red_release(a.counters, 1u);
+      while (load_acquire(a.counters) < done * gridDim.x) spin_guard(spins);
+    }
+  } else if (H == kSplit8) {
+    if (threadIdx.x == 0) red_release(a.counters + (blockIdx.x % kSplit) * kLineWords, 1u);
+    if (threadIdx.x < kSplit) {
+      const unsigned want = done * group_size(threadIdx.x);
+      while (load_acquire(a.counters + threadIdx.x * kLineWords) < want) spin_guard(spins);
+    }
+  } else {
+    if (threadIdx.x == 0) store_release(a.flags + blockIdx.x, done);
+    if (threadIdx.x < 32) {
+      bool ready;
+      do {
+        ready = true;
+        for (unsigned b = threadIdx.x; b < gridDim.x; b += 32) ready = ready && load_acquire(a.flags + b) >= done;
+        spin_guard(spins);
+      } while (!__all_sync(0xffffffffu, ready));
+    }
+  }
+  __syncthreads();
+}
+
+__device__ float block_sum(float v, float* scratch) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kThreads / 32 ? scratch[lane] : 0.f;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) scratch[32] = v;
+  }
+  __syncthreads();
+  const float total = scratch[32];
+  __syncthreads();  // scratch is reused by the next sum
+  return total;
+}
+
+// This block's share of the output vector: [first, last).
+__host__ __device__ inline void slice(int block, int blocks, int width, int& first, int& last) {
+  const int per = (width + blocks - 1) / blocks;
+  first = block * per < width ? block * per : width;
+  last = first + per < width ? first + per : width;
+}
+
+template <int H, int W>
+__global__ void __launch_bounds__(kThreads, 1) phases_kernel(Args a) {
+  __shared__ float scratch[33];
+  for (int p = 0; p < a.phases; ++p) {
+    if (W != kEmpty) {
+      const float* in = a.vec[p & 1];
+      float* out = a.vec[(p + 1) & 1];
+      int first, last;
+      slice(blockIdx.x, gridDim.x, a.width, first, last);
+      const int mine_at = first + threadIdx.x;
+      const float mine = mine_at < last ? __ldcg(in + mine_at) : 0.f;
+      float x0 = threadIdx.x < a.width ? __ldcg(in + threadIdx.x) : 0.f;
+      float x1 = threadIdx.x + kThreads < a.width ? __ldcg(in + threadIdx.x + kThreads) : 0.f;
+      const float mean = block_sum(x0 + x1, scratch) / a.width;
+      float y;
+      if (W == kVector) {
+        y = 0.5f * mine + 0.01f * mean;
+      } else {
+        x0 = threadIdx.x < a.width ? x0 - mean : 0.f;
+        x1 = threadIdx.x + kThreads < a.width ? x1 - mean : 0.f;
+        const float var = block_sum(x0 * x0 + x1 * x1, scratch) / a.width;
+        y = 0.5f * (mine - mean) * rsqrtf(var + 1e-5f) + 0.1f;
+      }
+      if (mine_at < last) __stcg(out + mine_at, y);
+    }
+    hand_over<H>(a, a.before + p + 1);
+  }
+}
+
+using KernelFn = void (*)(Args);
+
+KernelFn kernel_for(int h, int w) {
+  static const KernelFn table[4][3] = {
+      {phases_kernel<kCounter, kEmpty>, phases_kernel<kCounter, kVector>, phases_kernel<kCounter, kLayerNorm>},
+      {phases_kernel<kRed, kEmpty>, phases_kernel<kRed, kVector>, phases_kernel<kRed, kLayerNorm>},
+      {phases_kernel<kSplit8, kEmpty>, phases_kernel<kSplit8, kVector>, phases_kernel<kSplit8, kLayerNorm>},
+      {phases_kernel<kFlags, kEmpty>, phases_kernel<kFlags, kVector>, phases_kernel<kFlags, kLayerNorm>},
+  };
+  return table[h][w];
+}
+
+// The same chain on the CPU (each phase's sums in double).
+std::vector<float> reference(std::vector<float> v, int work, int phases) {
+  const int n = static_cast<int>(v.size());
+  std::vector<float> next(n);
+  for (int p = 0; p < phases; ++p) {
+    double s = 0;
+    for (float x : v) s += x;
+    const float mean = static_cast<float>(s / n);
+    double q = 0;
+    for (float x : v) q += double(x - mean) * (x - mean);
+    const float rstd = 1.f / std::sqrt(static_cast<float>(q / n) + 1e-5f);
+    for (int i = 0; i < n; ++i)
+      next[i] = work == kVector ? 0.5f * v[i] + 0.01f * mean : 0.5f * (v[i] - mean) * rstd + 0.1f;
+    v.swap(next);
+  }
+  return v;
+}
+
+struct Probe {
+  Args args{};
+  int blocks = 0;
+  cudaStream_t stream{};
+  cudaEvent_t start{}, stop{};
+
+  void reset() {
+    CHECK(cudaMemsetAsync(args.counters, 0, kSplit * kLineWords * sizeof(unsigned), stream));
+    CHECK(cudaMemsetAsync(args.flags, 0, blocks * sizeof(unsigned), stream));
+    args.before = 0;
+  }
+
+  void launch(KernelFn fn, int phases) {
+    args.phases = phases;
+    void* params[] = {&args};
+    CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(fn), dim3(blocks), dim3(kThreads), params, 0, stream));
+    args.before += phases;  // the next launch's hand-over numbers start after this one's
+  }
+
+  // Median over samples of the mean time of 20 back-to-back launches, in microseconds.
+  double time_us(KernelFn fn, int phases, int samples) {
+    constexpr int kBatch = 20;
+    launch(fn, phases);  // warm-up
+    std::vector<double> us;
+    for (int s = 0; s < samples; ++s) {
+      CHECK(cudaEventRecord(start, stream));
+      for (int i = 0; i < kBatch; ++i) launch(fn, phases);
+      CHECK(cudaEventRecord(stop, stream));
+      CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, start, stop));
+      us.push_back(ms * 1e3 / kBatch);
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  }
+
+  // Runs `phases` phases from a known vector and compares with the CPU. False on a mismatch.
+  bool check(KernelFn fn, int work, int phases) {
+    std::vector<float> v(args.width);
+    for (int i = 0; i < args.width; ++i) v[i] = std::sin(0.37f * i) + 0.25f;
+    CHECK(cudaMemcpyAsync(args.vec[0], v.data(), v.size() * 4, cudaMemcpyHostToDevice, stream));
+    launch(fn, phases);
+    std::vector<float> got(args.width);
+    CHECK(cudaMemcpyAsync(got.data(), args.vec[phases & 1], got.size() * 4, cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    const std::vector<float> want = reference(v, work, phases);
+    for (int i = 0; i < args.width; ++i)
+      if (!(std::fabs(got[i] - want[i]) <= 1e-4f * (1.f + std::fabs(want[i])))) {
+        std::fprintf(stderr, "check failed: element %d after %d phases: GPU %g, CPU %g\n", i, phases, got[i], want[i]);
+        return false;
+      }
+    return true;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int width = argc > 1 ? std::atoi(argv[1]) : 768;
+  const int samples = argc > 2 ? std::atoi(argv[2]) : 9;
+  if (width < 1 || width > kMaxWidth || samples < 1) {
+    std::fprintf(stderr, "usage: %s [width 1..%d] [samples >= 1]\n", argv[0], kMaxWidth);
+    return 2;
+  }
+  CHECK(cudaSetDevice(0));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  Probe probe;
+  probe.blocks = prop.multiProcessorCount;
+  int per_sm = 0;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, phases_kernel<kCounter, kLayerNorm>, kThreads, 0));
+  if (per_sm < 1) {
+    std::fprintf(stderr, "a %d-thread block does not fit on an SM\n", kThreads);
+    return 1;
+  }
+  CHECK(cudaStreamCreateWithFlags(&probe.stream, cudaStreamNonBlocking));
+  CHECK(cudaEventCreate(&probe.start));
+  CHECK(cudaEventCreate(&probe.stop));
+  CHECK(cudaMalloc(&probe.args.counters, kSplit * kLineWords * sizeof(unsigned)));
+  CHECK(cudaMemset(probe.args.counters, 0, kSplit * kLineWords * sizeof(unsigned)));
+  CHECK(cudaMalloc(&probe.args.flags, probe.blocks * sizeof(unsigned)));
+  CHECK(cudaMemset(probe.args.flags, 0, probe.blocks * sizeof(unsigned)));
+  for (auto& v : probe.args.vec) CHECK(cudaMalloc(&v, width * sizeof(float)));
+  probe.args.width = width;
+  std::printf("# %s, %d SMs, one %d-thread block per SM, width %d, %d samples\n", prop.name, probe.blocks, kThreads,
+              width, samples);
+
+  int failures = 0;
+  for (int h = 0; h < 4; ++h)
+    for (int w = 0; w < 3; ++w) {
+      const KernelFn fn = kernel_for(h, w);
+      probe.reset();  // each hand-over keeps its own count, from zero
+      if (w != kEmpty && !(probe.check(fn, w, 1) && probe.check(fn, w, 61))) {
+        std::printf("floor %s %s CHECK FAILED\n", kHandOverNames[h], kWorkNames[w]);
+        ++failures;
+        continue;
+      }
+      const double one = probe.time_us(fn, 1, samples);
+      const double step61 = probe.time_us(fn, 61, samples);
+      const double many = probe.time_us(fn, 241, samples);
+      std::printf("floor %s %s blocks=%d per_phase_ns=%.0f step61_us=%.2f one_phase_us=%.2f\n", kHandOverNames[h],
+                  kWorkNames[w], probe.blocks, (many - one) * 1e3 / 240, step61, one);
+      std::fflush(stdout);
+    }
+  return failures == 0 ? 0 : 1;
+}
