@@ -11,14 +11,20 @@
 //              red      one counter, red.release instead of fence + atomic
 //              split8   8 counters on separate lines (block b adds to b % 8), 8 lanes poll them
 //              flags    one word per block (st.release of the phase number), a warp polls them all
+// and, for designs that hand data over inside a thread-block cluster instead of the grid:
+//   cluster <n>  blocks in clusters of n exchange through distributed shared memory: each block
+//                writes its slice of the next vector into every peer's shared memory, then
+//                barrier.cluster (cooperative_groups' cluster.sync); work empty or vector as above
 // Every kernel's output is checked against a CPU reference before it is timed. The time of a
 // P-phase kernel is the median over samples of 20 back-to-back cooperative launches (events);
 // per phase is (t(241) - t(1)) / 240, which leaves the launch out.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o handover_floor bench/handover_floor.cu
 //   ./handover_floor [width=768] [samples=9]
-// Output: one line per (hand-over, work):
+// Output: one line per (hand-over, work), then per (cluster size, work):
 //   floor <hand-over> <work> blocks=<n> per_phase_ns=<x> step61_us=<y>
+//   cluster <n> <work> blocks=<n> per_phase_ns=<x>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -169,6 +175,46 @@ __global__ void __launch_bounds__(kThreads, 1) phases_kernel(Args a) {
   }
 }
 
+struct ClusterArgs {
+  const float* in;  // [width], every cluster's starting vector
+  float* out;       // [clusters][width], each cluster's vector after the last phase
+  int width;
+  int phases;
+};
+
+// Each cluster runs the vector chain on its own: phase p reads the whole vector from this block's
+// shared memory, and each block writes its slice of the next one into every block of the cluster.
+template <int W>
+__global__ void __launch_bounds__(kThreads, 1) cluster_kernel(ClusterArgs a) {
+  namespace cg = cooperative_groups;
+  __shared__ float vec[2][kMaxWidth];
+  __shared__ float scratch[33];
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank()), size = static_cast<int>(cluster.num_blocks());
+  for (int i = threadIdx.x; i < a.width; i += kThreads) vec[0][i] = a.in[i];
+  cluster.sync();
+  for (int p = 0; p < a.phases; ++p) {
+    if (W == kVector) {
+      const float* in = vec[p & 1];
+      const float x0 = threadIdx.x < a.width ? in[threadIdx.x] : 0.f;
+      const float x1 = threadIdx.x + kThreads < a.width ? in[threadIdx.x + kThreads] : 0.f;
+      const float mean = block_sum(x0 + x1, scratch) / a.width;
+      int first, last;
+      slice(rank, size, a.width, first, last);
+      const int j = first + threadIdx.x;
+      if (j < last) {
+        const float y = 0.5f * in[j] + 0.01f * mean;
+        for (int r = 0; r < size; ++r) cluster.map_shared_rank(&vec[(p + 1) & 1][0], r)[j] = y;
+      }
+    }
+    cluster.sync();
+  }
+  if (rank == 0) {
+    const int c = blockIdx.x / size;
+    for (int i = threadIdx.x; i < a.width; i += kThreads) a.out[std::size_t(c) * a.width + i] = vec[W == kVector ? a.phases & 1 : 0][i];
+  }
+}
+
 using KernelFn = void (*)(Args);
 
 KernelFn kernel_for(int h, int w) {
@@ -255,6 +301,67 @@ struct Probe {
   }
 };
 
+// The cluster kernels: checked, then per phase = (t(241) - t(1)) / 240 as for the grid.
+struct ClusterProbe {
+  ClusterArgs args{};
+  int size = 0, clusters = 0;
+  cudaStream_t stream{};
+  cudaEvent_t start{}, stop{};
+
+  void launch(void (*fn)(ClusterArgs), int phases) {
+    args.phases = phases;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(clusters * size);
+    config.blockDim = dim3(kThreads);
+    config.stream = stream;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = size;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    CHECK(cudaLaunchKernelEx(&config, fn, args));
+  }
+
+  double time_us(void (*fn)(ClusterArgs), int phases, int samples) {
+    constexpr int kBatch = 20;
+    launch(fn, phases);
+    std::vector<double> us;
+    for (int s = 0; s < samples; ++s) {
+      CHECK(cudaEventRecord(start, stream));
+      for (int i = 0; i < kBatch; ++i) launch(fn, phases);
+      CHECK(cudaEventRecord(stop, stream));
+      CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, start, stop));
+      us.push_back(ms * 1e3 / kBatch);
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  }
+
+  bool check(void (*fn)(ClusterArgs), int work, int phases) {
+    std::vector<float> v(args.width);
+    for (int i = 0; i < args.width; ++i) v[i] = std::sin(0.37f * i) + 0.25f;
+    CHECK(cudaMemcpyAsync(const_cast<float*>(args.in), v.data(), v.size() * 4, cudaMemcpyHostToDevice, stream));
+    launch(fn, phases);
+    std::vector<float> got(std::size_t(clusters) * args.width);
+    CHECK(cudaMemcpyAsync(got.data(), args.out, got.size() * 4, cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    const std::vector<float> want = work == kVector ? reference(v, kVector, phases) : v;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const float w = want[i % args.width];
+      if (!(std::fabs(got[i] - w) <= 1e-4f * (1.f + std::fabs(w)))) {
+        std::fprintf(stderr, "cluster check failed: element %zu after %d phases: GPU %g, CPU %g\n", i, phases,
+                     got[i], w);
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -304,5 +411,30 @@ int main(int argc, char** argv) {
                   kWorkNames[w], probe.blocks, (many - one) * 1e3 / 240, step61, one);
       std::fflush(stdout);
     }
+  ClusterProbe cp;
+  cp.stream = probe.stream, cp.start = probe.start, cp.stop = probe.stop;
+  cp.args.width = width;
+  float* cluster_in = nullptr;
+  CHECK(cudaMalloc(&cluster_in, width * sizeof(float)));
+  cp.args.in = cluster_in;
+  for (int size : {2, 4, 8}) {
+    cp.size = size;
+    cp.clusters = probe.blocks / size;
+    CHECK(cudaMalloc(&cp.args.out, std::size_t(cp.clusters) * width * sizeof(float)));
+    for (int w : {kEmpty, kVector}) {
+      void (*fn)(ClusterArgs) = w == kEmpty ? cluster_kernel<kEmpty> : cluster_kernel<kVector>;
+      if (!(cp.check(fn, w, 1) && cp.check(fn, w, 61))) {
+        std::printf("cluster %d %s CHECK FAILED\n", size, kWorkNames[w]);
+        ++failures;
+        continue;
+      }
+      const double one = cp.time_us(fn, 1, samples);
+      const double many = cp.time_us(fn, 241, samples);
+      std::printf("cluster %d %s blocks=%d per_phase_ns=%.0f\n", size, kWorkNames[w], cp.clusters * size,
+                  (many - one) * 1e3 / 240);
+      std::fflush(stdout);
+    }
+    CHECK(cudaFree(cp.args.out));
+  }
   return failures == 0 ? 0 : 1;
 }
