@@ -11,6 +11,10 @@
 //              red      one counter, red.release instead of fence + atomic
 //              split8   8 counters on separate lines (block b adds to b % 8), 8 lanes poll them
 //              flags    one word per block (st.release of the phase number), a warp polls them all
+//         gemv       what a projection phase of the fused step does: each warp loads its two rows
+//                    of a bf16 [width, width] matrix into registers between arriving and leaving
+//                    the hand-over, stages the vector in shared memory, and writes
+//                    0.8 x + W x for its rows (one matrix per phase, 241 of them: HBM, not L2)
 // and, for designs that hand data over inside a thread-block cluster instead of the grid:
 //   cluster <n>  blocks in clusters of n exchange through distributed shared memory: each block
 //                writes its slice of the next vector into every peer's shared memory, then
@@ -25,6 +29,7 @@
 //   floor <hand-over> <work> blocks=<n> per_phase_ns=<x> step61_us=<y>
 //   cluster <n> <work> blocks=<n> per_phase_ns=<x>
 #include <cooperative_groups.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -173,6 +178,96 @@ __global__ void __launch_bounds__(kThreads, 1) phases_kernel(Args a) {
     }
     hand_over<H>(a, a.before + p + 1);
   }
+}
+
+// ---- the projection phase -------------------------------------------------------------------
+
+constexpr int kGemvRows = 2;    // rows per warp
+constexpr int kGemvPieces = 4;  // 16-byte pieces per lane per row: 4 x 32 x 8 = 1024 columns
+constexpr int kMatrices = 241;  // one per phase of the longest chain
+
+struct GemvArgs {
+  Args chain;
+  const __nv_bfloat16* weights;  // [kMatrices][width][width]
+};
+
+struct RowTile {
+  uint4 v[kGemvRows][kGemvPieces];
+};
+
+__device__ __forceinline__ void load_rows(RowTile& t, const __nv_bfloat16* w, int width, int row) {
+  const int lane = threadIdx.x & 31, chunks = width / 8;
+#pragma unroll
+  for (int r = 0; r < kGemvRows; ++r)
+#pragma unroll
+    for (int u = 0; u < kGemvPieces; ++u) {
+      const int c = lane + u * 32;
+      t.v[r][u] = row + r < width && c < chunks
+                      ? __ldcs(reinterpret_cast<const uint4*>(w + std::size_t(row + r) * width) + c)
+                      : make_uint4(0, 0, 0, 0);
+    }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) gemv_kernel(GemvArgs g) {
+  const Args& a = g.chain;
+  __shared__ float staged[kMaxWidth];
+  const int lane = threadIdx.x & 31;
+  const int row = ((threadIdx.x >> 5) * gridDim.x + blockIdx.x) * kGemvRows;  // warps across blocks first
+  const std::size_t matrix = std::size_t(a.width) * a.width;
+  RowTile tile;
+  load_rows(tile, g.weights, a.width, row);
+  for (int p = 0; p < a.phases; ++p) {
+    const float* in = a.vec[p & 1];
+    float* out = a.vec[(p + 1) & 1];
+    for (int i = threadIdx.x; i < a.width; i += kThreads) staged[i] = __ldcg(in + i);
+    __syncthreads();
+    float acc[kGemvRows] = {};
+#pragma unroll
+    for (int r = 0; r < kGemvRows; ++r)
+#pragma unroll
+      for (int u = 0; u < kGemvPieces; ++u) {
+        const int c = lane + u * 32;
+        if (c * 8 >= a.width) break;
+        const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&tile.v[r][u]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float2 w2 = __bfloat1622float2(h[e]);
+          acc[r] += w2.x * staged[c * 8 + 2 * e] + w2.y * staged[c * 8 + 2 * e + 1];
+        }
+      }
+#pragma unroll
+    for (int r = 0; r < kGemvRows; ++r) {
+      for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+      if (lane == r && row + r < a.width) __stcg(out + row + r, 0.8f * staged[row + r] + acc[r]);
+    }
+    // Arrive, load the next phase's rows, then wait: the load's latency hides behind the wait.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(a.counters, 1u);
+    }
+    if (p + 1 < a.phases) load_rows(tile, g.weights + std::size_t((p + 1) % kMatrices) * matrix, a.width, row);
+    if (threadIdx.x == 0)
+      while (load_acquire(a.counters) < (a.before + p + 1) * gridDim.x) {
+      }
+    __syncthreads();
+  }
+}
+
+// The chain on the CPU with the same bf16 weights.
+std::vector<float> gemv_reference(std::vector<float> v, const std::vector<__nv_bfloat16>& w, int phases) {
+  const int n = static_cast<int>(v.size());
+  std::vector<float> next(n);
+  for (int p = 0; p < phases; ++p) {
+    const __nv_bfloat16* m = w.data() + std::size_t(p % kMatrices) * n * n;
+    for (int r = 0; r < n; ++r) {
+      double acc = 0;
+      for (int c = 0; c < n; ++c) acc += double(__bfloat162float(m[std::size_t(r) * n + c])) * v[c];
+      next[r] = 0.8f * v[r] + static_cast<float>(acc);
+    }
+    v.swap(next);
+  }
+  return v;
 }
 
 struct ClusterArgs {
@@ -411,6 +506,73 @@ int main(int argc, char** argv) {
                   kWorkNames[w], probe.blocks, (many - one) * 1e3 / 240, step61, one);
       std::fflush(stdout);
     }
+  {
+    // Weights of variance 0.36 / width: x' = 0.8 x + W x keeps the vector's size about constant.
+    const std::size_t per = std::size_t(width) * width;
+    std::vector<__nv_bfloat16> w(per * kMatrices);
+    unsigned state = 12345;
+    for (auto& e : w) {
+      state = state * 1664525u + 1013904223u;
+      e = __float2bfloat16((float(state >> 8) / 16777216.f - 0.5f) * 2.08f / std::sqrt(float(width)));
+    }
+    __nv_bfloat16* weights = nullptr;
+    CHECK(cudaMalloc(&weights, w.size() * sizeof(__nv_bfloat16)));
+    CHECK(cudaMemcpy(weights, w.data(), w.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+    GemvArgs g{probe.args, weights};
+    auto launch = [&](int phases) {
+      probe.args.phases = phases;
+      g.chain = probe.args;
+      void* params[] = {&g};
+      CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(gemv_kernel), dim3(probe.blocks), dim3(kThreads),
+                                        params, 0, probe.stream));
+      probe.args.before += phases;
+    };
+    probe.reset();
+    bool ok = true;
+    for (int phases : {1, 61}) {
+      std::vector<float> v(width);
+      for (int i = 0; i < width; ++i) v[i] = std::sin(0.37f * i) + 0.25f;
+      CHECK(cudaMemcpy(probe.args.vec[0], v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+      launch(phases);
+      CHECK(cudaStreamSynchronize(probe.stream));
+      std::vector<float> got(width);
+      CHECK(cudaMemcpy(got.data(), probe.args.vec[phases & 1], got.size() * 4, cudaMemcpyDeviceToHost));
+      const std::vector<float> want = gemv_reference(v, w, phases);
+      for (int i = 0; i < width && ok; ++i)
+        if (!(std::fabs(got[i] - want[i]) <= 1e-3f * (1.f + std::fabs(want[i])))) {
+          std::fprintf(stderr, "gemv check failed: element %d after %d phases: GPU %g, CPU %g\n", i, phases, got[i],
+                       want[i]);
+          ok = false;
+        }
+    }
+    if (!ok) {
+      std::printf("floor counter gemv CHECK FAILED\n");
+      ++failures;
+    } else {
+      auto time_us = [&](int phases) {
+        constexpr int kBatch = 20;
+        launch(phases);
+        std::vector<double> us;
+        for (int s = 0; s < samples; ++s) {
+          CHECK(cudaEventRecord(probe.start, probe.stream));
+          for (int i = 0; i < kBatch; ++i) launch(phases);
+          CHECK(cudaEventRecord(probe.stop, probe.stream));
+          CHECK(cudaEventSynchronize(probe.stop));
+          float ms = 0;
+          CHECK(cudaEventElapsedTime(&ms, probe.start, probe.stop));
+          us.push_back(ms * 1e3 / kBatch);
+        }
+        std::sort(us.begin(), us.end());
+        return us[us.size() / 2];
+      };
+      const double one = time_us(1), step61 = time_us(61), many = time_us(241);
+      std::printf("floor counter gemv blocks=%d per_phase_ns=%.0f step61_us=%.2f one_phase_us=%.2f\n", probe.blocks,
+                  (many - one) * 1e3 / 240, step61, one);
+      std::fflush(stdout);
+    }
+    CHECK(cudaFree(weights));
+  }
+
   ClusterProbe cp;
   cp.stream = probe.stream, cp.start = probe.start, cp.stop = probe.stop;
   cp.args.width = width;
