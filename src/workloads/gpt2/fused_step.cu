@@ -174,11 +174,13 @@ __device__ __forceinline__ void preload_tile(Tile<W, RPW, U>& t, const void* wei
 
 // out[b, row] = staged[b, :] . W[row, :] (+ bias[row]) for this warp's rows; `tile` holds the
 // first tile (preload_tile). PIPE: load the next round's tile before using this one (rows that
-// fit one tile, as the LM head's).
+// fit one tile, as the LM head's). `residual` ([batch][n], may be null): added to the value the
+// storing lane gets; read before the product, so its L2 round trip hides behind it.
 template <typename W, int MAXB, int RPW, int U, bool PIPE, typename Epilogue, typename Hook = NoHook>
 __device__ __forceinline__ void gemv_rows(const void* weight, int n, int k, int batch, const float* staged,
                                           const float* bias, Tile<W, RPW, U>& tile, Epilogue&& epilogue,
-                                          Hook&& hook = NoHook{}) {
+                                          Hook&& hook = NoHook{}, const float* residual = nullptr) {
+  static_assert(RPW * MAXB <= 32, "one output per storing lane");
   constexpr int VEC = 16 / sizeof(W);
   const int lane = threadIdx.x & 31;
   const int tw = gridDim.x * kWarps, gw = global_warp();
@@ -191,6 +193,9 @@ __device__ __forceinline__ void gemv_rows(const void* weight, int n, int k, int 
     Tile<W, RPW, U> next;
     if constexpr (PIPE)
       if (single && next_row < n) load_tile(next, weight, n, k, next_row, lane);
+    float resid = 0.0f;  // the storing lane's: output (lane / MAXB, lane % MAXB)
+    if (residual != nullptr && lane / MAXB < RPW && lane % MAXB < batch && row + lane / MAXB < n)
+      resid = __ldcg(residual + std::size_t(lane % MAXB) * n + row + lane / MAXB);
     float acc[RPW][MAXB];
 #pragma unroll
     for (int r = 0; r < RPW; ++r)
@@ -226,7 +231,8 @@ __device__ __forceinline__ void gemv_rows(const void* weight, int n, int k, int 
 #pragma unroll
       for (int b = 0; b < MAXB; ++b) {
         if (b >= batch) break;
-        epilogue(row + r, b, acc[r][b] + add, lane == (r * MAXB + b) % 32);
+        const bool store = lane == r * MAXB + b;
+        epilogue(row + r, b, acc[r][b] + add + (store ? resid : 0.0f), store);
       }
     }
   }
@@ -632,10 +638,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 4, positions);
     stage_attention<W>(a, positions, staged, scale);
     mark(a, p0 + 2, fused_mark_staged);
-    gemv_rows<W, MAXB, kRows, 4, false>(w.attn_proj_w, C, C, B, staged, bias, tile, [&](int n, int b, float v, bool store) {
-      float* x = a.x + std::size_t(b) * C + n;
-      if (store) __stcg(x, __ldcg(x) + v);
-    });
+    gemv_rows<W, MAXB, kRows, 4, false>(
+        w.attn_proj_w, C, C, B, staged, bias, tile,
+        [&](int n, int b, float v, bool store) {
+          if (store) __stcg(a.x + std::size_t(b) * C + n, v);
+        },
+        NoHook{}, a.x);
     grid_arrive(a, target, p0 + 2);
     preload_tile(tile, w.fc_w, F, C);
     copy_async(gamma, w.ln2_w, C);
@@ -663,11 +671,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     if (lane == 0 && a.prefetch) prefetch_phase<W>(a, p0 + 6, positions);
     stage_activations<W>(a.hidden, B * F, staged);
     mark(a, p0 + 4, fused_mark_staged);
-    gemv_rows<W, MAXB, kProjRows, 12, false>(w.fc_proj_w, C, F, B, staged, bias, tile_proj,
-                                     [&](int n, int b, float v, bool store) {
-                                       float* x = a.x + std::size_t(b) * C + n;
-                                       if (store) __stcg(x, __ldcg(x) + v);
-                                     });
+    gemv_rows<W, MAXB, kProjRows, 12, false>(
+        w.fc_proj_w, C, F, B, staged, bias, tile_proj,
+        [&](int n, int b, float v, bool store) {
+          if (store) __stcg(a.x + std::size_t(b) * C + n, v);
+        },
+        NoHook{}, a.x);
     grid_arrive(a, target, p0 + 4);
     if (layer + 1 < a.layer_count) {
       const FusedLayer& next = a.layers[layer + 1];
