@@ -39,14 +39,8 @@
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "probe_common.cuh"
+
 
 namespace {
 
@@ -344,7 +338,6 @@ struct Probe {
   Args args{};
   int blocks = 0;
   cudaStream_t stream{};
-  cudaEvent_t start{}, stop{};
 
   void reset() {
     CHECK(cudaMemsetAsync(args.counters, 0, kSplit * kLineWords * sizeof(unsigned), stream));
@@ -361,21 +354,9 @@ struct Probe {
 
   // Median over samples of the mean time of 20 back-to-back launches, in microseconds.
   double time_us(KernelFn fn, int phases, int samples) {
-    constexpr int kBatch = 20;
-    launch(fn, phases);  // warm-up
-    std::vector<double> us;
-    for (int s = 0; s < samples; ++s) {
-      CHECK(cudaEventRecord(start, stream));
-      for (int i = 0; i < kBatch; ++i) launch(fn, phases);
-      CHECK(cudaEventRecord(stop, stream));
-      CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, start, stop));
-      us.push_back(ms * 1e3 / kBatch);
-    }
-    std::sort(us.begin(), us.end());
-    return us[us.size() / 2];
+    return median_launch_us(stream, samples, 20, [&] { launch(fn, phases); });
   }
+
 
   // Runs `phases` phases from a known vector and compares with the CPU. False on a mismatch.
   bool check(KernelFn fn, int work, int phases) {
@@ -401,7 +382,6 @@ struct ClusterProbe {
   ClusterArgs args{};
   int size = 0, clusters = 0;
   cudaStream_t stream{};
-  cudaEvent_t start{}, stop{};
 
   void launch(void (*fn)(ClusterArgs), int phases) {
     args.phases = phases;
@@ -420,21 +400,9 @@ struct ClusterProbe {
   }
 
   double time_us(void (*fn)(ClusterArgs), int phases, int samples) {
-    constexpr int kBatch = 20;
-    launch(fn, phases);
-    std::vector<double> us;
-    for (int s = 0; s < samples; ++s) {
-      CHECK(cudaEventRecord(start, stream));
-      for (int i = 0; i < kBatch; ++i) launch(fn, phases);
-      CHECK(cudaEventRecord(stop, stream));
-      CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, start, stop));
-      us.push_back(ms * 1e3 / kBatch);
-    }
-    std::sort(us.begin(), us.end());
-    return us[us.size() / 2];
+    return median_launch_us(stream, samples, 20, [&] { launch(fn, phases); });
   }
+
 
   bool check(void (*fn)(ClusterArgs), int work, int phases) {
     std::vector<float> v(args.width);
@@ -478,8 +446,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   CHECK(cudaStreamCreateWithFlags(&probe.stream, cudaStreamNonBlocking));
-  CHECK(cudaEventCreate(&probe.start));
-  CHECK(cudaEventCreate(&probe.stop));
   CHECK(cudaMalloc(&probe.args.counters, kSplit * kLineWords * sizeof(unsigned)));
   CHECK(cudaMemset(probe.args.counters, 0, kSplit * kLineWords * sizeof(unsigned)));
   CHECK(cudaMalloc(&probe.args.flags, probe.blocks * sizeof(unsigned)));
@@ -549,22 +515,7 @@ int main(int argc, char** argv) {
       std::printf("floor counter gemv CHECK FAILED\n");
       ++failures;
     } else {
-      auto time_us = [&](int phases) {
-        constexpr int kBatch = 20;
-        launch(phases);
-        std::vector<double> us;
-        for (int s = 0; s < samples; ++s) {
-          CHECK(cudaEventRecord(probe.start, probe.stream));
-          for (int i = 0; i < kBatch; ++i) launch(phases);
-          CHECK(cudaEventRecord(probe.stop, probe.stream));
-          CHECK(cudaEventSynchronize(probe.stop));
-          float ms = 0;
-          CHECK(cudaEventElapsedTime(&ms, probe.start, probe.stop));
-          us.push_back(ms * 1e3 / kBatch);
-        }
-        std::sort(us.begin(), us.end());
-        return us[us.size() / 2];
-      };
+      auto time_us = [&](int phases) { return median_launch_us(probe.stream, samples, 20, [&] { launch(phases); }); };
       const double one = time_us(1), step61 = time_us(61), many = time_us(241);
       std::printf("floor counter gemv blocks=%d per_phase_ns=%.0f step61_us=%.2f one_phase_us=%.2f\n", probe.blocks,
                   (many - one) * 1e3 / 240, step61, one);
@@ -574,7 +525,7 @@ int main(int argc, char** argv) {
   }
 
   ClusterProbe cp;
-  cp.stream = probe.stream, cp.start = probe.start, cp.stop = probe.stop;
+  cp.stream = probe.stream;
   cp.args.width = width;
   float* cluster_in = nullptr;
   CHECK(cudaMalloc(&cluster_in, width * sizeof(float)));

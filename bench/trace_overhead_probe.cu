@@ -26,14 +26,7 @@
 #include <functional>
 #include <vector>
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+#include "probe_common.cuh"
 
 __global__ void empty_kernel() {}
 
