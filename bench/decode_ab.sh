@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # A kernel change side by side: the GPU test suite of this build, then `ridge decode` (graph,
 # context 1024, bf16 unless stated) of the build before the change (build/bin/ridge_before, copied
-# there by hand) and of this one (build/bin/ridge), interleaved.   bench/decode_ab.sh OUTDIR
+# there by hand) and of this one (build/bin/ridge), interleaved.
+#   bench/decode_ab.sh OUTDIR [batches|sizes]   batches: GPT-2 small at batch 1 (4 rounds), 4, 8,
+#   fp32, and xl; sizes: small, medium, large and xl at batch 1 (2 rounds each)
 set -uo pipefail
 DIR=${1:-runs/decode_ab}
+SET=${2:-batches}
 mkdir -p "$DIR"
 [[ -x build/bin/ridge_before ]] || { echo "decode_ab.sh: build/bin/ridge_before is missing"; exit 1; }
 timeout 200 ctest --test-dir build -L gpu --output-on-failure > "$DIR/gpu_tests.txt" 2>&1
@@ -14,6 +17,15 @@ d() {  # binary, label, then ridge decode arguments
     --json "$DIR/decode.$label.json" > "$DIR/decode.$label.txt" 2>&1
   echo "$label (rc=$?): $(grep -E '^ +[0-9]' "$DIR/decode.$label.txt" | tr -s ' ' | cut -d' ' -f2-7 | tr '\n' '|')"
 }
+if [[ $SET == sizes ]]; then
+  for round in 0 1; do
+    for model in small medium large xl; do
+      d ridge_before before.$model.$round --model $model --batch 1
+      d ridge after.$model.$round --model $model --batch 1
+    done
+  done
+  exit 0
+fi
 for round in 0 1 2 3; do
   d ridge_before before.b1.$round --batch 1
   d ridge after.b1.$round --batch 1
