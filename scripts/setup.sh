@@ -1,21 +1,126 @@
 #!/usr/bin/env bash
-# Installs what building ridge needs (Debian/Ubuntu packages; the CUDA toolkit must already be
-# installed) and configures + builds into ./build. Safe to run again.
+# Makes sure the tools and libraries building ridge needs are there, installs only what is missing
+# (through apt-get, on Debian/Ubuntu), then configures and builds into ./build. Safe to run again.
+#
+# Needs: CMake >= 3.25, Ninja, a C++20 compiler, the CUDA 13 toolkit (nvcc; never installed here),
+# and the CMake packages CLI11, nlohmann_json (>= 3.10), fmt and GTest (tests only). Each is looked
+# for by what it provides (a command on PATH, a package CMake finds), wherever it came from: pip,
+# conda, a source install or apt. Extra CMake arguments: RIDGE_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=..."
 set -euo pipefail
 cd "$(dirname "$0")/.."
-need=()
-for pkg in cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "setup: installing ${need[*]}" >&2
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+
+say() { echo "setup: $*" >&2; }
+read -r -a cmake_args <<<"${RIDGE_CMAKE_ARGS:-}"
+
+# ---- what is missing: apt package names, and what each stands for ---------------------------
+apt_need=()
+missing=()
+want() { apt_need+=("$1"); missing+=("$2"); }
+listed() { local IFS=','; echo "$*" | sed 's/,/, /g'; }
+
+cmake_ok() {
+  command -v cmake >/dev/null 2>&1 || return 1
+  local v; v=$(cmake --version | sed -n 's/^cmake version \([0-9][0-9.]*\).*/\1/p')
+  [ -n "$v" ] && [ "$(printf '%s\n' 3.25 "$v" | sort -V | head -n1)" = 3.25 ]
+}
+ninja_ok() { command -v ninja >/dev/null 2>&1; }
+cxx_ok() {
+  if [ -n "${CXX:-}" ]; then command -v "${CXX%% *}" >/dev/null 2>&1; return; fi
+  command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1
+}
+
+# The CMake packages the build asks for, looked up by CMake itself (any prefix it searches, plus
+# CMAKE_PREFIX_PATH from the environment or RIDGE_CMAKE_ARGS). Prints the missing ones' names.
+cmake_packages_missing() {
+  local probe; probe=$(mktemp -d)
+  local tests=ON
+  [[ " ${RIDGE_CMAKE_ARGS:-} " == *"-DRIDGE_BUILD_TESTS=OFF"* ]] && tests=OFF
+  cat >"$probe/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.25)
+project(ridge_setup_probe LANGUAGES CXX)  # CXX: CMake then knows the multiarch lib dirs
+set(missing "")
+find_package(CLI11 QUIET)
+if(NOT CLI11_FOUND)
+  list(APPEND missing CLI11)
+endif()
+find_package(nlohmann_json 3.10 QUIET)
+if(NOT nlohmann_json_FOUND)
+  list(APPEND missing nlohmann_json)
+endif()
+find_package(fmt QUIET)
+if(NOT fmt_FOUND)
+  list(APPEND missing fmt)
+endif()
+if(PROBE_TESTS)
+  find_package(GTest QUIET)
+  if(NOT GTest_FOUND)
+    list(APPEND missing GTest)
+  endif()
+endif()
+file(WRITE ${CMAKE_BINARY_DIR}/missing.txt "${missing}")
+EOF
+  if cmake -S "$probe" -B "$probe/build" -DPROBE_TESTS=$tests "${cmake_args[@]}" >"$probe/log" 2>&1; then
+    tr ';' ' ' <"$probe/build/missing.txt"
+  else
+    say "could not run CMake to look for packages:"; cat "$probe/log" >&2; rm -rf "$probe"; exit 1
+  fi
+  rm -rf "$probe"
+}
+
+apt_name() {
+  case $1 in
+    CLI11) echo libcli11-dev ;;
+    nlohmann_json) echo nlohmann-json3-dev ;;
+    fmt) echo libfmt-dev ;;
+    GTest) echo libgtest-dev ;;
+  esac
+}
+
+check_tools() {
+  cmake_ok || want cmake "CMake >= 3.25 (cmake on PATH: $(command -v cmake >/dev/null 2>&1 && cmake --version | head -n1 || echo none))"
+  ninja_ok || want ninja-build "Ninja (ninja on PATH)"
+  cxx_ok || want g++ "a C++ compiler (\$CXX, c++, g++ or clang++ on PATH)"
+}
+
+install_missing() {
+  [ ${#apt_need[@]} -eq 0 ] && return 0
+  say "missing: $(listed "${missing[@]}")"
+  if ! command -v apt-get >/dev/null 2>&1; then
+    say "no apt-get here: install $(listed "${missing[@]}") yourself (CMake packages can live anywhere CMAKE_PREFIX_PATH points)"
+    exit 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { say "installing ${apt_need[*]} needs root (no sudo found)"; exit 1; }
+    sudo="sudo"
+  fi
+  say "installing ${apt_need[*]} with apt-get"
+  if ! { $sudo apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_need[@]}" >/dev/null; }; then
+    say "apt-get could not install ${apt_need[*]} (no network or no such package?)."
+    say "install these yourself, then run scripts/setup.sh again: $(listed "${missing[@]}")"
+    [[ " ${apt_need[*]} " == *" cmake "* ]] && say "(a recent CMake and Ninja also come from pip: pip install cmake ninja)"
+    exit 1
+  fi
+  apt_need=(); missing=()
+}
+
+check_tools
+install_missing
+# apt's CMake can still be older than 3.25 (Ubuntu 22.04 ships 3.22): say so rather than fail later.
+check_tools
+if [ ${#missing[@]} -gt 0 ]; then
+  say "still missing after apt-get: $(listed "${missing[@]}") (pip install cmake ninja gives current versions)"; exit 1
 fi
+
+for pkg in $(cmake_packages_missing); do want "$(apt_name "$pkg")" "CMake package $pkg"; done
+install_missing
+left=$(cmake_packages_missing)
+if [ -n "$left" ]; then say "CMake still does not find: $left (set CMAKE_PREFIX_PATH to where they are)"; exit 1; fi
+
 if ! command -v nvcc >/dev/null 2>&1; then
   if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH
-  else echo "setup: nvcc not found; install the CUDA toolkit 13 (https://developer.nvidia.com/cuda-downloads)" >&2; exit 1; fi
+  else say "nvcc not found; install the CUDA toolkit 13 (https://developer.nvidia.com/cuda-downloads)"; exit 1; fi
 fi
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${RIDGE_CMAKE_ARGS:-} >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" >/dev/null
 cmake --build build -j "$(nproc)"
