@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 2's side-by-side: cuBLAS BF16 GEMM at 4096^2 and 8192^2 timed by ridge (CUDA events, the
-# seed's measure_cuda, on the same cublasGemmEx call PyTorch makes) and `a @ b` in PyTorch timed with torch.cuda.Event the seed's way, in one
-# session. Usage: bench/gemm_vs_torch.sh [BUILD_DIR]  (writes into $OUT or runs/)
+# ridge's GEMM timing against PyTorch's: cuBLAS BF16 GEMM at 4096^2 and 8192^2 timed by `ridge timing`
+# (CUDA events through measure_cuda, on the same cublasGemmEx call PyTorch makes) and `a @ b` in
+# PyTorch timed with torch.cuda.Event pairs the same way (bench/gemm_vs_torch.py), in one session.
+# Usage: bench/gemm_vs_torch.sh [BUILD_DIR]  (writes into $OUT/gemm_vs_torch or runs/gemm_vs_torch)
 set -euo pipefail
 build=${1:-build}
 out=${OUT:-runs}/gemm_vs_torch
@@ -9,11 +10,11 @@ mkdir -p "$out"
 # Same op, same call (cublasGemmEx, row-major), same sequence of timers and counts in both
 # programs; a pause before each lets the card's power state settle, and the order alternates.
 : > "$out/torch_bf16.jsonl"
-# repeats=10 calls per event pair (the seed's `repeats`) so neither side's host launch latency
+# repeats=10 calls per event pair (measure_cuda's `repeats`) so neither side's host launch latency
 # (Python's is larger than C++'s) sits inside the events. With one call per pair the PyTorch side
-# reads ~5% more at 4096 (results/h200/foundation/COMMAND.md).
+# reads ~5% more at 4096 (results/h200/timing/COMMAND.md).
 for n in 4096 8192; do
-  sleep 3; python3 bench/torch_gemm_events.py $n --dtype bf16 --repeats 10 >> "$out/torch_bf16.jsonl"
+  sleep 3; python3 bench/gemm_vs_torch.py $n --dtype bf16 --repeats 10 >> "$out/torch_bf16.jsonl"
   sleep 3; "$build/bin/ridge" timing --n $n --dtype bf16 --backend cublas --samples 20 --warmup 5 --repeats 10 --json "$out/ridge_bf16_$n.json" > "$out/ridge_bf16_$n.txt"
 done
 python3 - "$out" <<'PY'

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch side of bench/sweeps_vs_torch.sh: times torch.add and torch.matmul at the sizes ridge
-measured, with Triton's do_bench (median) and with CUDA-graph replay, and checks issue 4's targets.
+measured, with Triton's do_bench (median) and with CUDA-graph replay, and checks the targets
+listed in bench/sweeps_vs_torch.sh.
 Writes DEST/torch_side.json and DEST/summary.json; prints a short table last."""
 import argparse
 import json

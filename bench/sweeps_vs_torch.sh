@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ridge bandwidth / ridge matmul next to PyTorch, in one GPU session (issue 4's targets):
+# ridge bandwidth / ridge matmul next to torch.add / torch.matmul, in one GPU session, with targets:
 #   - x + y at 2^28: best ridge variant >= 1.0x torch.add (triton do_bench median; CUDA-graph replay too)
 #   - x + y at 2^10: ridge's time within 1 us of its measured empty-launch floor
 #   - BF16 GEMM at n >= 1024: ridge >= 0.97x torch.matmul (do_bench median; graph replay too)
@@ -30,7 +30,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --fo
 # The default sweeps, as a user runs them (wall time includes process start and CUDA init).
 timed bandwidth_default "$RIDGE" bandwidth --json "$DEST/bandwidth_default.json" --svg "$DEST/bandwidth_default.svg"
 timed matmul_default "$RIDGE" matmul --json "$DEST/matmul_default.json" --svg-prefix "$DEST/matmul_default"
-# The seed's exercise 2 exactly: x + y over 2^10..2^28.
+# The bandwidth-sweep exercise exactly: x + y over 2^10..2^28.
 timed bandwidth_add "$RIDGE" bandwidth --ops add --sizes 2^10:2^28:2 --json "$DEST/bandwidth_add.json" --svg "$DEST/bandwidth_add.svg"
 # Cold-cache GEMMs, closer to do_bench (which flushes the L2 before every call).
 timed matmul_cold "$RIDGE" matmul --cold --json "$DEST/matmul_cold.json"

@@ -1,4 +1,4 @@
-# Tracer settings swept by bench/trace_overhead_cpp.sh and bench/trace_pytorch_env.sh (sourced).
+# Tracer settings swept by bench/trace_overhead_cpp.sh (sourced).
 # label -> RIDGE_TRACE_* settings ("-" = untraced). Kernel records are always on when traced.
 declare -A SETTINGS=(
   [untraced]="-"

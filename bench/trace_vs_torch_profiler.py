@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch side of bench/trace_pytorch.sh.
+"""The PyTorch side of bench/trace_vs_torch_profiler.sh.
 
   run     An ordinary PyTorch training loop (a small GPT-like transformer), unmodified by any
           tracer: each iteration is marked the way real code marks it, with an NVTX range and a

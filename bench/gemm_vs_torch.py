@@ -1,7 +1,7 @@
-"""`a @ b` in PyTorch timed the seed's three ways, in the same order and with the same counts as
-`ridge timing` (naive, synchronized wall clock, then per-sample CUDA events; warmup=5,
-samples=20), so both programs give the GPU the same load history (clocks and power caps react to
-it). Usage: python3 bench/torch_gemm_events.py N [N ...] [--dtype bf16] -> one JSON line per size.
+"""The PyTorch side of bench/gemm_vs_torch.sh: `a @ b` timed the three ways `ridge timing` uses,
+in the same order and with the same counts (naive, synchronized wall clock, then per-sample CUDA
+events; warmup=5, samples=20), so both programs give the GPU the same load history (clocks and power caps react to
+it). Usage: python3 bench/gemm_vs_torch.py N [N ...] [--dtype bf16] -> one JSON line per size.
 """
 import json
 import statistics

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# ridge trace against PyTorch's profiler on the GPU machine, and the tracer's throughput limit.
+# ridge trace against PyTorch's profiler (torch.profiler) on the GPU machine, and the tracer's
+# throughput limit.
 #
-#   bench/trace_pytorch.sh [BUILD_DIR]       (default: build)   results: $OUT/trace_pytorch or runs/trace_pytorch
+#   bench/trace_vs_torch_profiler.sh [BUILD_DIR]   (default: build)
+#   results: $OUT/trace_pytorch or runs/trace_pytorch
 #
 # (a) PyTorch's profiler on an unmodified training loop: kernels per step and GPU busy per step;
 # (b) `ridge trace` on the same program: the same numbers from ridge's trace (same counting rule);
@@ -14,7 +16,7 @@ BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 RIDGE="$BUILD/bin/ridge"
 TARGET="$BUILD/bin/trace_target"
 PY=${PYTHON:-python3}
-BENCH="$ROOT/bench/trace_pytorch.py"
+BENCH="$ROOT/bench/trace_vs_torch_profiler.py"
 DIR="${OUT:-$ROOT/runs}/trace_pytorch"
 STEPS=${STEPS:-30}
 WARMUP=${WARMUP:-10}
@@ -25,7 +27,7 @@ for f in "$RIDGE" "$TARGET" "$BUILD/lib/libridge_inject.so"; do
   [[ -e "$f" ]] || { echo "missing $f: build ridge first" >&2; exit 2; }
 done
 "$PY" -c "import torch; assert torch.cuda.is_available(); print('torch', torch.__version__, torch.cuda.get_device_name(0))"
-{ echo "# bench/trace_pytorch.sh $(date -u +%FT%TZ)"; "$RIDGE" --version; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader || true; } > "$DIR/environment.txt"
+{ echo "# bench/trace_vs_torch_profiler.sh $(date -u +%FT%TZ)"; "$RIDGE" --version; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader || true; } > "$DIR/environment.txt"
 
 for size in small medium; do
   echo "== $size: kernels per step, ridge trace vs torch.profiler"

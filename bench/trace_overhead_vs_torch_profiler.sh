@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# A tracer's overhead on PyTorch training steps, measured inside one process (bench/trace_ab.py:
-# traced and untraced steps interleaved), for each size:
-#   null   trace_ab.py --mode cuda-profiler under no tracer: the profiler calls do nothing, so the
+# ridge trace's overhead against torch.profiler's on PyTorch training steps, measured inside one
+# process (bench/trace_overhead_vs_torch_profiler.py: traced and untraced steps interleaved), per size:
+#   null   the .py with --mode cuda-profiler under no tracer: the profiler calls do nothing, so the
 #          ratio must be ~1.00 (the method's own bias and noise)
 #   ridge  the same under `ridge trace --profiler-range`: CUPTI on only inside the traced steps;
 #          the trace must hold exactly (traced steps) x (kernels per step) kernels
-#   torch  trace_ab.py --mode torch-profiler: traced steps inside torch.profiler.profile
+#   torch  the .py with --mode torch-profiler: traced steps inside torch.profiler.profile
 # and, since an A/B inside one process cannot see a cost that outside-window steps pay as much as
 # traced ones, the C++ probe (bench/trace_overhead_probe.cu, built with nvcc if missing) untraced
 # and under `ridge trace --profiler-range` without any window, interleaved: per-call costs must match.
 #
-#   bench/trace_ab.sh            from the repository root; results in ${OUT:-runs}/trace_ab
+#   bench/trace_overhead_vs_torch_profiler.sh   from the repository root; results in ${OUT:-runs}/trace_ab
 #   SIZES="small medium large"  STEPS=200  WARMUP=20  BLOCK=1  CPUS=2-5 (taskset; "" = no pinning)
 #   RIDGE=build/bin/ridge  PYTHON=python3  RESIDUAL=1 (0: skip the probe)  PROBE_ROUNDS=2
 # Needs python3 with torch on a CUDA GPU, and ridge built (bin/ridge, lib/libridge_inject.so).
@@ -18,7 +18,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RIDGE=${RIDGE:-$ROOT/build/bin/ridge}
 PY=${PYTHON:-python3}
-AB="$ROOT/bench/trace_ab.py"
+AB="$ROOT/bench/trace_overhead_vs_torch_profiler.py"
 DIR="${OUT:-$ROOT/runs}/trace_ab"
 SIZES=${SIZES:-small medium large}
 STEPS=${STEPS:-200}
@@ -28,7 +28,7 @@ CPUS=${CPUS-2-5}
 PIN=()
 if [[ -n $CPUS ]] && command -v taskset > /dev/null; then PIN=(taskset -c "$CPUS"); fi
 mkdir -p "$DIR"
-[[ -x $RIDGE ]] || { echo "trace_ab.sh: $RIDGE not found: build ridge first" >&2; exit 1; }
+[[ -x $RIDGE ]] || { echo "trace_overhead_vs_torch_profiler.sh: $RIDGE not found: build ridge first" >&2; exit 1; }
 common=(--steps "$STEPS" --warmup "$WARMUP" --block "$BLOCK")
 failed=0
 
@@ -50,7 +50,7 @@ done
 if [[ ${RESIDUAL:-1} == 1 ]]; then
   PROBE=${PROBE:-$DIR/trace_overhead_probe}
   if [[ ! -x $PROBE ]] && command -v nvcc > /dev/null; then
-    nvcc -O2 -arch=sm_90 -o "$PROBE" "$ROOT/bench/trace_overhead_probe.cu" || echo "trace_ab.sh: probe build failed"
+    nvcc -O2 -arch=sm_90 -o "$PROBE" "$ROOT/bench/trace_overhead_probe.cu" || echo "trace_overhead_vs_torch_profiler.sh: probe build failed"
   fi
   if [[ -x $PROBE ]]; then
     echo "== residual cost outside the windows (C++ probe)"
@@ -59,7 +59,7 @@ if [[ ${RESIDUAL:-1} == 1 ]]; then
       "${PIN[@]}" "$RIDGE" trace --profiler-range -o "" --json "$DIR/probe_gated.$round.summary.json" --           "$PROBE" 10000 3 50 > "$DIR/probe_gated.$round.txt" 2>&1 || failed=1
     done
   else
-    echo "trace_ab.sh: no probe (no nvcc?): residual cost not measured"
+    echo "trace_overhead_vs_torch_profiler.sh: no probe (no nvcc?): residual cost not measured"
   fi
 fi
 

@@ -24,8 +24,8 @@ It prints one line and writes JSON (--out): the median traced and untraced step,
 the median of the per-pair ratios, every step's time and kind, and how many steps were traced in
 all (measured and warm-up), which is what a trace of the run must hold.
 
-The model and the step are bench/trace_pytorch.py's (its SIZES, the same TinyGPT, the same
-"step" NVTX range and record_function), so kernel counts compare with its results.
+The model and the step are bench/trace_vs_torch_profiler.py's (its SIZES, the same TinyGPT, the
+same "step" NVTX range and record_function), so kernel counts compare with its results.
 """
 import argparse
 import json
@@ -37,11 +37,11 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trace_pytorch import SIZES, build_training, count_steps  # noqa: E402
+from trace_vs_torch_profiler import SIZES, build_training, count_steps  # noqa: E402
 
 
 def build_step(size):
-    """bench/trace_pytorch.py's model and training step, timed on its own."""
+    """bench/trace_vs_torch_profiler.py's model and training step, timed on its own."""
     import torch
 
     cfg, enqueue = build_training(size)
@@ -103,7 +103,7 @@ def bootstrap(pairs, rng, resamples):
 
 
 def torch_kernels_per_step(step):
-    """Kernels in one step as torch.profiler sees them (bench/trace_pytorch.py's count)."""
+    """Kernels in one step as torch.profiler sees them (bench/trace_vs_torch_profiler.py's count)."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step()

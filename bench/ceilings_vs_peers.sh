@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# bench/ceilings.sh: ridge's measured ceilings next to their peers, in one device session.
+# bench/ceilings_vs_peers.sh: ridge's measured ceilings next to their peers, in one device session.
 #   1. `ridge roofline` with an empty cache (measures; timed), then again warm (timed);
 #   2. bench/ceilings_vs_peers.py: memcpy D2D 1 GiB, torch.add 2^28 fp32, torch.matmul bf16 8192^3;
 #   3. `ridge roofline --refresh` (a second measurement, after the peers);
-# then prints the ratios the roofline issue asks for. Output: $OUT/ceilings (or runs/ceilings).
+# then prints the ratios against each peer, with targets. Output: $OUT/ceilings (or runs/ceilings).
 # Needs the built tool (build/bin/ridge, or $RIDGE) and python3 with torch and triton.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
