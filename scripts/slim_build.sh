@@ -3,7 +3,7 @@
 # CTest files) into .device_carry/build, leaving object files behind: small enough for the
 # device tool's 64 MiB limit. On the GPU machine: `ln -sfn .device_carry/build build`.
 # --xz: also packs it into .device_carry/build.tar.xz (carry that when the directory is too big;
-# bench/device_prelude.sh unpacks it).
+# unpack it there with `tar xJf .device_carry/build.tar.xz -C .device_carry`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .device_carry/build && mkdir -p .device_carry

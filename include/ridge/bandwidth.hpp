@@ -1,5 +1,5 @@
 #pragma once
-// The streaming kernels of `ridge bandwidth` (the seed's x + y, plus copy, scale, triad and a
+// The streaming kernels of `ridge bandwidth` (x + y, plus copy, scale, triad and a
 // read-only sum) in several variants, each checked against a host reference before it is timed.
 // (Implementation: src/gpu/stream_kernels.cu for the kernels, src/gpu/bandwidth.cpp for the host.)
 #include <cstdint>

@@ -39,14 +39,14 @@ struct Measurement {
   std::string stop_reason;  ///< why sampling stopped: "samples", "converged", "time_budget", "max_samples"
 };
 
-/// Options of measure_wall; defaults follow the seed: samples=10, warmup=3.
+/// Options of measure_wall; defaults as in the usual Python helper: samples=10, warmup=3.
 struct WallOptions {
   int samples = 10;
   int warmup = 3;
   std::optional<bool> cuda;  ///< synchronize the GPU? unset = whenever a usable GPU exists
 };
 
-/// Options of the GPU-side timers; defaults follow the seed: warmup=5, samples=20, repeats=1.
+/// Options of the GPU-side timers; defaults as in the usual Python helper: warmup=5, samples=20, repeats=1.
 struct CudaOptions {
   int warmup = 5;
   int samples = 20;  ///< samples taken at least (and exactly, unless adaptive)

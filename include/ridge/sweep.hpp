@@ -42,7 +42,7 @@ std::vector<MatmulDims> parse_shapes(const std::string& spec);
 
 // ---- streaming ops: bytes and FLOPs ------------------------------------------------------------
 
-/// The memory-bound ops of `ridge bandwidth` (STREAM's names, plus the seed's x + y).
+/// The memory-bound ops of `ridge bandwidth` (STREAM's names, plus x + y).
 enum class StreamOp {
   add,    ///< c = a + b      2 reads, 1 write, 1 FLOP per element
   copy,   ///< c = a          1 read,  1 write, 0 FLOP

@@ -10,7 +10,7 @@ namespace ridge {
 std::string params_text(const nlohmann::json& params);
 /// CSV: a header and one row per record (times in ms, rates in the units named in the header).
 std::string to_csv(const ResultSet& set);
-/// Markdown: a context line and a table per record name (n, ms, rate), the seed's tables.
+/// Markdown: a context line and a table per record name (n, ms, rate) (the tables of a size sweep).
 std::string to_markdown(const ResultSet& set);
 
 /// Writes `content` to `path`, or to stdout when path is "-". Files are written atomically

@@ -7,7 +7,7 @@
 #include "ridge/errors.hpp"
 #include "ridge/gemm.hpp"
 #include "ridge/measure.hpp"
-#include "ridge/probes.hpp"
+#include "measure/cuda/probes.hpp"
 
 using namespace ridge;
 
@@ -84,7 +84,7 @@ TEST(StreamKernels, SmallSizeSitsOnTheEmptyLaunchFloor) {
   const auto empty = measure_graph([](cuda_stream s) { launch_empty(s); }, o);
   std::printf("2^10 add: %.2f us per call; empty launch: %.2f us\n", add.summary.median * 1e3,
               empty.summary.median * 1e3);
-  // The seed's overhead-bound regime: a 12 KB add costs about what launching nothing costs.
+  // The overhead-bound regime: a 12 KB add costs about what launching nothing costs.
   EXPECT_LT(add.summary.median - empty.summary.median, 2e-3);
 }
 

@@ -8,8 +8,8 @@
 
 #include "gpu_test_util.hpp"
 #include "ridge/errors.hpp"
-#include "ridge/gpt2.hpp"
-#include "ridge/gpt2_reference.hpp"
+#include "ridge/gpt2/model.hpp"
+#include "ridge/gpt2/reference.hpp"
 
 using namespace ridge;
 
@@ -22,17 +22,17 @@ std::vector<float> row(const std::vector<float>& all, int b, int vocab) {
 }
 
 // The weights the GPU model holds, as the CPU reference should see them.
-Gpt2Weights reference_weights(const Gpt2Config& config, DType dtype, std::uint64_t seed) {
-  auto w = random_gpt2_weights(config, seed);
-  if (dtype == DType::bf16) round_matrices_to_bf16(w);
+gpt2::Weights reference_weights(const gpt2::Config& config, DType dtype, std::uint64_t seed) {
+  auto w = gpt2::random_weights(config, seed);
+  if (dtype == DType::bf16) gpt2::round_matrices_to_bf16(w);
   return w;
 }
 
 struct Case {
   DType dtype;
-  Gpt2Gemm gemm;
+  gpt2::GemmPath gemm;
   bool pdl;
-  Gpt2Kernel kernel = Gpt2Kernel::automatic;
+  gpt2::StepKernel kernel = gpt2::StepKernel::automatic;
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
@@ -40,7 +40,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
          to_string(info.param.kernel);
 }
 
-Gpt2DecoderOptions options(const Case& c, int batch, int max_context) {
+gpt2::DecoderOptions options(const Case& c, int batch, int max_context) {
   return {.batch = batch, .max_context = max_context, .gemm = c.gemm, .kernel = c.kernel, .pdl = c.pdl};
 }
 
@@ -50,14 +50,14 @@ class Gpt2Decode : public testing::TestWithParam<Case> {};
 
 TEST(Gpt2Gpu, RandomInitMatchesTheHostBitForBit) {
   RIDGE_REQUIRE_GPU();
-  const auto config = gpt2_preset("tiny");
+  const auto config = gpt2::preset("tiny");
   for (DType dtype : {DType::fp32, DType::bf16}) {
-    auto model = Gpt2Model::random(config, dtype, 21);
+    auto model = gpt2::Model::random(config, dtype, 21);
     const auto expected = reference_weights(config, dtype, 21);
     const auto got = model->download();
     ASSERT_EQ(got.tensors.size(), expected.tensors.size());
     for (std::size_t i = 0; i < got.tensors.size(); ++i)
-      EXPECT_EQ(got.tensors[i], expected.tensors[i]) << "tensor " << gpt2_tensor_specs(config)[i].name << " "
+      EXPECT_EQ(got.tensors[i], expected.tensors[i]) << "tensor " << gpt2::tensor_specs(config)[i].name << " "
                                                       << to_string(dtype);
   }
 }
@@ -65,31 +65,31 @@ TEST(Gpt2Gpu, RandomInitMatchesTheHostBitForBit) {
 TEST_P(Gpt2Decode, PrefillByStepsMatchesTheReference) {
   RIDGE_REQUIRE_GPU();
   const Case c = GetParam();
-  const auto config = gpt2_preset("tiny");
+  const auto config = gpt2::preset("tiny");
   const auto weights = reference_weights(config, c.dtype, 3);
-  auto model = Gpt2Model::random(config, c.dtype, 3);
+  auto model = gpt2::Model::random(config, c.dtype, 3);
   const int batch = 3;
-  Gpt2Decoder decoder(*model, options(c, batch, 40));
+  gpt2::Decoder decoder(*model, options(c, batch, 40));
   EXPECT_EQ(decoder.gemm(), c.gemm);
-  if (c.kernel != Gpt2Kernel::automatic) EXPECT_EQ(decoder.kernel(), c.kernel);
-  if (c.gemm == Gpt2Gemm::cublas) EXPECT_EQ(decoder.kernel(), Gpt2Kernel::chain);
-  std::vector<Gpt2Sequence> sequences(batch, Gpt2Sequence(config));
+  if (c.kernel != gpt2::StepKernel::automatic) EXPECT_EQ(decoder.kernel(), c.kernel);
+  if (c.gemm == gpt2::GemmPath::cublas) EXPECT_EQ(decoder.kernel(), gpt2::StepKernel::chain);
+  std::vector<gpt2::Sequence> sequences(batch, gpt2::Sequence(config));
   for (int step = 0; step < 12; ++step) {
     std::vector<int> tokens(batch);
     for (int b = 0; b < batch; ++b) tokens[b] = (step * 37 + b * 101 + 5) % config.vocab;
     decoder.set_tokens(tokens);
-    decoder.step(Gpt2Mode::eager);
+    decoder.step(gpt2::Mode::eager);
     decoder.set_positions(std::vector<int>(batch, step + 1));
     const auto logits = decoder.logits();
     const auto next = decoder.next_tokens();
     for (int b = 0; b < batch; ++b) {
-      const auto expected = gpt2_reference_step(weights, sequences[b], tokens[b]);
+      const auto expected = gpt2::reference_step(weights, sequences[b], tokens[b]);
       const auto got = row(logits, b, config.vocab);
-      const double err = relative_l2_error(got, expected);
+      const double err = gpt2::relative_l2_error(got, expected);
       EXPECT_LE(err, tolerance(c.dtype)) << "step " << step << " sequence " << b;
       // Greedy choice: the GPU's token is the arg max of its own logits, and (fp32) the reference's.
-      EXPECT_EQ(next[b], argmax(got)) << "step " << step << " sequence " << b;
-      if (c.dtype == DType::fp32) EXPECT_EQ(next[b], argmax(expected)) << "step " << step << " sequence " << b;
+      EXPECT_EQ(next[b], gpt2::argmax(got)) << "step " << step << " sequence " << b;
+      if (c.dtype == DType::fp32) EXPECT_EQ(next[b], gpt2::argmax(expected)) << "step " << step << " sequence " << b;
     }
   }
 }
@@ -97,24 +97,24 @@ TEST_P(Gpt2Decode, PrefillByStepsMatchesTheReference) {
 TEST_P(Gpt2Decode, StepAtARandomCacheMatchesTheReference) {
   RIDGE_REQUIRE_GPU();
   const Case c = GetParam();
-  const auto config = gpt2_preset("tiny");
+  const auto config = gpt2::preset("tiny");
   const auto weights = reference_weights(config, c.dtype, 8);
-  auto model = Gpt2Model::random(config, c.dtype, 8);
+  auto model = gpt2::Model::random(config, c.dtype, 8);
   // A full-length context: several attention splits per (sequence, head), combined by the last block.
   for (int batch : {1, 2}) {
     for (int context : {0, 5, 200, config.context - 1}) {
-      Gpt2Decoder decoder(*model, options(c, batch, config.context));
+      gpt2::Decoder decoder(*model, options(c, batch, config.context));
       decoder.fill_random_cache(context, 99);
       std::vector<int> tokens(batch);
       for (int b = 0; b < batch; ++b) tokens[b] = 17 + 200 * b;
       decoder.set_tokens(tokens);
-      decoder.step(Gpt2Mode::eager);
+      decoder.step(gpt2::Mode::eager);
       const auto logits = decoder.logits();
       for (int b = 0; b < batch; ++b) {
-        Gpt2Sequence seq(config);
-        fill_random_cache(config, 99, b, context, c.dtype == DType::bf16, seq);
-        const auto expected = gpt2_reference_step(weights, seq, tokens[b]);
-        EXPECT_LE(relative_l2_error(row(logits, b, config.vocab), expected), tolerance(c.dtype))
+        gpt2::Sequence seq(config);
+        gpt2::fill_random_cache(config, 99, b, context, c.dtype == DType::bf16, seq);
+        const auto expected = gpt2::reference_step(weights, seq, tokens[b]);
+        EXPECT_LE(gpt2::relative_l2_error(row(logits, b, config.vocab), expected), tolerance(c.dtype))
             << "batch " << batch << " context " << context << " sequence " << b;
       }
     }
@@ -124,28 +124,28 @@ TEST_P(Gpt2Decode, StepAtARandomCacheMatchesTheReference) {
 TEST_P(Gpt2Decode, GraphReplayEqualsEagerAndAdvancesOnTheDevice) {
   RIDGE_REQUIRE_GPU();
   const Case c = GetParam();
-  const auto config = gpt2_preset("tiny");
-  auto model = Gpt2Model::random(config, c.dtype, 4);
+  const auto config = gpt2::preset("tiny");
+  auto model = gpt2::Model::random(config, c.dtype, 4);
   const int batch = 2;
-  Gpt2Decoder eager(*model, options(c, batch, 64));
-  Gpt2Decoder graph(*model, options(c, batch, 64));
+  gpt2::Decoder eager(*model, options(c, batch, 64));
+  gpt2::Decoder graph(*model, options(c, batch, 64));
   const std::vector<int> start{11, 300};
   eager.set_tokens(start);
   graph.set_tokens(start);
-  graph.warmup(Gpt2Mode::graph, 1);  // captures (and runs) the graph; reset the state it changed
+  graph.warmup(gpt2::Mode::graph, 1);  // captures (and runs) the graph; reset the state it changed
   graph.set_positions({0, 0});
   graph.set_tokens(start);
   for (int step = 0; step < 8; ++step) {
-    eager.step(Gpt2Mode::eager);
-    graph.step(Gpt2Mode::graph);
+    eager.step(gpt2::Mode::eager);
+    graph.step(gpt2::Mode::graph);
     const auto le = eager.logits(), lg = graph.logits();
     double max_diff = 0;
     for (std::size_t i = 0; i < le.size(); ++i) max_diff = std::max(max_diff, std::abs(double(le[i]) - lg[i]));
     // ridge's kernels are deterministic; cuBLASLt may pick a split-K scheme that is not bitwise.
-    if (c.gemm == Gpt2Gemm::gemv)
+    if (c.gemm == gpt2::GemmPath::gemv)
       EXPECT_EQ(max_diff, 0.0) << "step " << step;
     else
-      EXPECT_LE(relative_l2_error(lg, le), 1e-6) << "step " << step;
+      EXPECT_LE(gpt2::relative_l2_error(lg, le), 1e-6) << "step " << step;
     EXPECT_EQ(eager.next_tokens(), graph.next_tokens()) << "step " << step;
     eager.advance();
     graph.advance();
@@ -154,32 +154,32 @@ TEST_P(Gpt2Decode, GraphReplayEqualsEagerAndAdvancesOnTheDevice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, Gpt2Decode,
-                         testing::Values(Case{DType::fp32, Gpt2Gemm::gemv, true}, Case{DType::bf16, Gpt2Gemm::gemv, true},
-                                         Case{DType::fp32, Gpt2Gemm::gemv, false},
-                                         Case{DType::bf16, Gpt2Gemm::gemv, false},
-                                         Case{DType::fp32, Gpt2Gemm::cublas, true},
-                                         Case{DType::bf16, Gpt2Gemm::cublas, true},
-                                         Case{DType::fp32, Gpt2Gemm::gemv, false, Gpt2Kernel::barrier},
-                                         Case{DType::bf16, Gpt2Gemm::gemv, false, Gpt2Kernel::barrier},
-                                         Case{DType::fp32, Gpt2Gemm::gemv, true, Gpt2Kernel::chain},
-                                         Case{DType::bf16, Gpt2Gemm::gemv, true, Gpt2Kernel::chain}),
+                         testing::Values(Case{DType::fp32, gpt2::GemmPath::gemv, true}, Case{DType::bf16, gpt2::GemmPath::gemv, true},
+                                         Case{DType::fp32, gpt2::GemmPath::gemv, false},
+                                         Case{DType::bf16, gpt2::GemmPath::gemv, false},
+                                         Case{DType::fp32, gpt2::GemmPath::cublas, true},
+                                         Case{DType::bf16, gpt2::GemmPath::cublas, true},
+                                         Case{DType::fp32, gpt2::GemmPath::gemv, false, gpt2::StepKernel::barrier},
+                                         Case{DType::bf16, gpt2::GemmPath::gemv, false, gpt2::StepKernel::barrier},
+                                         Case{DType::fp32, gpt2::GemmPath::gemv, true, gpt2::StepKernel::chain},
+                                         Case{DType::bf16, gpt2::GemmPath::gemv, true, gpt2::StepKernel::chain}),
                          case_name);
 
 TEST(Gpt2Gpu, GreedyGenerationInGraphModeMatchesTheReference) {
   RIDGE_REQUIRE_GPU();
-  const auto config = gpt2_preset("tiny");
+  const auto config = gpt2::preset("tiny");
   const auto weights = reference_weights(config, DType::fp32, 12);
-  auto model = Gpt2Model::random(config, DType::fp32, 12);
-  Gpt2Decoder decoder(*model, {.batch = 1, .max_context = 32});
+  auto model = gpt2::Model::random(config, DType::fp32, 12);
+  gpt2::Decoder decoder(*model, {.batch = 1, .max_context = 32});
   decoder.set_tokens({42});
-  decoder.warmup(Gpt2Mode::graph, 1);
+  decoder.warmup(gpt2::Mode::graph, 1);
   decoder.set_positions({0});
   decoder.set_tokens({42});
-  Gpt2Sequence seq(config);
+  gpt2::Sequence seq(config);
   int token = 42;
   for (int step = 0; step < 10; ++step) {
-    decoder.step(Gpt2Mode::graph);
-    const int expected = argmax(gpt2_reference_step(weights, seq, token));
+    decoder.step(gpt2::Mode::graph);
+    const int expected = gpt2::argmax(gpt2::reference_step(weights, seq, token));
     EXPECT_EQ(decoder.next_tokens()[0], expected) << "step " << step;
     token = expected;
     decoder.advance();
@@ -188,39 +188,39 @@ TEST(Gpt2Gpu, GreedyGenerationInGraphModeMatchesTheReference) {
 
 TEST(Gpt2Gpu, LargerBatchesUseCublasAndAgree) {
   RIDGE_REQUIRE_GPU();
-  const auto config = gpt2_preset("tiny");
+  const auto config = gpt2::preset("tiny");
   const auto weights = reference_weights(config, DType::bf16, 6);
-  auto model = Gpt2Model::random(config, DType::bf16, 6);
-  Gpt2Decoder decoder(*model, {.batch = 20, .max_context = 128});
-  EXPECT_EQ(decoder.gemm(), Gpt2Gemm::cublas);
+  auto model = gpt2::Model::random(config, DType::bf16, 6);
+  gpt2::Decoder decoder(*model, {.batch = 20, .max_context = 128});
+  EXPECT_EQ(decoder.gemm(), gpt2::GemmPath::cublas);
   decoder.fill_random_cache(100, 5);
   std::vector<int> tokens(20);
   for (int b = 0; b < 20; ++b) tokens[b] = b * 25;
   decoder.set_tokens(tokens);
-  decoder.step(Gpt2Mode::graph);
+  decoder.step(gpt2::Mode::graph);
   const auto logits = decoder.logits();
   for (int b : {0, 7, 19}) {
-    Gpt2Sequence seq(config);
-    fill_random_cache(config, 5, b, 100, true, seq);
-    EXPECT_LE(relative_l2_error(row(logits, b, config.vocab), gpt2_reference_step(weights, seq, tokens[b])), 2e-2)
+    gpt2::Sequence seq(config);
+    gpt2::fill_random_cache(config, 5, b, 100, true, seq);
+    EXPECT_LE(gpt2::relative_l2_error(row(logits, b, config.vocab), gpt2::reference_step(weights, seq, tokens[b])), 2e-2)
         << "sequence " << b;
   }
 }
 
 TEST(Gpt2Gpu, RejectsWhatItCannotDo) {
   RIDGE_REQUIRE_GPU();
-  const auto config = gpt2_preset("tiny");
-  auto model = Gpt2Model::random(config, DType::bf16, 1);
-  EXPECT_THROW(Gpt2Decoder(*model, {.batch = 9, .gemm = Gpt2Gemm::gemv}), UsageError);
-  EXPECT_THROW(Gpt2Decoder(*model, {.batch = 1, .max_context = config.context + 1}), UsageError);
-  EXPECT_THROW(Gpt2Decoder(*model, {.batch = 1, .gemm = Gpt2Gemm::cublas, .kernel = Gpt2Kernel::barrier}), UsageError);
-  EXPECT_THROW(gpt2_kernel_from_string("split"), UsageError);
-  Gpt2Decoder decoder(*model, {.batch = 1, .max_context = 4});
+  const auto config = gpt2::preset("tiny");
+  auto model = gpt2::Model::random(config, DType::bf16, 1);
+  EXPECT_THROW(gpt2::Decoder(*model, {.batch = 9, .gemm = gpt2::GemmPath::gemv}), UsageError);
+  EXPECT_THROW(gpt2::Decoder(*model, {.batch = 1, .max_context = config.context + 1}), UsageError);
+  EXPECT_THROW(gpt2::Decoder(*model, {.batch = 1, .gemm = gpt2::GemmPath::cublas, .kernel = gpt2::StepKernel::barrier}), UsageError);
+  EXPECT_THROW(gpt2::step_kernel_from_string("split"), UsageError);
+  gpt2::Decoder decoder(*model, {.batch = 1, .max_context = 4});
   EXPECT_THROW(decoder.set_positions({4}), UsageError);
   EXPECT_THROW(decoder.set_tokens({config.vocab}), UsageError);
   decoder.set_positions({3});
-  decoder.step(Gpt2Mode::eager);
+  decoder.step(gpt2::Mode::eager);
   decoder.advance();
-  EXPECT_THROW(decoder.step(Gpt2Mode::eager), UsageError);  // the context is full
-  EXPECT_THROW(Gpt2Model::random(config, DType::fp16, 1), UsageError);
+  EXPECT_THROW(decoder.step(gpt2::Mode::eager), UsageError);  // the context is full
+  EXPECT_THROW(gpt2::Model::random(config, DType::fp16, 1), UsageError);
 }

@@ -7,7 +7,7 @@
 #include "ridge/errors.hpp"
 #include "ridge/gemm.hpp"
 #include "ridge/measure.hpp"
-#include "ridge/probes.hpp"
+#include "measure/cuda/probes.hpp"
 
 using namespace ridge;
 

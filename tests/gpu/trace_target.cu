@@ -3,7 +3,7 @@
 //   --exit-code N   exit with N after the workload (exit-code pass-through)
 //   --abort         call abort() after the workload (the trace must still be written)
 //   --many-kernels N  instead of the workload, launch N empty kernels on one stream (tracer
-//                     throughput and dropped records: bench/trace_pytorch.sh)
+//                     throughput and dropped records: bench/trace_vs_torch_profiler.sh)
 //   --graph N       instead of the workload, launch N times a CUDA graph of 4 empty kernels
 //                   (graph kernels must join their cudaGraphLaunch call)
 //   --profiler-windows  instead of the workload, launch kernels before, inside and after two
@@ -23,9 +23,9 @@
 #include <exception>
 #include <string>
 
-#include "ridge/cuda_check.hpp"
+#include "measure/cuda/cuda_check.hpp"
 #include "ridge/errors.hpp"
-#include "ridge/probes.hpp"
+#include "measure/cuda/probes.hpp"
 #include "trace_workload.hpp"
 
 __global__ void outside_window_kernel() {}

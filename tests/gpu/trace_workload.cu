@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "ridge/cuda_check.hpp"
-#include "ridge/probes.hpp"
+#include "measure/cuda/cuda_check.hpp"
+#include "measure/cuda/probes.hpp"
 #include "trace_workload.hpp"
 
 __global__ void target_add_one(float* x, int n) {

@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "ridge/errors.hpp"
-#include "ridge/gpt2_config.hpp"
-#include "ridge/gpt2_reference.hpp"
+#include "ridge/gpt2/config.hpp"
+#include "ridge/gpt2/reference.hpp"
 #include "ridge/roofline.hpp"
-#include "ridge/safetensors.hpp"
+#include "ridge/gpt2/safetensors.hpp"
 
 using namespace ridge;
 
@@ -23,17 +23,17 @@ std::string temp_path(const std::string& name) {
 
 TEST(Gpt2Config, PresetParameterCountsMatchHuggingFace) {
   // model.num_parameters() of Hugging Face's gpt2, gpt2-medium, gpt2-large, gpt2-xl (wte tied).
-  EXPECT_EQ(gpt2_parameter_count(gpt2_preset("small")), 124439808);
-  EXPECT_EQ(gpt2_parameter_count(gpt2_preset("medium")), 354823168);
-  EXPECT_EQ(gpt2_parameter_count(gpt2_preset("large")), 774030080);
-  EXPECT_EQ(gpt2_parameter_count(gpt2_preset("xl")), 1557611200);
+  EXPECT_EQ(gpt2::parameter_count(gpt2::preset("small")), 124439808);
+  EXPECT_EQ(gpt2::parameter_count(gpt2::preset("medium")), 354823168);
+  EXPECT_EQ(gpt2::parameter_count(gpt2::preset("large")), 774030080);
+  EXPECT_EQ(gpt2::parameter_count(gpt2::preset("xl")), 1557611200);
 }
 
 TEST(Gpt2Config, ValidationNamesTheProblem) {
-  auto c = gpt2_preset("tiny");
+  auto c = gpt2::preset("tiny");
   c.heads = 3;
   EXPECT_THROW(c.validate(), UsageError);
-  c = gpt2_preset("tiny");
+  c = gpt2::preset("tiny");
   c.heads = 4;  // head size 32
   try {
     c.validate();
@@ -41,20 +41,20 @@ TEST(Gpt2Config, ValidationNamesTheProblem) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("64"), std::string::npos);
   }
-  EXPECT_THROW(gpt2_preset("huge"), UsageError);
+  EXPECT_THROW(gpt2::preset("huge"), UsageError);
 }
 
 TEST(Gpt2Config, StepCostIntensityFollowsBatch) {
   // bf16 weights: two FLOPs per two-byte weight, so intensity ~ batch while weights dominate.
-  const auto c = gpt2_preset("small");
-  const auto one = gpt2_step_cost(c, 2, 2, 1, 0);
+  const auto c = gpt2::preset("small");
+  const auto one = gpt2::step_cost(c, 2, 2, 1, 0);
   EXPECT_NEAR(one.intensity(), 1.0, 0.05);
-  const auto eight = gpt2_step_cost(c, 2, 2, 8, 0);
+  const auto eight = gpt2::step_cost(c, 2, 2, 8, 0);
   EXPECT_NEAR(eight.intensity(), 8.0, 0.5);
   // Weight bytes: the matrices plus wte (read by the LM head), ~ (124.4M - wpe 0.79M) * 2 bytes.
   EXPECT_NEAR(one.weight_bytes / 1e6, (124439808.0 - 1024 * 768) * 2 / 1e6, 1.0);
   // KV cache at 1024 tokens: 2 (K, V) * 12 layers * 1024 * 768 * 2 bytes = 37.7 MB per sequence.
-  const auto long_context = gpt2_step_cost(c, 2, 2, 1, 1023);
+  const auto long_context = gpt2::step_cost(c, 2, 2, 1, 1023);
   EXPECT_NEAR(long_context.kv_bytes_per_sequence, 2.0 * 12 * 1023 * 768 * 2, 1.0);
   // The decode ceiling uses these bytes: a batch of 8 is less than 8x faster per token than 1 once
   // KV bytes count.
@@ -63,8 +63,8 @@ TEST(Gpt2Config, StepCostIntensityFollowsBatch) {
   const double t8 = decode_ceiling(one.weight_bytes, bw, 8, long_context.kv_bytes_per_sequence);
   EXPECT_GT(t8, t1);
   EXPECT_LT(t8, 8 * t1);
-  EXPECT_THROW(gpt2_step_cost(c, 2, 2, 0, 10), UsageError);
-  EXPECT_THROW(gpt2_step_cost(c, 2, 2, 1, 1024), UsageError);
+  EXPECT_THROW(gpt2::step_cost(c, 2, 2, 0, 10), UsageError);
+  EXPECT_THROW(gpt2::step_cost(c, 2, 2, 1, 1024), UsageError);
 }
 
 TEST(Gpt2Config, InitHashIsUniformAndNeverAllZero) {
@@ -72,7 +72,7 @@ TEST(Gpt2Config, InitHashIsUniformAndNeverAllZero) {
   int zeros = 0;
   const int n = 100000;
   for (int i = 0; i < n; ++i) {
-    const float u = gpt2_uniform(gpt2_tensor_seed(7, 3), i);
+    const float u = gpt2::uniform(gpt2::tensor_seed(7, 3), i);
     ASSERT_GE(u, -1.0f);
     ASSERT_LT(u, 1.0f);
     sum += u;
@@ -85,28 +85,28 @@ TEST(Gpt2Config, InitHashIsUniformAndNeverAllZero) {
 }
 
 TEST(Gpt2Config, RoundToBf16) {
-  EXPECT_EQ(round_to_bf16(1.0f), 1.0f);
+  EXPECT_EQ(gpt2::round_to_bf16(1.0f), 1.0f);
   // bf16 keeps 7 mantissa bits: the spacing at 1 is 1/128.
-  EXPECT_EQ(round_to_bf16(1.0f + 1.0f / 256), 1.0f);                     // a tie: to even (down)
-  EXPECT_EQ(round_to_bf16(1.0f + 3.0f / 256), 1.0f + 1.0f / 64);         // a tie: to even (up)
-  EXPECT_EQ(round_to_bf16(1.0f + 1.0f / 128 + 1.0f / 1024), 1.0f + 1.0f / 128);  // below half: down
-  EXPECT_NEAR(round_to_bf16(0.1f), 0.1f, 0.1f / 256);
-  EXPECT_TRUE(std::isnan(round_to_bf16(std::nanf(""))));
+  EXPECT_EQ(gpt2::round_to_bf16(1.0f + 1.0f / 256), 1.0f);                     // a tie: to even (down)
+  EXPECT_EQ(gpt2::round_to_bf16(1.0f + 3.0f / 256), 1.0f + 1.0f / 64);         // a tie: to even (up)
+  EXPECT_EQ(gpt2::round_to_bf16(1.0f + 1.0f / 128 + 1.0f / 1024), 1.0f + 1.0f / 128);  // below half: down
+  EXPECT_NEAR(gpt2::round_to_bf16(0.1f), 0.1f, 0.1f / 256);
+  EXPECT_TRUE(std::isnan(gpt2::round_to_bf16(std::nanf(""))));
 }
 
 TEST(Gpt2Reference, SoftmaxRowsSumToOneAndKeepOrder) {
   std::vector<float> v{1.0f, 3.0f, -2.0f, 1000.0f, 999.0f};
-  softmax(v);
+  gpt2::softmax(v);
   EXPECT_NEAR(std::accumulate(v.begin(), v.end(), 0.0), 1.0, 1e-6);
   EXPECT_GT(v[3], v[4]);
   EXPECT_NEAR(v[3] / v[4], std::exp(1.0), 1e-3);  // large logits: no overflow
-  EXPECT_EQ(argmax(v), 3);
+  EXPECT_EQ(gpt2::argmax(v), 3);
 }
 
 TEST(Gpt2Reference, LayerNormGivesMeanZeroVarianceOne) {
   std::vector<float> x(257), gamma(257, 1.0f), beta(257, 0.0f), out(257);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * i) * 5 + 3);
-  layer_norm(x, gamma, beta, 1e-5f, out);
+  gpt2::layer_norm(x, gamma, beta, 1e-5f, out);
   double mean = 0, var = 0;
   for (float v : out) mean += v;
   mean /= out.size();
@@ -116,23 +116,23 @@ TEST(Gpt2Reference, LayerNormGivesMeanZeroVarianceOne) {
   EXPECT_NEAR(var, 1.0, 1e-3);
   // gamma and beta scale and shift.
   std::vector<float> g(257, 2.0f), b(257, 0.5f), out2(257);
-  layer_norm(x, g, b, 1e-5f, out2);
+  gpt2::layer_norm(x, g, b, 1e-5f, out2);
   EXPECT_NEAR(out2[10], 2 * out[10] + 0.5f, 1e-5);
 }
 
 TEST(Gpt2Reference, GeluTanh) {
-  EXPECT_EQ(gelu_tanh(0.0f), 0.0f);
-  EXPECT_NEAR(gelu_tanh(1.0f), 0.841192, 1e-5);   // tanh form (erf form gives 0.841345)
-  EXPECT_NEAR(gelu_tanh(-1.0f), -0.158808, 1e-5);
-  for (float x : {0.3f, 1.7f, 4.0f}) EXPECT_NEAR(gelu_tanh(x) - gelu_tanh(-x), x, 1e-5);  // odd part is x/2
-  EXPECT_NEAR(gelu_tanh(10.0f), 10.0f, 1e-5);
+  EXPECT_EQ(gpt2::gelu_tanh(0.0f), 0.0f);
+  EXPECT_NEAR(gpt2::gelu_tanh(1.0f), 0.841192, 1e-5);   // tanh form (erf form gives 0.841345)
+  EXPECT_NEAR(gpt2::gelu_tanh(-1.0f), -0.158808, 1e-5);
+  for (float x : {0.3f, 1.7f, 4.0f}) EXPECT_NEAR(gpt2::gelu_tanh(x) - gpt2::gelu_tanh(-x), x, 1e-5);  // odd part is x/2
+  EXPECT_NEAR(gpt2::gelu_tanh(10.0f), 10.0f, 1e-5);
 }
 
 TEST(Gpt2Reference, RandomWeightsAreDeterministicScaledAndNonZero) {
-  const auto c = gpt2_preset("tiny");
-  const auto a = random_gpt2_weights(c, 42);
-  const auto b = random_gpt2_weights(c, 42);
-  const auto other = random_gpt2_weights(c, 43);
+  const auto c = gpt2::preset("tiny");
+  const auto a = gpt2::random_weights(c, 42);
+  const auto b = gpt2::random_weights(c, 42);
+  const auto other = gpt2::random_weights(c, 43);
   EXPECT_EQ(a.tensors, b.tensors);
   EXPECT_NE(a.tensors, other.tensors);
   const auto& w = a.get("h.0.mlp.c_fc.weight");
@@ -148,67 +148,67 @@ TEST(Gpt2Reference, RandomWeightsAreDeterministicScaledAndNonZero) {
 }
 
 TEST(Gpt2Reference, CachedStepsEqualFullRecompute) {
-  const auto c = gpt2_preset("tiny");
-  const auto w = random_gpt2_weights(c, 5);
+  const auto c = gpt2::preset("tiny");
+  const auto w = gpt2::random_weights(c, 5);
   const std::vector<int> tokens{3, 141, 59, 265, 35, 89, 7};
-  Gpt2Sequence seq(c);
+  gpt2::Sequence seq(c);
   std::vector<float> logits;
-  for (int t : tokens) logits = gpt2_reference_step(w, seq, t);
+  for (int t : tokens) logits = gpt2::reference_step(w, seq, t);
   EXPECT_EQ(seq.length, static_cast<int>(tokens.size()));
-  const auto full = gpt2_reference_forward(w, tokens);
-  EXPECT_LT(relative_l2_error(logits, full), 1e-6);
+  const auto full = gpt2::reference_forward(w, tokens);
+  EXPECT_LT(gpt2::relative_l2_error(logits, full), 1e-6);
   // And the logits depend on the history: a different first token changes them.
   auto changed = tokens;
   changed[0] = 4;
-  EXPECT_GT(relative_l2_error(gpt2_reference_forward(w, changed), full), 1e-6);
+  EXPECT_GT(gpt2::relative_l2_error(gpt2::reference_forward(w, changed), full), 1e-6);
 }
 
 TEST(Gpt2Reference, StepRejectsBadTokensAndFullContext) {
-  const auto c = gpt2_preset("tiny");
-  const auto w = random_gpt2_weights(c, 1);
-  Gpt2Sequence seq(c);
-  EXPECT_THROW(gpt2_reference_step(w, seq, c.vocab), UsageError);
-  EXPECT_THROW(gpt2_reference_step(w, seq, -1), UsageError);
-  fill_random_cache(c, 9, 0, c.context - 1, false, seq);
-  EXPECT_NO_THROW(gpt2_reference_step(w, seq, 1));
-  EXPECT_THROW(gpt2_reference_step(w, seq, 1), UsageError);
+  const auto c = gpt2::preset("tiny");
+  const auto w = gpt2::random_weights(c, 1);
+  gpt2::Sequence seq(c);
+  EXPECT_THROW(gpt2::reference_step(w, seq, c.vocab), UsageError);
+  EXPECT_THROW(gpt2::reference_step(w, seq, -1), UsageError);
+  gpt2::fill_random_cache(c, 9, 0, c.context - 1, false, seq);
+  EXPECT_NO_THROW(gpt2::reference_step(w, seq, 1));
+  EXPECT_THROW(gpt2::reference_step(w, seq, 1), UsageError);
 }
 
 TEST(Gpt2Reference, RandomCacheIsPerSequenceAndRoundsForBf16) {
-  const auto c = gpt2_preset("tiny");
-  Gpt2Sequence a(c), b(c), a16(c);
-  fill_random_cache(c, 3, 0, 10, false, a);
-  fill_random_cache(c, 3, 1, 10, false, b);
-  fill_random_cache(c, 3, 0, 10, true, a16);
+  const auto c = gpt2::preset("tiny");
+  gpt2::Sequence a(c), b(c), a16(c);
+  gpt2::fill_random_cache(c, 3, 0, 10, false, a);
+  gpt2::fill_random_cache(c, 3, 1, 10, false, b);
+  gpt2::fill_random_cache(c, 3, 0, 10, true, a16);
   EXPECT_NE(a.k[0], b.k[0]);
   EXPECT_NE(a.k[0], a.v[0]);
-  for (std::size_t i = 0; i < a.k[1].size(); ++i) EXPECT_EQ(a16.k[1][i], round_to_bf16(a.k[1][i]));
+  for (std::size_t i = 0; i < a.k[1].size(); ++i) EXPECT_EQ(a16.k[1][i], gpt2::round_to_bf16(a.k[1][i]));
 }
 
 TEST(Gpt2Reference, RelativeError) {
   std::vector<float> b{3, 4}, a{3, 4.5};
-  EXPECT_NEAR(relative_l2_error(a, b), 0.1, 1e-9);
-  EXPECT_EQ(relative_l2_error(b, b), 0.0);
+  EXPECT_NEAR(gpt2::relative_l2_error(a, b), 0.1, 1e-9);
+  EXPECT_EQ(gpt2::relative_l2_error(b, b), 0.0);
   std::vector<float> nan{NAN, 1};
-  EXPECT_TRUE(std::isinf(relative_l2_error(nan, b)));
+  EXPECT_TRUE(std::isinf(gpt2::relative_l2_error(nan, b)));
 }
 
 TEST(Safetensors, RoundTripAllDtypes) {
   const std::string path = temp_path("roundtrip.safetensors");
-  std::vector<SafetensorsTensor> t{
+  std::vector<gpt2::SafetensorsTensor> t{
       {"a", "F32", {2, 3}, {1, -2, 3.5f, 4, 5, 6}, {}},
       {"b", "BF16", {3}, {1.0f, 0.1f, -300.0f}, {}},
       {"c", "I32", {2}, {}, {7, -9}},
   };
-  write_safetensors(path, t, {{"k", "v"}});
-  SafetensorsFile f(path);
+  gpt2::write_safetensors(path, t, {{"k", "v"}});
+  gpt2::SafetensorsFile f(path);
   EXPECT_EQ(f.names().size(), 3u);
   EXPECT_EQ(f.metadata().at("k"), "v");
   EXPECT_EQ(f.read_floats("a"), t[0].floats);
   const auto b = f.read_floats("b");
   EXPECT_EQ(b[0], 1.0f);
-  EXPECT_EQ(b[1], round_to_bf16(0.1f));
-  EXPECT_EQ(b[2], round_to_bf16(-300.0f));
+  EXPECT_EQ(b[1], gpt2::round_to_bf16(0.1f));
+  EXPECT_EQ(b[2], gpt2::round_to_bf16(-300.0f));
   EXPECT_EQ(f.read_ints("c"), (std::vector<int>{7, -9}));
   EXPECT_EQ(f.entry("a").shape, (std::vector<std::int64_t>{2, 3}));
   EXPECT_THROW(f.read_floats("c"), UsageError);  // wrong dtype, named
@@ -227,7 +227,7 @@ TEST(Safetensors, ReadsF16) {
   const unsigned char data[4] = {0x00, 0x3c, 0x00, 0xc1};
   out.write(reinterpret_cast<const char*>(data), 4);
   out.close();
-  SafetensorsFile f(path);
+  gpt2::SafetensorsFile f(path);
   EXPECT_EQ(f.read_floats("h"), (std::vector<float>{1.0f, -2.5f}));
   std::filesystem::remove(path);
 }
@@ -236,15 +236,15 @@ TEST(Safetensors, ErrorsNameTheProblem) {
   const std::string path = temp_path("bad.safetensors");
   auto expect_error = [&](const std::string& fragment) {
     try {
-      SafetensorsFile f(path);
+      gpt2::SafetensorsFile f(path);
       FAIL() << "no error, expected one mentioning '" << fragment << "'";
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
     }
   };
-  EXPECT_THROW(SafetensorsFile(temp_path("missing.safetensors")), UsageError);
+  EXPECT_THROW(gpt2::SafetensorsFile(temp_path("missing.safetensors")), UsageError);
   // Truncated: write a valid file, then cut its data short.
-  write_safetensors(path, {{"big", "F32", {1000}, std::vector<float>(1000, 1.0f), {}}});
+  gpt2::write_safetensors(path, {{"big", "F32", {1000}, std::vector<float>(1000, 1.0f), {}}});
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 100);
   expect_error("truncated");
   expect_error("big");
@@ -270,11 +270,11 @@ TEST(Safetensors, ErrorsNameTheProblem) {
 }
 
 TEST(Gpt2Weights, SafetensorsRoundTripWithPrefixAndClearErrors) {
-  const auto c = gpt2_preset("tiny");
-  const auto w = random_gpt2_weights(c, 11);
+  const auto c = gpt2::preset("tiny");
+  const auto w = gpt2::random_weights(c, 11);
   const std::string path = temp_path("tiny.safetensors");
-  save_gpt2_safetensors(w, path);
-  const auto loaded = load_gpt2_safetensors(path);
+  gpt2::save_safetensors(w, path);
+  const auto loaded = gpt2::load_safetensors(path);
   EXPECT_EQ(loaded.config.layers, c.layers);
   EXPECT_EQ(loaded.config.heads, c.heads);
   EXPECT_EQ(loaded.config.width, c.width);
@@ -283,19 +283,19 @@ TEST(Gpt2Weights, SafetensorsRoundTripWithPrefixAndClearErrors) {
   EXPECT_EQ(loaded.tensors, w.tensors);
 
   // The Hugging Face layout: "transformer." prefix, an extra lm_head.weight, BF16 storage.
-  const auto specs = gpt2_tensor_specs(c);
-  std::vector<SafetensorsTensor> hf;
+  const auto specs = gpt2::tensor_specs(c);
+  std::vector<gpt2::SafetensorsTensor> hf;
   for (std::size_t i = 0; i < specs.size(); ++i)
     hf.push_back({"transformer." + specs[i].name, "BF16", specs[i].shape, w.tensors[i], {}});
   hf.push_back({"lm_head.weight", "BF16", specs[0].shape, w.tensors[0], {}});
-  write_safetensors(path, hf);
-  const auto from_hf = load_gpt2_safetensors(path);
-  EXPECT_EQ(from_hf.get("h.1.mlp.c_fc.weight")[5], round_to_bf16(w.get("h.1.mlp.c_fc.weight")[5]));
+  gpt2::write_safetensors(path, hf);
+  const auto from_hf = gpt2::load_safetensors(path);
+  EXPECT_EQ(from_hf.get("h.1.mlp.c_fc.weight")[5], gpt2::round_to_bf16(w.get("h.1.mlp.c_fc.weight")[5]));
 
-  auto expect_error = [&](std::vector<SafetensorsTensor> tensors, const std::string& fragment) {
-    write_safetensors(path, tensors);
+  auto expect_error = [&](std::vector<gpt2::SafetensorsTensor> tensors, const std::string& fragment) {
+    gpt2::write_safetensors(path, tensors);
     try {
-      load_gpt2_safetensors(path);
+      gpt2::load_safetensors(path);
       FAIL() << "no error, expected one mentioning '" << fragment << "'";
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "ridge/trace.hpp"
-#include "trace/profiler_gate.hpp"
+#include "trace/cupti/profiler_gate.hpp"
 
 using ridge::trace_detail::ProfilerCallNesting;
 using ridge::trace_detail::ProfilerWindows;

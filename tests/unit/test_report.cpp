@@ -48,7 +48,7 @@ TEST(ReferenceModels, KvCacheAndWeights) {
     }
     if (m.name == "GPT-2 small") {
       EXPECT_DOUBLE_EQ(m.weight_bytes_read(), 124439808.0 * 4);
-      // The seed's ceiling: ~498 MB at 3.35 TB/s is ~6,700 tokens/s at batch 1 with no KV cache.
+      // The textbook ceiling: ~498 MB at 3.35 TB/s is ~6,700 tokens/s at batch 1 with no KV cache.
       EXPECT_NEAR(decode_ceiling(m.weight_bytes_read(), 3.35e12), 6730, 10);
     }
   }

@@ -134,7 +134,7 @@ TEST(Knee, EdgesAndOrder) {
 }
 
 TEST(Accounting, BytesAndFlopsPerOpFp32) {
-  EXPECT_EQ(stream_bytes_per_element(StreamOp::add), 12);  // the seed: read 8, write 4
+  EXPECT_EQ(stream_bytes_per_element(StreamOp::add), 12);  // read 8, write 4
   EXPECT_EQ(stream_bytes_per_element(StreamOp::copy), 8);
   EXPECT_EQ(stream_bytes_per_element(StreamOp::scale), 8);
   EXPECT_EQ(stream_bytes_per_element(StreamOp::triad), 12);
@@ -146,7 +146,7 @@ TEST(Accounting, BytesAndFlopsPerOpFp32) {
   EXPECT_EQ(stream_flops_per_element(StreamOp::read), 1);
   EXPECT_DOUBLE_EQ(stream_bytes(StreamOp::add, 1 << 28), 12.0 * (1 << 28));
   EXPECT_DOUBLE_EQ(stream_flops(StreamOp::triad, 1000), 2000);
-  // The seed's intensity of x + y: 1/12 FLOP per byte.
+  // The intensity of x + y: 1/12 FLOP per byte.
   EXPECT_DOUBLE_EQ(stream_flops(StreamOp::add, 4096) / stream_bytes(StreamOp::add, 4096), 1.0 / 12);
   EXPECT_THROW(stream_bytes(StreamOp::add, 0), UsageError);
 }

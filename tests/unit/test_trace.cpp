@@ -325,7 +325,7 @@ TEST(TraceWhatIf, AmdahlFromTheTraceUsesBusyTimeAndSpan) {
   b.kernel("attention_fwd", 7, 0, 3000, std::nullopt);
   b.kernel("gemm_bf16", 7, 3000, 10000, std::nullopt);
   const Trace t = b.done();
-  // attention: 30% of busy time; made 3x faster -> 1 / (0.7 + 0.1) = 1.25x (the seed's example).
+  // attention: 30% of busy time; made 3x faster -> 1 / (0.7 + 0.1) = 1.25x (the Amdahl example).
   const KernelWhatIf w = kernel_what_if(t, "attention", 3);
   ASSERT_EQ(w.matched.size(), 1u);
   EXPECT_EQ(w.matched[0], "attention_fwd");

@@ -1,4 +1,4 @@
-// `ridge bandwidth`: the seed's stretch exercise 2. x + y (and copy, scale, triad, a read-only sum)
+// `ridge bandwidth`: the bandwidth-sweep exercise. x + y (and copy, scale, triad, a read-only sum)
 // over sizes 2^10..2^28: where launch overhead dominates, where the chip fills, and how much of
 // the datasheet bandwidth the largest size reaches.
 #include <algorithm>

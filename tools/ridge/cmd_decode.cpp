@@ -11,16 +11,16 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "ridge/ceilings.hpp"
-#include "ridge/cuda_check.hpp"
+#include "measure/cuda/cuda_check.hpp"
 #include "ridge/checks.hpp"
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
-#include "ridge/gpt2.hpp"
-#include "ridge/gpt2_reference.hpp"
+#include "ridge/gpt2/model.hpp"
+#include "ridge/gpt2/reference.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/roofline.hpp"
-#include "ridge/safetensors.hpp"
+#include "ridge/gpt2/safetensors.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::cli {
@@ -60,25 +60,25 @@ std::vector<float> logits_row(const std::vector<float>& all, int b, int vocab) {
 // The CPU reference's weights for the GPU model (generated lazily: for xl that is 6 GB of floats).
 class ReferenceWeights {
  public:
-  ReferenceWeights(const Gpt2Config& config, DType dtype, std::uint64_t seed, std::optional<Gpt2Weights> loaded)
+  ReferenceWeights(const gpt2::Config& config, DType dtype, std::uint64_t seed, std::optional<gpt2::Weights> loaded)
       : config_(config), dtype_(dtype), seed_(seed), weights_(std::move(loaded)) {
-    if (weights_ && dtype_ == DType::bf16) round_matrices_to_bf16(*weights_);
+    if (weights_ && dtype_ == DType::bf16) gpt2::round_matrices_to_bf16(*weights_);
   }
-  const Gpt2Weights& get() {
+  const gpt2::Weights& get() {
     if (!weights_) {
       progress("decode: CPU reference weights");
-      weights_ = random_gpt2_weights(config_, seed_);
-      if (dtype_ == DType::bf16) round_matrices_to_bf16(*weights_);
+      weights_ = gpt2::random_weights(config_, seed_);
+      if (dtype_ == DType::bf16) gpt2::round_matrices_to_bf16(*weights_);
       progress_done();
     }
     return *weights_;
   }
 
  private:
-  Gpt2Config config_;
+  gpt2::Config config_;
   DType dtype_;
   std::uint64_t seed_;
-  std::optional<Gpt2Weights> weights_;
+  std::optional<gpt2::Weights> weights_;
 };
 
 struct StepCheck {
@@ -91,29 +91,29 @@ struct StepCheck {
 
 // One eager step at the decoder's random cache compared with the CPU reference for the first and
 // last sequence; then one graph step compared with the eager one.
-StepCheck check_step(Gpt2Decoder& decoder, ReferenceWeights& reference, DType dtype, int cached, std::uint64_t seed) {
+StepCheck check_step(gpt2::Decoder& decoder, ReferenceWeights& reference, DType dtype, int cached, std::uint64_t seed) {
   const auto& config = reference.get().config;
   const int batch = decoder.options().batch;
   StepCheck check;
   decoder.fill_random_cache(cached, seed);
-  decoder.step(Gpt2Mode::eager);
+  decoder.step(gpt2::Mode::eager);
   const auto eager = decoder.logits();
-  decoder.step(Gpt2Mode::graph);  // rewrites the same cache slot with the same values
+  decoder.step(gpt2::Mode::graph);  // rewrites the same cache slot with the same values
   const auto graph = decoder.logits();
-  check.graph_vs_eager = relative_l2_error(graph, eager);
+  check.graph_vs_eager = gpt2::relative_l2_error(graph, eager);
   check.sequences = batch > 1 ? std::vector<int>{0, batch - 1} : std::vector<int>{0};
   // Which token each sequence was given: fill_random_cache chose them; read them back by
   // replaying its rule is fragile, so recompute the reference with the tokens set explicitly.
   std::vector<int> tokens(batch);
   for (int b = 0; b < batch; ++b) tokens[b] = (b * 7919 + 13) % config.vocab;
   decoder.set_tokens(tokens);
-  decoder.step(Gpt2Mode::eager);
+  decoder.step(gpt2::Mode::eager);
   const auto logits = decoder.logits();
   for (int b : check.sequences) {
-    Gpt2Sequence seq(config);
-    fill_random_cache(config, seed, b, cached, dtype == DType::bf16, seq);
-    const auto expected = gpt2_reference_step(reference.get(), seq, tokens[b]);
-    check.worst_error = std::max(check.worst_error, relative_l2_error(logits_row(logits, b, config.vocab), expected));
+    gpt2::Sequence seq(config);
+    gpt2::fill_random_cache(config, seed, b, cached, dtype == DType::bf16, seq);
+    const auto expected = gpt2::reference_step(reference.get(), seq, tokens[b]);
+    check.worst_error = std::max(check.worst_error, gpt2::relative_l2_error(logits_row(logits, b, config.vocab), expected));
   }
   check.passed = check.worst_error <= logits_tolerance(dtype) && check.graph_vs_eager <= 1e-5;
   check.summary = fmt::format("{}: logits vs CPU reference (sequences {}) rel. L2 error {:.2e} (tolerance {:.0e}); "
@@ -124,39 +124,39 @@ StepCheck check_step(Gpt2Decoder& decoder, ReferenceWeights& reference, DType dt
 }
 
 // --check-logits: prefill the reference's prompt step by step and compare the last step's logits.
-Record check_reference_logits(const Gpt2Model& model, const std::string& path, std::FILE* out) {
-  SafetensorsFile file(path);
+Record check_reference_logits(const gpt2::Model& model, const std::string& path, std::FILE* out) {
+  gpt2::SafetensorsFile file(path);
   const auto& tokens_entry = file.entry("tokens");
   if (tokens_entry.shape.size() != 2 || tokens_entry.shape[0] < 1 || tokens_entry.shape[1] < 1)
     throw UsageError(fmt::format("'{}': tensor 'tokens' has shape {}; expected [batch, length]", path,
-                                 shape_string(tokens_entry.shape)));
+                                 gpt2::shape_string(tokens_entry.shape)));
   const int batch = static_cast<int>(tokens_entry.shape[0]), length = static_cast<int>(tokens_entry.shape[1]);
   const auto& config = model.config();
   const auto& logits_entry = file.entry("logits");
   if (logits_entry.shape != std::vector<std::int64_t>{batch, config.vocab})
     throw UsageError(fmt::format("'{}': tensor 'logits' has shape {}; expected [{}, {}]", path,
-                                 shape_string(logits_entry.shape), batch, config.vocab));
+                                 gpt2::shape_string(logits_entry.shape), batch, config.vocab));
   if (length > config.context)
     throw UsageError(fmt::format("'{}': {} tokens exceed the model's context of {}", path, length, config.context));
   const auto tokens = file.read_ints("tokens");
   const auto expected = file.read_floats("logits");
-  Gpt2Decoder decoder(model, {.batch = batch, .max_context = length});
+  gpt2::Decoder decoder(model, {.batch = batch, .max_context = length});
   for (int t = 0; t < length; ++t) {
     if (t % 64 == 0) progress(fmt::format("decode: prefilling the reference prompt, token {}/{}", t, length));
     std::vector<int> column(batch);
     for (int b = 0; b < batch; ++b) column[b] = tokens[static_cast<std::size_t>(b) * length + t];
     decoder.set_tokens(column);
     decoder.set_positions(std::vector<int>(batch, t));
-    decoder.step(Gpt2Mode::graph);
+    decoder.step(gpt2::Mode::graph);
   }
   progress_done();
   const auto got = decoder.logits();
-  const double error = relative_l2_error(got, expected);
+  const double error = gpt2::relative_l2_error(got, expected);
   double max_abs = 0;
   int argmax_agree = 0;
   for (int b = 0; b < batch; ++b) {
     const auto g = logits_row(got, b, config.vocab), e = logits_row(expected, b, config.vocab);
-    argmax_agree += argmax(g) == argmax(e);
+    argmax_agree += gpt2::argmax(g) == gpt2::argmax(e);
     for (int v = 0; v < config.vocab; ++v) max_abs = std::max(max_abs, std::abs(double(g[v]) - e[v]));
   }
   const double tolerance = logits_tolerance(model.dtype());
@@ -177,7 +177,7 @@ Record check_reference_logits(const Gpt2Model& model, const std::string& path, s
   r.extra = {{"relative_l2_error", error}, {"tolerance", tolerance}, {"max_abs_error", max_abs},
              {"argmax_agree", argmax_agree}};
   if (file.contains("logits_bf16")) {
-    const double e16 = relative_l2_error(got, file.read_floats("logits_bf16"));
+    const double e16 = gpt2::relative_l2_error(got, file.read_floats("logits_bf16"));
     r.extra["relative_l2_error_vs_reference_bf16"] = e16;
     fmt::print(out, "  (for scale: vs the reference run in bf16 the error is {:.3e})\n", e16);
   }
@@ -288,17 +288,17 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
     throw UsageError(fmt::format("--dtype must be fp32 or bf16 for decode, got {}", o.dtype));
   const auto batches = parse_int_list(o.batch, "--batch");
   const auto contexts = parse_int_list(o.context, "--context");
-  std::vector<Gpt2Mode> modes;
-  for (const auto& m : parse_list(o.mode)) modes.push_back(gpt2_mode_from_string(m));
+  std::vector<gpt2::Mode> modes;
+  for (const auto& m : parse_list(o.mode)) modes.push_back(gpt2::mode_from_string(m));
   if (modes.empty()) throw UsageError("--mode needs eager, graph or both");
-  const Gpt2Gemm gemm = gpt2_gemm_from_string(o.gemm);
-  const Gpt2Kernel kernel = gpt2_kernel_from_string(o.kernel);
+  const gpt2::GemmPath gemm = gpt2::gemm_path_from_string(o.gemm);
+  const gpt2::StepKernel kernel = gpt2::step_kernel_from_string(o.kernel);
   if (o.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", o.samples));
   if (o.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
   if (o.bandwidth_gb_per_s < 0) throw UsageError("--bandwidth must be > 0 (GB/s)");
-  std::optional<Gpt2Config> preset;
+  std::optional<gpt2::Config> preset;
   if (o.weights.empty()) {
-    preset = gpt2_preset(o.model);
+    preset = gpt2::preset(o.model);
     for (int c : contexts)
       if (c > preset->context)
         throw UsageError(fmt::format("--context {} exceeds GPT-2 {}'s {} positions", c, preset->name,
@@ -315,16 +315,16 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
 
   // ---- the model --------------------------------------------------------------------------------
   progress("decode: building the model");
-  std::optional<Gpt2Weights> loaded;
-  std::unique_ptr<Gpt2Model> model;
+  std::optional<gpt2::Weights> loaded;
+  std::unique_ptr<gpt2::Model> model;
   if (!o.weights.empty()) {
-    loaded = load_gpt2_safetensors(o.weights, o.heads > 0 ? std::optional<int>(o.heads) : std::nullopt);
-    model = Gpt2Model::from_weights(*loaded, dtype);
+    loaded = gpt2::load_safetensors(o.weights, o.heads > 0 ? std::optional<int>(o.heads) : std::nullopt);
+    model = gpt2::Model::from_weights(*loaded, dtype);
   } else {
-    model = Gpt2Model::random(*preset, dtype, o.seed);
+    model = gpt2::Model::random(*preset, dtype, o.seed);
   }
   progress_done();
-  const Gpt2Config& config = model->config();
+  const gpt2::Config& config = model->config();
   for (int c : contexts)
     if (c > config.context)
       throw UsageError(fmt::format("--context {} exceeds the model's {} positions", c, config.context));
@@ -334,7 +334,7 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
                   "{} on the GPU\n",
              model_name, config.layers, config.heads, config.width, config.vocab, to_string(dtype),
              o.weights.empty() ? fmt::format("random (seed {})", o.seed) : "from " + o.weights,
-             gpt2_parameter_count(config) / 1e6, format_bytes(model->device_bytes()));
+             gpt2::parameter_count(config) / 1e6, format_bytes(model->device_bytes()));
 
   if (!o.check_logits.empty()) set.records.push_back(check_reference_logits(*model, o.check_logits, out));
 
@@ -362,7 +362,7 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
     for (int context : contexts) {
       const int cached = context - 1;
       progress(fmt::format("decode: batch {}, context {}", batch, context));
-      Gpt2Decoder decoder(*model,
+      gpt2::Decoder decoder(*model,
                           {.batch = batch, .max_context = context, .gemm = gemm, .kernel = kernel, .pdl = !o.no_pdl});
       const StepCheck check = check_step(decoder, reference, dtype, cached, o.seed);
       if (!check.passed) {
@@ -371,7 +371,7 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
                                             check.summary));
       }
       decoder.fill_random_cache(cached, o.seed);
-      const Gpt2StepCost cost = decoder.cost(cached);
+      const gpt2::StepCost cost = decoder.cost(cached);
       const double ceiling = decode_ceiling(cost.weight_bytes, bw.bytes_per_s, batch, cost.kv_bytes_per_sequence);
       const nlohmann::json params{{"model", model_name},        {"batch", batch},
                                   {"context", context},         {"cached_tokens", cached},
@@ -382,9 +382,9 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
                                   {"working_set_bytes", cost.bytes()}};
       auto eager_fn = [&](cuda_stream s) { decoder.launch_step(s); };
       const CudaOptions timing{.warmup = o.warmup, .samples = o.samples, .repeats = 1, .stream = stream.s};
-      std::vector<std::pair<Gpt2Mode, Measurement>> measured;
-      for (Gpt2Mode mode : modes) {
-        if (mode == Gpt2Mode::eager) {
+      std::vector<std::pair<gpt2::Mode, Measurement>> measured;
+      for (gpt2::Mode mode : modes) {
+        if (mode == gpt2::Mode::eager) {
           measured.emplace_back(mode, measure_cuda(eager_fn, timing));
           // measure_spin counts a step's launches and never queues more than the driver holds.
           measured.emplace_back(mode, measure_spin(eager_fn, timing));
@@ -418,8 +418,8 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
           r.warnings.push_back(fmt::format("impossible: {:.0f} tokens/s is above decode_ceiling ({:.0f}) at {}; the "
                                            "timer did not see the work",
                                            tokens_per_s, ceiling, format_bytes_per_s(bw.bytes_per_s)));
-        if (mode == Gpt2Mode::eager && m.method == Method::cuda_events) by_point[{batch, context}].eager = r.summary.median;
-        if (mode == Gpt2Mode::graph) by_point[{batch, context}].graph = r.summary.median;
+        if (mode == gpt2::Mode::eager && m.method == Method::cuda_events) by_point[{batch, context}].eager = r.summary.median;
+        if (mode == gpt2::Mode::graph) by_point[{batch, context}].graph = r.summary.median;
         progress_done();
         fmt::print(out, "{:>5} {:>7} {:>5} {:<11} {:>10.4f} {:>10.0f} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}%  {}, {} {}{}\n",
                    batch, context, to_string(mode), r.method, r.summary.median, tokens_per_s, format_bytes(cost.bytes()),
@@ -433,7 +433,7 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
   progress_done();
   fmt::print(out, "\nbytes: weights read once per step ({}) + each sequence's KV cache up to its context; ceiling: "
                   "decode_ceiling in tokens/s at {}.\n",
-             format_bytes(gpt2_step_cost(config, dtype == DType::fp32 ? 4 : 2, dtype == DType::fp32 ? 4 : 2, 1, 0)
+             format_bytes(gpt2::step_cost(config, dtype == DType::fp32 ? 4 : 2, dtype == DType::fp32 ? 4 : 2, 1, 0)
                               .weight_bytes),
              format_bytes_per_s(bw.bytes_per_s));
   fmt::print(out, "cuda_events: per-step events (include the host's launch time); spin_hold: queue held while the "

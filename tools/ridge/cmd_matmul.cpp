@@ -1,4 +1,4 @@
-// `ridge matmul`: the seed's stretch exercise 3. GEMM TFLOP/s over sizes, each placed on the
+// `ridge matmul`: the speed-at-a-size exercise. GEMM TFLOP/s over sizes, each placed on the
 // device's roofline, and the answer to "at what size do you reach 70% of peak?".
 #include <algorithm>
 #include <chrono>

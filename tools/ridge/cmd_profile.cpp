@@ -1,4 +1,4 @@
-// `ridge profile`: the seed's `python run.py profile`. Warms up, traces one GPT-2 decode step
+// `ridge profile`: the profile-one-step exercise. Warms up, traces one GPT-2 decode step
 // eagerly and one replayed as a CUDA graph, writes the traces and prints what they show: top
 // kernels and operators, the kernel count, GPU busy time and the share of the step spent in
 // launch gaps.
@@ -11,7 +11,7 @@
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
-#include "ridge/gpt2.hpp"
+#include "ridge/gpt2/model.hpp"
 #include "ridge/tracer.hpp"
 #include "ridge/writers.hpp"
 
@@ -30,8 +30,8 @@ struct ModeProfile {
   std::string trace_path;
 };
 
-ModeProfile profile_mode(Gpt2Decoder& decoder, Gpt2Mode mode, const std::string& path) {
-  const std::string name = mode == Gpt2Mode::eager ? "eager" : "graph";
+ModeProfile profile_mode(gpt2::Decoder& decoder, gpt2::Mode mode, const std::string& path) {
+  const std::string name = mode == gpt2::Mode::eager ? "eager" : "graph";
   decoder.warmup(mode, 3);
   // CUPTI pays one-time costs for the first launches it sees after it starts recording: run
   // three steps under the tracer first, and keep only the last, inside its own "step" range.
@@ -68,9 +68,9 @@ double ms(trace::Nanoseconds ns) { return static_cast<double>(ns) / 1e6; }
 }  // namespace
 
 ResultSet run_profile(const ProfileOptions& o, std::FILE* out) {
-  const Gpt2Config config = gpt2_preset(o.model);
+  const gpt2::Config config = gpt2::preset(o.model);
   const DType dtype = dtype_from_string(o.dtype);
-  const Gpt2Kernel kernel = gpt2_kernel_from_string(o.kernel);
+  const gpt2::StepKernel kernel = gpt2::step_kernel_from_string(o.kernel);
   if (o.batch < 1) throw UsageError(fmt::format("--batch must be >= 1, got {}", o.batch));
   if (o.context < 1 || o.context > config.context)
     throw UsageError(fmt::format("--context must be within [1, {}] for GPT-2 {}, got {}", config.context, o.model,
@@ -80,20 +80,20 @@ ResultSet run_profile(const ProfileOptions& o, std::FILE* out) {
   enable_nvtx_capture();
   ResultSet set = new_result_set(o.device);
 
-  auto model = Gpt2Model::random(config, dtype);
-  Gpt2DecoderOptions decoder_options;
+  auto model = gpt2::Model::random(config, dtype);
+  gpt2::DecoderOptions decoder_options;
   decoder_options.batch = o.batch;
   decoder_options.max_context = config.context;
   decoder_options.kernel = kernel;
-  Gpt2Decoder decoder(*model, decoder_options);
+  gpt2::Decoder decoder(*model, decoder_options);
   // `context` tokens in the sequence after the step: context-1 cached, as `ridge decode` counts.
   decoder.fill_random_cache(o.context - 1);
 
   fmt::print(out, "GPT-2 {} {} decode step, batch {}, context {}, {} kernels: the last of four traced steps\n\n",
              o.model, to_string(dtype), o.batch, o.context, to_string(decoder.kernel()));
   std::vector<ModeProfile> profiles;
-  profiles.push_back(profile_mode(decoder, Gpt2Mode::eager, o.trace));
-  profiles.push_back(profile_mode(decoder, Gpt2Mode::graph, graph_trace_path(o.trace)));
+  profiles.push_back(profile_mode(decoder, gpt2::Mode::eager, o.trace));
+  profiles.push_back(profile_mode(decoder, gpt2::Mode::graph, graph_trace_path(o.trace)));
 
   fmt::print(out, "{:<34} {:>14} {:>14}\n", "", "eager", "graph");
   auto row = [&](const char* label, auto value) {

@@ -194,7 +194,7 @@ int run_report(const ReportCommand& c) {
   if (!gpu)
     md += fmt::format(
         "> **Model-only report.** No usable GPU ({}). Nothing in this report was measured: every number comes from the "
-        "datasheet of the {} (`--model {}`) and the seed's formulas. Run `ridge report` on a machine with a CUDA GPU "
+        "datasheet of the {} (`--model {}`) and the roofline and decode-ceiling formulas. Run `ridge report` on a machine with a CUDA GPU "
         "for measurements.\n\n",
         no_gpu_reason().empty() ? "none found" : no_gpu_reason(), model.name, model.key);
 

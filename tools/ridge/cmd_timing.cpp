@@ -1,4 +1,4 @@
-// `ridge timing`: the seed's stretch exercise 1, one matmul timed three ways, plus the small
+// `ridge timing`: the three-clocks timing exercise: one matmul timed three ways, plus the small
 // case where the host's launch latency dominates per-sample events.
 #include <cmath>
 #include <cstdlib>
@@ -13,7 +13,7 @@
 #include "ridge/format.hpp"
 #include "ridge/gemm.hpp"
 #include "ridge/measure.hpp"
-#include "ridge/probes.hpp"
+#include "measure/cuda/probes.hpp"
 
 namespace ridge::cli {
 

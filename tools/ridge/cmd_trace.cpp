@@ -17,7 +17,7 @@
 #include "ridge/errors.hpp"
 #include "ridge/trace.hpp"
 #include "ridge/writers.hpp"
-#include "trace/inject_env.hpp"
+#include "trace/cupti/inject_env.hpp"
 
 extern char** environ;
 

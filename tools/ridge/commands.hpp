@@ -21,7 +21,7 @@ struct TimingOptions {
   std::string small_dtype = "bf16";
   int samples = 20;
   int warmup = 5;
-  int repeats = 1;  ///< calls per event pair in the large case (the seed's measure_cuda `repeats`)
+  int repeats = 1;  ///< calls per event pair in the large case (measure_cuda's `repeats`)
 };
 /// `ridge timing`: the three-way timing demo plus the small-size launch-free comparison.
 /// Throws VerificationError when the GEMM's output is wrong.
@@ -113,7 +113,7 @@ struct ProfileOptions {
   std::string model = "small";
   std::string dtype = "bf16";
   int batch = 1;
-  int context = 128;  ///< tokens per sequence after the step (the seed's 128-token cache)
+  int context = 128;  ///< tokens per sequence after the step (a 128-token cache)
   std::string kernel = "auto";  ///< the step's kernels: auto, barrier, chain
   std::string trace = "runs/trace.json";
 };

@@ -92,7 +92,7 @@ SectionOutput timing_section(ReportContext& ctx) {
 
   std::string& md = out.markdown;
   md += fmt::format(
-      "The seed's stretch exercise 1: a {} {}x{}x{} matmul (cuBLASLt, random inputs, output checked against a "
+      "The three-clocks timing exercise: a {} {}x{}x{} matmul (cuBLASLt, random inputs, output checked against a "
       "reference before timing) timed three ways. {} samples each after {} warm-up calls; medians.\n\n",
       options.dtype == "fp32" ? "FP32" : options.dtype, options.n, options.n, options.n, options.samples,
       options.warmup);

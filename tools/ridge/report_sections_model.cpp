@@ -79,7 +79,7 @@ SectionOutput model_roofline_section(ReportContext& ctx) {
                       ridge_point(flops, e.bandwidth_bytes_per_s));
   md += "\n";
 
-  // The seed's operations, placed on the roof (what the best possible kernel would reach).
+  // The chapter's example operations, placed on the roof (what the best possible kernel would reach).
   const double k = 4096;
   std::vector<SeedOp> ops{
       {"x + y, FP32 (any size)", "fp32", 1, 12},
@@ -91,8 +91,8 @@ SectionOutput model_roofline_section(ReportContext& ctx) {
   };
   Plot plot = roofline_plot(fmt::format("Roofline of the {} (datasheet)", e.name), e.bandwidth_bytes_per_s,
                             e.peak_flops, 0.05, 5000);
-  PlotSeries points{.name = "the seed's operations (best possible)", .line = false, .markers = true, .color = "#dc2626"};
-  md += "The seed's operations placed on it. These are not measurements: each sits on the roof, the most any "
+  PlotSeries points{.name = "example operations (best possible)", .line = false, .markers = true, .color = "#dc2626"};
+  md += "Example operations placed on it. These are not measurements: each sits on the roof, the most any "
         "kernel could reach.\n\n";
   md += "| operation | intensity (FLOP/byte) | bound | attainable | of that dtype's peak | fastest possible time |\n"
         "|---|---:|---|---:|---:|---:|\n";
@@ -112,7 +112,7 @@ SectionOutput model_roofline_section(ReportContext& ctx) {
   }
   plot.series.push_back(std::move(points));
   out.svgs.push_back({"roofline-model.svg", render_svg(plot)});
-  md += "\n![roofline of the catalog device with the seed's operations](roofline-model.svg)\n\n";
+  md += "\n![roofline of the catalog device with example operations](roofline-model.svg)\n\n";
   md += fmt::format("Below the BF16 ridge point ({:.0f} FLOP/byte) no kernel can use the tensor cores fully: decode at "
                     "batch 1 is memory-bound by a factor of about {:.0f}.\n\n",
                     e.peak_flops.count("bf16") ? ridge_point(e.peak_flops.at("bf16"), e.bandwidth_bytes_per_s) : 0.0,
@@ -219,8 +219,8 @@ SectionOutput amdahl_section(ReportContext&) {
     std::string note;
   };
   const std::vector<Example> examples{
-      {0.10, inf, "the seed: a 10% operation made infinitely fast"},
-      {0.30, 3, "the seed's question 4: a kernel taking 30% made 3x faster"},
+      {0.10, inf, "a 10% operation made infinitely fast"},
+      {0.30, 3, "a kernel taking 30% made 3x faster"},
       {0.50, 2, ""},
       {0.90, 10, ""},
       {0.90, inf, ""},
@@ -245,7 +245,7 @@ SectionOutput amdahl_section(ReportContext&) {
   plot.title = "Amdahl's law";
   plot.x_label = "speedup of the part (s)";
   plot.y_label = "speedup of the whole program";
-  // Log y too: the 10% and 30% curves (the seed's examples) stay readable next to the 90% one.
+  // Log y too: the 10% and 30% curves (the classic examples) stay readable next to the 90% one.
   plot.y_min = 1;
   plot.y_max = 10;
   for (double f : {0.1, 0.3, 0.5, 0.9}) {

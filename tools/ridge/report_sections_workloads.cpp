@@ -29,7 +29,7 @@ SectionOutput bandwidth_section(ReportContext& ctx) {
   for (const auto& r : set.records)
     if (r.params.value("n", std::int64_t{0}) == largest && (!best || r.bytes_per_s() > best->bytes_per_s())) best = &r;
   std::string& md = out.markdown;
-  md += "The seed's stretch exercise 2: `x + y` in fp32 (reads 8 bytes and writes 4 per element) from 2^10 to 2^28 "
+  md += "The bandwidth-sweep exercise: `x + y` in fp32 (reads 8 bytes and writes 4 per element) from 2^10 to 2^28 "
         "elements, every kernel variant checked before it is timed, launch-free timing for short runs.\n\n";
   md += "![GB/s against size](bandwidth.svg)\n\n";
   if (best) {
@@ -57,7 +57,7 @@ SectionOutput matmul_section(ReportContext& ctx) {
   out.records = set.records;
   out.svgs.push_back(rate_vs_size_svg("matmul.svg", "BF16 matmul, n x n x n", set.records, "n", true));
   std::string& md = out.markdown;
-  md += "The seed's stretch exercise 3: square BF16 GEMMs through cuBLASLt (the fastest of its top heuristic "
+  md += "The speed-at-a-size exercise: square BF16 GEMMs through cuBLASLt (the fastest of its top heuristic "
         "choices), each checked against an fp64 reference before it is timed.\n\n";
   md += "![TFLOP/s against size](matmul.svg)\n\n";
   std::vector<RatePoint> points;

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "ridge/errors.hpp"
-#include "ridge/probes.hpp"
+#include "measure/cuda/probes.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::cli {

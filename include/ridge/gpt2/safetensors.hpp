@@ -1,0 +1,72 @@
+#pragma once
+// A reader and writer of the safetensors format: an 8-byte little-endian header length, a JSON
+// header {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}, then the
+// raw little-endian data. CPU only; tensors are read one at a time so a 6 GB file is never held
+// in memory whole.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ridge::gpt2 {
+
+/// One tensor's entry in a safetensors header.
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;  ///< "F32", "BF16", "F16", "I32", "I64", ...
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;  ///< byte offsets into the data section
+  std::int64_t numel() const;
+};
+
+/// Bytes of one element of a safetensors dtype name; 0 when unknown.
+int safetensors_element_bytes(const std::string& dtype);
+
+/// "[768, 2304]".
+std::string shape_string(const std::vector<std::int64_t>& shape);
+
+class SafetensorsFile {
+ public:
+  /// Opens `path` and parses its header. Throws UsageError saying what is wrong: file missing,
+  /// shorter than its header says, a header that is not JSON, an entry without dtype/shape/offsets,
+  /// offsets that disagree with the shape and dtype, or data past the end of the file (truncated).
+  explicit SafetensorsFile(std::string path);
+
+  const std::string& path() const { return path_; }
+  bool contains(const std::string& name) const { return entries_.count(name) != 0; }
+  /// The entry, or throws UsageError naming the missing tensor and the file.
+  const SafetensorsEntry& entry(const std::string& name) const;
+  std::vector<std::string> names() const;
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  /// Reads a floating-point tensor (F32, BF16, F16 or F64) converted to float. Throws UsageError
+  /// naming the tensor for any other dtype.
+  std::vector<float> read_floats(const std::string& name) const;
+  /// Reads an integer tensor (I32 or I64; I64 values must fit in int). Throws UsageError otherwise.
+  std::vector<int> read_ints(const std::string& name) const;
+  /// The raw bytes of a tensor.
+  std::vector<unsigned char> read_bytes(const std::string& name) const;
+
+ private:
+  std::string path_;
+  std::uint64_t data_start_ = 0;
+  std::map<std::string, SafetensorsEntry> entries_;
+  std::map<std::string, std::string> metadata_;
+};
+
+/// A tensor to write: dtype "F32" (from `floats`), "BF16" (from `floats`, rounded to nearest
+/// even), or "I32" (from `ints`).
+struct SafetensorsTensor {
+  std::string name;
+  std::string dtype = "F32";
+  std::vector<std::int64_t> shape;
+  std::vector<float> floats;
+  std::vector<int> ints;
+};
+
+/// Writes a safetensors file (atomically: to a temporary name, then renamed). Throws UsageError
+/// when a tensor's data does not match its shape, Error when the file cannot be written.
+void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace ridge::gpt2

@@ -1,0 +1,352 @@
+// The timers. Each one returns raw per-operation samples; callers summarize and label them.
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "measure/cuda/cuda_check.hpp"
+#include "ridge/device.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/measure.hpp"
+#include "measure/cuda/probes.hpp"
+#include "measure/cuda/launchers.hpp"
+
+namespace ridge {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+void validate(const CudaOptions& o) {
+  if (o.samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", o.samples));
+  if (o.warmup < 0) throw UsageError(fmt::format("warmup must be >= 0, got {}", o.warmup));
+  if (o.repeats < 0) throw UsageError(fmt::format("repeats must be >= 0 (0 = automatic), got {}", o.repeats));
+  if (o.target_ci_relative < 0) throw UsageError("target_ci_relative must be >= 0");
+  if (o.max_samples < o.samples) throw UsageError("max_samples must be >= samples");
+}
+
+struct Event {
+  cudaEvent_t e = nullptr;
+  Event() { RIDGE_CHECK(cudaEventCreate(&e)); }
+  ~Event() {
+    if (e) cudaEventDestroy(e);
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
+
+float elapsed_ms(const Event& a, const Event& b) {
+  float ms = 0;
+  RIDGE_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+  return ms;
+}
+
+// Decides when sampling stops: a fixed count, or adaptively on the median's confidence interval.
+class StopRule {
+ public:
+  explicit StopRule(const CudaOptions& o) : o_(o), start_(clock_type::now()) {}
+  bool more(const std::vector<double>& samples, std::string& reason) const {
+    const auto n = static_cast<int>(samples.size());
+    if (n < o_.samples) return true;
+    if (o_.target_ci_relative <= 0) {
+      reason = "samples";
+      return false;
+    }
+    if (summarize(samples).median_ci_relative() <= o_.target_ci_relative) {
+      reason = "converged";
+      return false;
+    }
+    if (n >= o_.max_samples) {
+      reason = "max_samples";
+      return false;
+    }
+    if (ms_since(start_) / 1e3 >= o_.time_budget_s) {
+      reason = "time_budget";
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  const CudaOptions& o_;
+  clock_type::time_point start_;
+};
+
+// Times one call with events (after the warm-up) and picks repeats so a sample lasts about
+// target_sample_ms, within [1, 10000].
+int auto_repeats(const StreamFn& fn, cuda_stream stream, double target_ms) {
+  Event a, b;
+  RIDGE_CHECK(cudaStreamSynchronize(stream));
+  RIDGE_CHECK(cudaEventRecord(a.e, stream));
+  for (int i = 0; i < 3; ++i) fn(stream);
+  RIDGE_CHECK(cudaEventRecord(b.e, stream));
+  RIDGE_CHECK(cudaEventSynchronize(b.e));
+  const double one = std::max(1e-4, elapsed_ms(a, b) / 3.0);
+  return static_cast<int>(std::clamp(target_ms / one, 1.0, 10000.0));
+}
+
+Measurement finish(Measurement m, const std::string& reason) {
+  m.summary = summarize(m.samples_ms);
+  m.stop_reason = reason;
+  return m;
+}
+
+// Pinned, device-mapped flags that let the host release a stream held by hold_stream_kernel.
+class StreamHold {
+ public:
+  StreamHold() {
+    RIDGE_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * sizeof(int), cudaHostAllocMapped));
+    RIDGE_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+  }
+  ~StreamHold() {
+    if (host_) cudaFreeHost(host_);
+  }
+  void hold(cuda_stream stream, double timeout_s) {
+    std::atomic_ref<int>(host_[0]).store(0);
+    std::atomic_ref<int>(host_[1]).store(0);
+    launch_hold_stream(stream, device_, timeout_s);
+  }
+  void release() { std::atomic_ref<int>(host_[0]).store(1); }
+  bool timed_out() const { return std::atomic_ref<int>(host_[1]).load() != 0; }
+
+ private:
+  int* host_ = nullptr;
+  int* device_ = nullptr;
+};
+
+// Runs samples in batches behind a held stream: hold, queue [flush][ev0][work][ev1] per sample,
+// release, synchronize. `ops_per_sample` bounds how many launches one batch queues, so the
+// driver's launch queue never fills while the GPU is held.
+Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, int ops_per_sample,
+                         const CudaOptions& o, cuda_stream stream, Method method, int repeats) {
+  Measurement m;
+  m.method = method;
+  m.repeats_per_sample = repeats;
+  m.l2_flushed = o.flush_l2;
+  std::unique_ptr<L2Flusher> flusher;
+  if (o.flush_l2) flusher = std::make_unique<L2Flusher>();
+  StreamHold hold;
+  StopRule rule(o);
+  std::string reason;
+  const int batch = std::max(1, 128 / std::max(1, ops_per_sample + 3));
+  std::vector<std::unique_ptr<Event>> starts, ends;
+  for (int i = 0; i < batch; ++i) {
+    starts.push_back(std::make_unique<Event>());
+    ends.push_back(std::make_unique<Event>());
+  }
+  while (rule.more(m.samples_ms, reason)) {
+    const int remaining = std::max(1, o.samples - static_cast<int>(m.samples_ms.size()));
+    const int count = std::min(batch, o.target_ci_relative > 0 ? batch : remaining);
+    RIDGE_CHECK(cudaStreamSynchronize(stream));
+    hold.hold(stream, o.spin_timeout_s);
+    for (int i = 0; i < count; ++i) {
+      if (flusher) flusher->flush(stream);
+      RIDGE_CHECK(cudaEventRecord(starts[i]->e, stream));
+      enqueue_work(stream);
+      RIDGE_CHECK(cudaEventRecord(ends[i]->e, stream));
+    }
+    hold.release();
+    RIDGE_CHECK(cudaStreamSynchronize(stream));
+    if (hold.timed_out())
+      throw Error(fmt::format(
+          "the spin kernel holding the stream timed out after {} s before the host finished queuing a batch; "
+          "the work may launch too many kernels or synchronize inside the timed function. Use --method events",
+          o.spin_timeout_s));
+    for (int i = 0; i < count; ++i) m.samples_ms.push_back(elapsed_ms(*starts[i], *ends[i]) / repeats);
+  }
+  return finish(std::move(m), reason);
+}
+
+}  // namespace
+
+Measurement measure_wall(const HostFn& fn, WallOptions o) {
+  if (o.samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", o.samples));
+  if (o.warmup < 0) throw UsageError(fmt::format("warmup must be >= 0, got {}", o.warmup));
+  const bool cuda = o.cuda.value_or(device_count() > 0);
+  Measurement m;
+  m.method = cuda ? Method::wall_sync : Method::cpu_wall;
+  for (int i = 0; i < o.warmup; ++i) fn();
+  for (int i = 0; i < o.samples; ++i) {
+    if (cuda) RIDGE_CHECK(cudaDeviceSynchronize());
+    const auto t0 = clock_type::now();
+    fn();
+    if (cuda) RIDGE_CHECK(cudaDeviceSynchronize());
+    m.samples_ms.push_back(ms_since(t0));
+  }
+  return finish(std::move(m), "samples");
+}
+
+Measurement measure_naive(const HostFn& fn, int samples, int warmup) {
+  if (samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", samples));
+  const bool cuda = device_count() > 0;
+  Measurement m;
+  m.method = Method::wall_naive;
+  for (int i = 0; i < warmup; ++i) fn();
+  for (int i = 0; i < samples; ++i) {
+    // Drain earlier work outside the window so each sample starts from an empty queue, exactly as
+    // a notebook's `t0 = perf_counter(); y = x @ x; perf_counter() - t0` does in a fresh cell.
+    if (cuda) RIDGE_CHECK(cudaDeviceSynchronize());
+    const auto t0 = clock_type::now();
+    fn();
+    m.samples_ms.push_back(ms_since(t0));
+  }
+  if (cuda) RIDGE_CHECK(cudaDeviceSynchronize());
+  return finish(std::move(m), "samples");
+}
+
+Measurement measure_cuda(const StreamFn& fn, CudaOptions o) {
+  validate(o);
+  cuda_stream stream = o.stream;
+  for (int i = 0; i < o.warmup; ++i) fn(stream);
+  RIDGE_CHECK(cudaStreamSynchronize(stream));
+  int repeats = o.repeats == 0 ? auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
+  if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
+  Measurement m;
+  m.method = Method::cuda_events;
+  m.repeats_per_sample = repeats;
+  m.l2_flushed = o.flush_l2;
+  std::unique_ptr<L2Flusher> flusher;
+  if (o.flush_l2) flusher = std::make_unique<L2Flusher>();
+  Event start, end;
+  StopRule rule(o);
+  std::string reason;
+  while (rule.more(m.samples_ms, reason)) {
+    if (flusher) flusher->flush(stream);
+    RIDGE_CHECK(cudaEventRecord(start.e, stream));
+    for (int r = 0; r < repeats; ++r) fn(stream);
+    RIDGE_CHECK(cudaEventRecord(end.e, stream));
+    RIDGE_CHECK(cudaEventSynchronize(end.e));
+    m.samples_ms.push_back(elapsed_ms(start, end) / repeats);
+  }
+  return finish(std::move(m), reason);
+}
+
+Measurement measure_cuda(const HostFn& fn, CudaOptions o) {
+  return measure_cuda([&](cuda_stream) { fn(); }, o);
+}
+
+namespace {
+
+// How many operations one call of fn enqueues, found by capturing it into a graph on a scratch
+// stream and counting the nodes (nothing runs). Falls back to a cautious guess when fn cannot be
+// captured. A held stream must never have more operations queued than the driver's launch queue
+// holds, or the host blocks until the spin kernel times out.
+int launches_per_call(const StreamFn& fn) {
+  constexpr int fallback = 64;
+  cudaStream_t scratch = nullptr;
+  if (cudaStreamCreateWithFlags(&scratch, cudaStreamNonBlocking) != cudaSuccess) return fallback;
+  int count = fallback;
+  if (cudaStreamBeginCapture(scratch, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+    bool threw = false;
+    try {
+      fn(scratch);
+    } catch (...) {
+      threw = true;
+    }
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(scratch, &graph) == cudaSuccess && graph && !threw) {
+      size_t nodes = 0;
+      if (cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess) count = std::max<int>(1, static_cast<int>(nodes));
+    }
+    if (graph) cudaGraphDestroy(graph);
+  }
+  cudaGetLastError();
+  cudaStreamDestroy(scratch);
+  return count;
+}
+
+}  // namespace
+
+Measurement measure_spin(const StreamFn& fn, CudaOptions o) {
+  validate(o);
+  cuda_stream stream = o.stream;
+  for (int i = 0; i < o.warmup; ++i) fn(stream);
+  RIDGE_CHECK(cudaStreamSynchronize(stream));
+  const int launches = launches_per_call(fn);
+  constexpr int max_held_launches = 512;
+  int repeats = o.repeats == 0 ? std::min(64, auto_repeats(fn, stream, o.target_sample_ms)) : o.repeats;
+  if (o.repeats == 0) repeats = std::max(1, std::min(repeats, max_held_launches / launches));
+  if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
+  if (repeats * launches > max_held_launches)
+    throw UsageError(fmt::format("spin hold: {} calls x {} launches per call would overfill the launch queue while "
+                                 "the stream is held; use fewer repeats (at most {}) or the graph method",
+                                 repeats, launches, std::max(1, max_held_launches / launches)));
+  return held_samples(
+      [&](cuda_stream s) {
+        for (int r = 0; r < repeats; ++r) fn(s);
+      },
+      repeats * launches, o, stream, Method::spin_hold, repeats);
+}
+
+Measurement measure_graph(const StreamFn& fn, CudaOptions o) {
+  validate(o);
+  cudaStream_t stream = o.stream;
+  cudaStream_t own = nullptr;
+  if (!stream) {
+    RIDGE_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+    stream = own;
+  }
+  struct Cleanup {
+    cudaStream_t s = nullptr;
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t e = nullptr;
+    ~Cleanup() {
+      if (e) cudaGraphExecDestroy(e);
+      if (g) cudaGraphDestroy(g);
+      if (s) cudaStreamDestroy(s);
+    }
+  } cleanup{own};
+  for (int i = 0; i < o.warmup; ++i) fn(stream);
+  RIDGE_CHECK(cudaStreamSynchronize(stream));
+  int repeats = o.repeats == 0 ? auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
+  if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
+  RIDGE_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int r = 0; r < repeats; ++r) fn(stream);
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(stream, &broken);
+    if (broken) cudaGraphDestroy(broken);
+    cudaGetLastError();
+    throw;
+  }
+  const cudaError_t status = cudaStreamEndCapture(stream, &cleanup.g);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(fmt::format("CUDA graph capture failed ({}): the timed function must launch all its work on the "
+                            "stream it is given and must not synchronize. Use --method events or spin instead",
+                            detail::status_text(status)));
+  }
+  RIDGE_CHECK(cudaGraphInstantiate(&cleanup.e, cleanup.g, 0));
+  RIDGE_CHECK(cudaGraphUpload(cleanup.e, stream));
+  for (int i = 0; i < 2; ++i) RIDGE_CHECK(cudaGraphLaunch(cleanup.e, stream));
+  RIDGE_CHECK(cudaStreamSynchronize(stream));
+  return held_samples([&](cuda_stream s) { RIDGE_CHECK(cudaGraphLaunch(cleanup.e, s)); }, 1, o, stream,
+                      Method::graph_replay, repeats);
+}
+
+Measurement measure(Method method, const StreamFn& fn, CudaOptions o) {
+  switch (method) {
+    case Method::cpu_wall:
+      return measure_wall([&] { fn(o.stream); }, WallOptions{o.samples, o.warmup, false});
+    case Method::wall_naive:
+      return measure_naive([&] { fn(o.stream); }, o.samples, o.warmup);
+    case Method::wall_sync:
+      return measure_wall([&] { fn(o.stream); }, WallOptions{o.samples, o.warmup, true});
+    case Method::cuda_events:
+      return measure_cuda(fn, o);
+    case Method::spin_hold:
+      return measure_spin(fn, o);
+    case Method::graph_replay:
+      return measure_graph(fn, o);
+  }
+  throw UsageError("unknown timing method");
+}
+
+}  // namespace ridge

@@ -1,0 +1,826 @@
+// The CUPTI activity collector: enables the activity kinds, hands CUPTI buffers, turns records
+// into ridge's trace model as buffers complete, and flushes at stop and at exit.
+#include "trace/cupti/collector.hpp"
+
+#include <cupti.h>
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+#include <vector>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "measure/cuda/cuda_check.hpp"
+#include "ridge/errors.hpp"
+#include "trace/cupti/profiler_gate.hpp"
+
+namespace ridge::detail {
+
+std::string status_text(CUptiResult status) {
+  const char* text = nullptr;
+  if (cuptiGetResultString(status, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown CUPTI error";
+  std::string out = fmt::format("{} ({})", text, static_cast<int>(status));
+  if (status == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    out += ": another CUPTI client is already attached to this process (Nsight Systems, Nsight Compute, PyTorch's "
+           "profiler, another ridge trace). Only one can trace at a time: stop the other profiler and run again";
+  else if (status == CUPTI_ERROR_NOT_INITIALIZED)
+    out += ": CUPTI could not initialize (a CUDA driver older than this CUPTI, or no driver)";
+  return out;
+}
+
+}  // namespace ridge::detail
+
+namespace ridge::trace_detail {
+
+namespace {
+
+using trace::Nanoseconds;
+
+struct PendingRange {
+  std::uint32_t name = 0, process = 0, thread = 0;
+  Nanoseconds start = 0;
+};
+
+/// Driver and runtime calls recorded by default are everything except these trivial queries,
+/// which frameworks issue thousands of times per step: recording them would only add overhead.
+const std::unordered_set<std::string>& trivial_api_calls() {
+  static const std::unordered_set<std::string> names{
+      // runtime
+      "cudaGetDevice", "cudaSetDevice", "cudaGetDeviceCount", "cudaGetDeviceProperties", "cudaDeviceGetAttribute",
+      "cudaGetLastError", "cudaPeekAtLastError", "cudaDriverGetVersion", "cudaRuntimeGetVersion",
+      "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo", "cudaThreadExchangeStreamCaptureMode",
+      "cudaPointerGetAttributes", "cudaFuncGetAttributes", "cudaGetFuncBySymbol", "cudaGetDriverEntryPoint",
+      "cudaGetDriverEntryPointByVersion", "cudaEventQuery", "cudaStreamQuery", "cudaStreamGetPriority",
+      "cudaDeviceGetStreamPriorityRange", "cudaGetErrorString", "cudaGetErrorName",
+      // driver
+      "cuGetProcAddress", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuCtxPushCurrent",
+      "cuCtxPopCurrent", "cuDevicePrimaryCtxGetState", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetAttribute",
+      "cuDeviceGetName", "cuDriverGetVersion", "cuPointerGetAttribute", "cuPointerGetAttributes", "cuGetErrorString",
+      "cuGetErrorName", "cuStreamIsCapturing", "cuStreamGetCaptureInfo", "cuThreadExchangeStreamCaptureMode",
+      "cuCtxGetStreamPriorityRange", "cuFuncGetAttribute", "cuKernelGetAttribute", "cuEventQuery", "cuStreamQuery",
+      "cuStreamGetCtx", "cuCtxGetId", "cuStreamGetId", "cuCtxGetFlags", "cuStreamGetPriority", "cuStreamGetFlags",
+  };
+  return names;
+}
+
+/// Calls recorded in ApiCalls::selected mode: those a trace is read for (where work was launched,
+/// copied, waited on, allocated), matched by name so new API versions are covered. Kept short:
+/// CUPTI hooks only the calls enabled one by one, so everything else runs untouched.
+bool selected_api_call(std::string_view name) {
+  static constexpr std::string_view keys[] = {
+      "Launch",  // cudaLaunchKernel(ExC), cuLaunchKernel(Ex) (Triton, cuBLAS), cudaGraphLaunch, host funcs
+      "Memcpy", "Memset", "Synchronize", "StreamWaitEvent", "EventRecord",
+      "Malloc", "MemAlloc", "Free", "HostAlloc", "HostRegister",
+      "Profiler",  // cudaProfilerStart/Stop: --profiler-range needs them
+      "ModuleLoad", "LibraryLoad", "BeginCapture", "EndCapture", "GraphInstantiate", "GraphUpload",
+  };
+  for (std::string_view key : keys)
+    if (name.find(key) != std::string_view::npos) return true;
+  return false;
+}
+
+/// The activity kinds that record what the program does, in the order they are enabled. Gated
+/// (--profiler-range) they are on only inside the windows; CUPTI_ACTIVITY_KIND_DEVICE (device
+/// names, no per-call cost) stays on for the whole session.
+std::vector<CUpti_ActivityKind> collection_kinds(const CollectorOptions& o) {
+  std::vector<CUpti_ActivityKind> kinds{
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // never CUPTI_ACTIVITY_KIND_KERNEL: it serializes kernels
+  };
+  if (o.memcpy) {
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
+  }
+  // Whole API kinds only where (nearly) everything is recorded; ApiCalls::selected enables single
+  // calls instead, so CUPTI does not intercept the thousands of queries a framework makes per step.
+  if (o.api_calls == ApiCalls::most || o.api_calls == ApiCalls::all) {
+    kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+    kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+  }
+  if (o.synchronization) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  if (o.nvtx) kinds.push_back(CUPTI_ACTIVITY_KIND_MARKER);
+  kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  return kinds;
+}
+
+bool is_profiler_call(bool runtime, std::uint32_t cbid) {
+  return runtime ? (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 || cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)
+                 : (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart || cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+}
+
+bool is_profiler_start(bool runtime, std::uint32_t cbid) {
+  return runtime ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+}
+
+const char* kind_name(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
+    case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
+    case CUPTI_ACTIVITY_KIND_RUNTIME: return "RUNTIME";
+    case CUPTI_ACTIVITY_KIND_DRIVER: return "DRIVER";
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return "SYNCHRONIZATION";
+    case CUPTI_ACTIVITY_KIND_MARKER: return "MARKER";
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
+    case CUPTI_ACTIVITY_KIND_DEVICE: return "DEVICE";
+    default: return "?";
+  }
+}
+
+struct State {
+  std::mutex control;  // start/stop
+  std::mutex data;     // the trace being filled by buffer callbacks
+  trace::Trace trace;
+  std::unordered_map<const char*, std::uint32_t> kernel_names;  // CUPTI shares one name pointer per kernel
+  std::vector<std::string> runtime_names, driver_names;         // by callback id
+  std::unordered_map<std::uint32_t, std::uint32_t> runtime_ids, driver_ids;  // cbid -> string id, this trace
+  std::unordered_map<std::uint32_t, PendingRange> open_ranges;
+  std::unordered_map<std::uint32_t, std::uint32_t> context_device;
+  std::vector<std::uint32_t> sync_contexts;  // parallel to trace.syncs until stop resolves devices
+  std::atomic<std::size_t> buffer_bytes{32u << 20};
+  CollectorOptions options;                       // this trace's
+  std::vector<CUpti_ActivityKind> kinds;          // collection_kinds(options)
+  bool device_kind = false;                       // CUPTI_ACTIVITY_KIND_DEVICE enabled this session
+  // Per-call enables, worked out once per session so switching collection on stays cheap.
+  std::vector<std::uint32_t> selected_runtime_calls, selected_driver_calls;  // ApiCalls::selected
+  std::vector<std::uint32_t> trivial_runtime_calls, trivial_driver_calls;    // ApiCalls::most: switched off
+  // ApiCalls::selected after the first context: the kinds on, these (all the others) off.
+  std::vector<std::uint32_t> unselected_runtime_calls, unselected_driver_calls;
+  std::vector<CUpti_ActivityKind> filter_kinds;  // the API kinds switched on for that
+  // Gated from before the first context: the selected calls are switched on once, at the start,
+  // and stay on through the windows (switched on again later, CUPTI would record none of them).
+  bool sticky_calls = false;
+  // Gating (--profiler-range): `gate` serializes switching; control -> gate -> data is the lock order.
+  std::mutex gate;
+  std::atomic<bool> gated{false};
+  std::atomic<std::uint64_t> session{0};  // counts collector_start calls
+  bool collecting = false;  // the collection kinds are on
+  ProfilerWindows windows;
+  std::uint64_t gate_ns = 0, cupti_errors = 0;
+  std::string last_cupti_error;
+  std::atomic<bool> running{false};
+  bool callbacks_registered = false;
+  bool exit_hook = false;
+  pid_t pid = 0;  // the process that started tracing (a fork()ed child must not touch CUPTI)
+  pid_t start_thread = 0;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  std::atomic<std::uint64_t> buffers_requested{0}, buffers_completed{0}, records{0}, completions_on_start_thread{0};
+  std::atomic<std::uint64_t> completion_ns{0};
+};
+
+/// Never destroyed: CUPTI may deliver buffers during static destruction at exit.
+State& state() {
+  static State* s = new State;
+  return *s;
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  const std::size_t bytes = state().buffer_bytes.load();
+  state().buffers_requested.fetch_add(1, std::memory_order_relaxed);
+  // Zeroed memory (fresh pages from calloc), so CUPTI need not clear it on the traced thread.
+  *buffer = static_cast<uint8_t*>(std::calloc(1, bytes));
+  *size = *buffer != nullptr ? bytes : 0;  // a zero-size buffer makes CUPTI count drops, never crash
+  *max_records = 0;
+}
+
+std::uint32_t api_name(State& s, bool runtime, std::uint32_t cbid) {
+  auto& ids = runtime ? s.runtime_ids : s.driver_ids;
+  auto it = ids.find(cbid);
+  if (it != ids.end()) return it->second;
+  const auto& names = runtime ? s.runtime_names : s.driver_names;
+  std::string name = cbid < names.size() && !names[cbid].empty() ? names[cbid]
+                                                                  : fmt::format("{}_api_{}", runtime ? "cuda" : "cu", cbid);
+  const std::uint32_t id = s.trace.strings.intern(name);
+  ids.emplace(cbid, id);
+  return id;
+}
+
+trace::MemcpyKind memcpy_kind(std::uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return trace::MemcpyKind::host_to_device;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return trace::MemcpyKind::device_to_host;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return trace::MemcpyKind::device_to_device;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return trace::MemcpyKind::host_to_host;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return trace::MemcpyKind::peer_to_peer;
+    default: return trace::MemcpyKind::unknown;
+  }
+}
+
+trace::SyncKind sync_kind(CUpti_ActivitySynchronizationType type) {
+  switch (type) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return trace::SyncKind::event_synchronize;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return trace::SyncKind::stream_wait_event;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return trace::SyncKind::stream_synchronize;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return trace::SyncKind::context_synchronize;
+    default: return trace::SyncKind::unknown;
+  }
+}
+
+bool complete(Nanoseconds start, Nanoseconds end) { return start != 0 && end != 0 && end >= start; }
+
+/// The fields a copy or fill record shares; false (counted as incomplete) when CUPTI left it
+/// without timestamps.
+template <typename Record, typename Event>
+bool read_transfer(State& s, const Record* r, Event& e) {
+  if (!complete(r->start, r->end)) {
+    ++s.trace.incomplete_records;
+    return false;
+  }
+  e.bytes = r->bytes;
+  e.device = r->deviceId;
+  e.stream = r->streamId;
+  e.start = r->start;
+  e.end = r->end;
+  e.correlation = r->correlationId;
+  s.context_device[r->contextId] = r->deviceId;
+  return true;
+}
+
+void add_record(State& s, const CUpti_Activity* record) {
+  trace::Trace& t = s.trace;
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: {
+      // Later CUPTI versions only append fields, so the CUDA 13.0 layout reads newer records too.
+      const auto* r = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      if (!complete(r->start, r->end)) {
+        ++t.incomplete_records;
+        return;
+      }
+      trace::Kernel k;
+      auto it = s.kernel_names.find(r->name);
+      if (it == s.kernel_names.end()) it = s.kernel_names.emplace(r->name, t.strings.intern(trace::demangle(r->name))).first;
+      k.name = it->second;
+      k.device = r->deviceId;
+      k.stream = r->streamId;
+      k.start = r->start;
+      k.end = r->end;
+      k.grid = {r->gridX, r->gridY, r->gridZ};
+      k.block = {r->blockX, r->blockY, r->blockZ};
+      k.correlation = r->correlationId;
+      k.registers_per_thread = r->registersPerThread;
+      k.shared_memory_bytes = static_cast<std::uint32_t>(r->staticSharedMemory + r->dynamicSharedMemory);
+      k.graph_id = r->graphId;
+      s.context_device[r->contextId] = r->deviceId;
+      t.kernels.push_back(k);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      trace::Memcpy m;
+      if (!read_transfer(s, r, m)) return;
+      m.kind = memcpy_kind(r->copyKind);
+      t.memcpys.push_back(m);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      trace::Memset m;
+      if (!read_transfer(s, r, m)) return;
+      t.memsets.push_back(m);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      const bool runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      // Gated, the collector records the profiler calls itself (on_callback): CUPTI's own record
+      // of them depends on when in the call collection was switched, so it is left out.
+      if (s.gated.load(std::memory_order_relaxed) && is_profiler_call(runtime, r->cbid)) return;
+      trace::ApiCall a;
+      a.domain = runtime ? trace::ApiDomain::runtime : trace::ApiDomain::driver;
+      a.name = api_name(s, runtime, r->cbid);
+      a.process = r->processId;
+      a.thread = r->threadId;
+      a.start = r->start;
+      a.end = r->end >= r->start ? r->end : r->start;
+      a.correlation = r->correlationId;
+      t.api_calls.push_back(a);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto* r = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+      trace::Sync y;
+      y.kind = sync_kind(r->type);
+      y.stream = r->streamId;
+      y.start = r->start;
+      y.end = r->end >= r->start ? r->end : r->start;
+      y.correlation = r->correlationId;
+      t.syncs.push_back(y);
+      s.sync_contexts.push_back(r->contextId);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
+      std::uint32_t process = 0, thread = 0;
+      if (r->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || r->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+        process = r->objectId.pt.processId;
+        thread = r->objectId.pt.threadId;
+      }
+      if (r->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+        trace::NvtxRange m;
+        m.name = t.strings.intern(r->name ? r->name : "(unnamed)");
+        m.process = process;
+        m.thread = thread;
+        m.start = m.end = r->timestamp;
+        m.marker = true;
+        t.ranges.push_back(m);
+      } else if (r->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+        s.open_ranges[r->id] = PendingRange{t.strings.intern(r->name ? r->name : "(unnamed)"), process, thread, r->timestamp};
+      } else if (r->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+        auto it = s.open_ranges.find(r->id);
+        if (it == s.open_ranges.end()) return;  // began before the trace started
+        trace::NvtxRange range;
+        range.name = it->second.name;
+        range.process = it->second.process;
+        range.thread = it->second.thread;
+        range.start = it->second.start;
+        range.end = r->timestamp >= range.start ? r->timestamp : range.start;
+        t.ranges.push_back(range);
+        s.open_ranges.erase(it);
+      }
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      t.external_correlations.push_back({r->correlationId, r->externalId, static_cast<std::uint32_t>(r->externalKind)});
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_DEVICE: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
+      if (r->name != nullptr) t.device_names[r->id] = r->name;
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  State& s = state();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::uint64_t records = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.data);
+    CUpti_Activity* record = nullptr;
+    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+      add_record(s, record);
+      ++records;
+    }
+    std::size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) s.trace.dropped_records += dropped;
+  }
+  std::free(buffer);
+  s.records.fetch_add(records, std::memory_order_relaxed);
+  s.buffers_completed.fetch_add(1, std::memory_order_relaxed);
+  if (static_cast<pid_t>(syscall(SYS_gettid)) == s.start_thread) s.completions_on_start_thread.fetch_add(1, std::memory_order_relaxed);
+  s.completion_ns.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - t0).count()),
+                            std::memory_order_relaxed);
+}
+
+void load_api_names(State& s) {
+  if (!s.runtime_names.empty()) return;
+  s.runtime_names.resize(CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  s.driver_names.resize(CUPTI_DRIVER_TRACE_CBID_SIZE);
+  for (std::uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name)
+      s.runtime_names[cbid] = trace::strip_api_version(name);
+  }
+  for (std::uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name)
+      s.driver_names[cbid] = trace::strip_api_version(name);
+  }
+}
+
+/// Works out this session's per-call enables (ApiCalls::selected) and disables (ApiCalls::most).
+void plan_api_calls(State& s, const CollectorOptions& o) {
+  s.selected_runtime_calls.clear();
+  s.selected_driver_calls.clear();
+  s.trivial_runtime_calls.clear();
+  s.trivial_driver_calls.clear();
+  s.unselected_runtime_calls.clear();
+  s.unselected_driver_calls.clear();
+  const auto& trivial = trivial_api_calls();
+  for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid) {
+    const std::string& name = s.runtime_names[cbid];
+    if (name.empty()) continue;
+    if (o.api_calls == ApiCalls::selected && o.selected_runtime && selected_api_call(name))
+      s.selected_runtime_calls.push_back(cbid);
+    else if (o.api_calls == ApiCalls::selected)
+      s.unselected_runtime_calls.push_back(cbid);
+    if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_runtime_calls.push_back(cbid);
+  }
+  for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid) {
+    const std::string& name = s.driver_names[cbid];
+    if (name.empty()) continue;
+    if (o.api_calls == ApiCalls::selected && selected_api_call(name))
+      s.selected_driver_calls.push_back(cbid);
+    else if (o.api_calls == ApiCalls::selected)
+      s.unselected_driver_calls.push_back(cbid);
+    if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_driver_calls.push_back(cbid);
+  }
+}
+
+[[noreturn]] void throw_cupti(CUptiResult r, const std::string& what) {
+  throw Error(fmt::format("cannot start the CUDA tracer: {} failed: {}", what, detail::status_text(r)));
+}
+
+std::string disable_collection(State& s);
+
+template <typename Check>
+void disable_selected_calls(State& s, Check&& check) {
+  for (std::uint32_t cbid : s.selected_runtime_calls) check(cuptiActivityEnableRuntimeApi(cbid, 0), "cuptiActivityEnableRuntimeApi");
+  for (std::uint32_t cbid : s.selected_driver_calls) check(cuptiActivityEnableDriverApi(cbid, 0), "cuptiActivityEnableDriverApi");
+}
+
+/// Switches the collection kinds and per-call enables on. On failure switches off what it had
+/// switched on and throws ridge::Error.
+void enable_collection(State& s) {
+  for (std::size_t i = 0; i < s.kinds.size(); ++i) {
+    const CUptiResult r = cuptiActivityEnable(s.kinds[i]);
+    if (r == CUPTI_SUCCESS) continue;
+    // Best-effort undo on the way to reporting the failure that matters.
+    for (std::size_t j = 0; j < i; ++j) cuptiActivityDisable(s.kinds[j]);
+    throw_cupti(r, fmt::format("cuptiActivityEnable({})", kind_name(s.kinds[i])));
+  }
+  s.collecting = true;
+  try {
+    // After the kinds: enabling CUPTI_ACTIVITY_KIND_RUNTIME/DRIVER overrides earlier per-call settings.
+    for (std::uint32_t cbid : s.trivial_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
+    for (std::uint32_t cbid : s.trivial_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
+    // Selected calls alone work only when switched on before the first context (the injection
+    // library; gated, once for all windows); an in-process tracer switches the kind on and the
+    // other calls off instead, which costs every API call of the program far more.
+    const bool filter = s.options.api_calls == ApiCalls::selected && !s.options.before_first_context;
+    if (s.sticky_calls) {
+      // on since the start
+    } else if (filter) {
+      s.filter_kinds.clear();
+      if (!s.selected_runtime_calls.empty()) s.filter_kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+      if (!s.selected_driver_calls.empty()) s.filter_kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+      for (CUpti_ActivityKind kind : s.filter_kinds) RIDGE_CHECK(cuptiActivityEnable(kind));
+      if (!s.selected_runtime_calls.empty())
+        for (std::uint32_t cbid : s.unselected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
+      if (!s.selected_driver_calls.empty())
+        for (std::uint32_t cbid : s.unselected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
+    } else {
+      for (std::uint32_t cbid : s.selected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
+      for (std::uint32_t cbid : s.selected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
+    }
+  } catch (...) {
+    disable_collection(s);  // best-effort undo; the first failure is the one reported
+    throw;
+  }
+}
+
+/// Switches everything enable_collection switched on off again; tries every call and returns the
+/// first failure ("" when all succeeded), so a stop never throws away the trace.
+std::string disable_collection(State& s) {
+  std::string error;
+  auto check = [&](CUptiResult r, const std::string& what) {
+    if (r != CUPTI_SUCCESS && error.empty()) error = fmt::format("{} failed: {}", what, detail::status_text(r));
+  };
+  for (CUpti_ActivityKind kind : s.kinds) check(cuptiActivityDisable(kind), fmt::format("cuptiActivityDisable({})", kind_name(kind)));
+  for (CUpti_ActivityKind kind : s.filter_kinds)
+    check(cuptiActivityDisable(kind), fmt::format("cuptiActivityDisable({})", kind_name(kind)));
+  s.filter_kinds.clear();
+  if (!s.sticky_calls) disable_selected_calls(s, check);
+  s.collecting = false;
+  return error;
+}
+
+/// Keeps a CUPTI failure for the summary and says it on stderr (the program's own output goes on).
+void note_cupti_error(State& s, const std::string& message) {
+  ++s.cupti_errors;
+  s.last_cupti_error = message;
+  std::fprintf(stderr, "ridge trace: %s\n", message.c_str());
+}
+
+// ---- gating: --profiler-range ------------------------------------------------------------------
+
+/// A profiler start call returned at `now` (gate held by the caller): collection on.
+void gate_open(State& s, Nanoseconds now) {
+  if (!s.windows.open(now)) return;  // already collecting
+  try {
+    enable_collection(s);
+  } catch (const std::exception& e) {
+    note_cupti_error(s, fmt::format("could not switch tracing on at a profiler start call: {}", e.what()));
+  }
+}
+
+/// cuCtxSynchronize from the driver already in the process (the injection library links no
+/// driver stub); returns the CUresult, or -1 when the driver has no such symbol.
+int synchronize_current_context() {
+  using Fn = int (*)();
+  static const Fn fn = [] {
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);  // loaded with RTLD_LOCAL: not in RTLD_DEFAULT
+    return reinterpret_cast<Fn>(driver ? dlsym(driver, "cuCtxSynchronize") : nullptr);
+  }();
+  return fn ? fn() : -1;
+}
+
+/// A profiler stop call was entered at `now` (gate held by the caller): collection off, and the
+/// completed buffers handed over now, outside the program's untraced work.
+void gate_close(State& s, Nanoseconds now) {
+  if (!s.windows.close(now)) return;  // not collecting
+  // CUPTI drops the records of kernels still queued or running when their kind is switched off
+  // (2 of 3 in the H200 test): the stop first waits for the work launched so far.
+  if (s.options.sync_at_gate_stop)
+    if (const int r = synchronize_current_context(); r != 0)
+      note_cupti_error(s, fmt::format("cuCtxSynchronize at a profiler stop call returned {}: kernels still running "
+                                      "may be missing from the trace", r));
+  if (std::string error = disable_collection(s); !error.empty())
+    note_cupti_error(s, fmt::format("could not switch tracing off at a profiler stop call: {}", error));
+  if (!s.options.flush_at_gate_stop) return;
+  if (const CUptiResult r = cuptiActivityFlushAll(0); r != CUPTI_SUCCESS)
+    note_cupti_error(s, fmt::format("cuptiActivityFlushAll at a profiler stop call failed: {}", detail::status_text(r)));
+}
+
+/// The profiler call as an API record: CUPTI's own record of it cannot be relied on, since
+/// collection is switched inside the call.
+void record_profiler_call(State& s, const ProfilerCallNesting& call, Nanoseconds exit) {
+  trace::ApiCall a;
+  a.domain = call.runtime ? trace::ApiDomain::runtime : trace::ApiDomain::driver;
+  a.process = static_cast<std::uint32_t>(getpid());
+  a.thread = static_cast<std::uint32_t>(syscall(SYS_gettid));
+  a.start = call.enter_ns;
+  a.end = std::max(exit, call.enter_ns);
+  a.correlation = call.correlation;
+  std::lock_guard<std::mutex> lock(s.data);
+  a.name = api_name(s, call.runtime, call.cbid);
+  s.trace.api_calls.push_back(a);
+}
+
+/// CUPTI's callback for the four profiler calls (cudaProfilerStart/Stop, cuProfilerStart/Stop),
+/// enabled only when gated. Runs on the program's thread, inside the call: never throws.
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (!is_profiler_call(runtime, cbid) || data == nullptr) return;
+  State& s = state();
+  if (!s.running.load() || !s.gated.load() || s.pid != getpid()) return;
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  thread_local ProfilerCallNesting nesting;  // cudaProfilerStart calls cuProfilerStart: act once
+  thread_local std::uint64_t nesting_session = 0;
+  if (const std::uint64_t current = s.session.load(); nesting_session != current) {
+    nesting = ProfilerCallNesting{};  // a call left open by an earlier session must not count
+    nesting_session = current;
+  }
+  const Nanoseconds now = collector_now();
+  const auto t0 = std::chrono::steady_clock::now();
+  if (info->callbackSite == CUPTI_API_ENTER) {
+    if (!nesting.enter(now, runtime, cbid, info->correlationId)) return;
+    if (is_profiler_start(runtime, cbid)) return;  // a start acts when it returns
+    std::lock_guard<std::mutex> lock(s.gate);
+    if (!s.running.load()) return;
+    gate_close(s, now);
+    s.gate_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    return;
+  }
+  if (info->callbackSite != CUPTI_API_EXIT || !nesting.exit()) return;
+  std::lock_guard<std::mutex> lock(s.gate);
+  if (!s.running.load()) return;
+  record_profiler_call(s, nesting, now);
+  if (is_profiler_start(nesting.runtime, nesting.cbid)) gate_open(s, now);
+  s.gate_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+/// The four profiler-call callbacks, on or off.
+void enable_profiler_callbacks(State& s, bool enable) {
+  const std::uint32_t on = enable ? 1 : 0;
+  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000));
+  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000));
+  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart));
+  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
+}
+
+/// Best-effort settings that lower the cost on the traced threads; older CUPTIs may lack some.
+void configure_cupti(const CollectorOptions& o) {
+  std::uint8_t zeroed = 1;  // our buffers come zeroed (calloc)
+  std::size_t size = sizeof(zeroed);
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
+  cuptiActivityEnableLatencyTimestamps(0);  // queued/submitted times: not used, extra work per launch
+  cuptiActivityEnableAllSyncRecords(0);     // no records for event/stream queries that found work pending
+  if (o.device_buffer_bytes > 0) {
+    std::size_t bytes = o.device_buffer_bytes, bytes_size = sizeof(bytes);
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &bytes_size, &bytes);
+  }
+  if (o.flush_period_ms > 0) cuptiActivityFlushPeriod(o.flush_period_ms);
+}
+
+/// Must precede cuptiActivityRegisterCallbacks (CUPTI's rule for this attribute).
+void configure_buffers_per_thread(const CollectorOptions& o) {
+  if (o.per_thread_buffers < 0) return;
+  std::uint8_t per_thread = o.per_thread_buffers > 0 ? 1 : 0;
+  std::size_t size = sizeof(per_thread);
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
+}
+
+void flush_at_exit() {
+  if (state().running.load() && state().pid == getpid()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+}  // namespace
+
+Nanoseconds collector_now() {
+  std::uint64_t t = 0;
+  if (cuptiGetTimestamp(&t) != CUPTI_SUCCESS) return 0;
+  return t;
+}
+
+std::string cupti_library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cuptiGetVersion), &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
+  return "";
+}
+
+bool collector_running() { return state().running.load(); }
+
+CollectorStats collector_stats() {
+  State& s = state();
+  CollectorStats out;
+  out.buffers_requested = s.buffers_requested.load();
+  out.buffers_completed = s.buffers_completed.load();
+  out.records = s.records.load();
+  out.completion_seconds = static_cast<double>(s.completion_ns.load()) * 1e-9;
+  out.completions_on_start_thread = s.completions_on_start_thread.load();
+  std::lock_guard<std::mutex> lock(s.gate);
+  out.profiler_gated = s.gated.load();
+  out.profiler_windows = s.windows.count();
+  out.gate_seconds = static_cast<double>(s.gate_ns) * 1e-9;
+  out.cupti_errors = s.cupti_errors;
+  out.last_cupti_error = s.last_cupti_error;
+  return out;
+}
+
+ApiCalls parse_api_calls(const std::string& text) {
+  if (text == "none") return ApiCalls::none;
+  if (text == "selected") return ApiCalls::selected;
+  if (text == "most") return ApiCalls::most;
+  if (text == "all") return ApiCalls::all;
+  throw UsageError(fmt::format("unknown API call level '{}': use none, selected, most or all", text));
+}
+
+void collector_start(const CollectorOptions& options) {
+  State& s = state();
+  std::lock_guard<std::mutex> control(s.control);
+  if (s.running.load()) throw UsageError("a CUDA trace is already running in this process: stop it before starting another");
+  if (s.subscriber == nullptr && (options.detect_other_subscriber || options.profiler_gated)) {
+    // Subscribing first detects another CUPTI client (Nsight, PyTorch's profiler) with a clear
+    // error; gated, the subscriber's callbacks also see the profiler start and stop calls.
+    const CUptiResult r = cuptiSubscribe(&s.subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_callback), nullptr);
+    if (r != CUPTI_SUCCESS) {
+      s.subscriber = nullptr;
+      throw_cupti(r, "cuptiSubscribe");
+    }
+  }
+  load_api_names(s);
+  {
+    std::lock_guard<std::mutex> lock(s.data);
+    s.trace = trace::Trace{};
+    s.kernel_names.clear();
+    s.runtime_ids.clear();
+    s.driver_ids.clear();
+    s.open_ranges.clear();
+    s.sync_contexts.clear();
+    s.trace.process_id = static_cast<std::uint32_t>(getpid());
+  }
+  s.buffer_bytes = std::max<std::size_t>(options.buffer_bytes, 1u << 16);
+  // System thread ids (gettid), so API calls and NVTX ranges name threads the way the OS does.
+  RIDGE_CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
+  if (!s.callbacks_registered) {
+    configure_buffers_per_thread(options);
+    RIDGE_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    s.callbacks_registered = true;
+  }
+  configure_cupti(options);
+  s.buffers_requested = 0;
+  s.buffers_completed = 0;
+  s.records = 0;
+  s.completion_ns = 0;
+  s.completions_on_start_thread = 0;
+  s.start_thread = static_cast<pid_t>(syscall(SYS_gettid));
+  const Nanoseconds start = collector_now();
+  {
+    std::lock_guard<std::mutex> gate(s.gate);
+    s.options = options;
+    s.kinds = collection_kinds(options);
+    plan_api_calls(s, options);
+    s.windows.clear();
+    s.gate_ns = 0;
+    s.cupti_errors = 0;
+    s.last_cupti_error.clear();
+    s.gated = options.profiler_gated;
+    ++s.session;
+    s.sticky_calls = false;
+    if (options.profiler_gated && options.before_first_context && options.api_calls == ApiCalls::selected) {
+      for (std::uint32_t cbid : s.selected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
+      for (std::uint32_t cbid : s.selected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
+      s.sticky_calls = true;
+    }
+    if (options.profiler_gated)
+      enable_profiler_callbacks(s, true);  // collection waits for the first start call
+    else
+      enable_collection(s);
+    // Device names are a nicety, and the kind costs nothing per call: on for the whole session.
+    s.device_kind = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE) == CUPTI_SUCCESS;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.data);
+    s.trace.collection_start = start;
+  }
+  if (!s.exit_hook) {
+    std::atexit(flush_at_exit);
+    s.exit_hook = true;
+  }
+  s.pid = getpid();
+  s.running = true;
+}
+
+trace::Trace collector_stop() {
+  State& s = state();
+  std::lock_guard<std::mutex> control(s.control);
+  if (!s.running.load()) return trace::Trace{};
+  const Nanoseconds stop = collector_now();
+  ProfilerWindows windows;
+  {
+    std::lock_guard<std::mutex> gate(s.gate);
+    if (s.gated.load()) {
+      try {
+        enable_profiler_callbacks(s, false);
+      } catch (const std::exception& e) {
+        note_cupti_error(s, fmt::format("could not switch the profiler-call callbacks off: {}", e.what()));
+      }
+      s.windows.close(stop);  // a window still open ends here
+    }
+    if (s.collecting)
+      if (std::string error = disable_collection(s); !error.empty())
+        note_cupti_error(s, fmt::format("could not switch tracing off at the end: {}", error));
+    if (s.sticky_calls) {
+      disable_selected_calls(s, [&](CUptiResult r, const char* what) {
+        if (r != CUPTI_SUCCESS) note_cupti_error(s, fmt::format("{} failed at the end: {}", what, detail::status_text(r)));
+      });
+      s.sticky_calls = false;
+    }
+    if (s.device_kind) {
+      if (const CUptiResult r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DEVICE); r != CUPTI_SUCCESS)
+        note_cupti_error(s, fmt::format("cuptiActivityDisable(DEVICE) failed: {}", detail::status_text(r)));
+      s.device_kind = false;
+    }
+    windows = s.windows;
+  }
+  for (std::uint32_t flag : {0u, static_cast<std::uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)})
+    if (const CUptiResult r = cuptiActivityFlushAll(flag); r != CUPTI_SUCCESS) {
+      std::lock_guard<std::mutex> gate(s.gate);
+      note_cupti_error(s, fmt::format("cuptiActivityFlushAll({}) failed: {}", flag, detail::status_text(r)));
+    }
+  s.running = false;
+  std::size_t dropped = 0;
+  trace::Trace out;
+  {
+    std::lock_guard<std::mutex> lock(s.data);
+    if (const CUptiResult r = cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped); r == CUPTI_SUCCESS)
+      s.trace.dropped_records += dropped;
+    for (std::size_t i = 0; i < s.trace.syncs.size() && i < s.sync_contexts.size(); ++i) {
+      auto it = s.context_device.find(s.sync_contexts[i]);
+      if (it != s.context_device.end()) s.trace.syncs[i].device = it->second;
+    }
+    // Ranges still open at stop end there, so their time is not lost; gated, a range whose end
+    // fell outside its window ends when the window closed.
+    const bool gated = s.gated.load();
+    for (const auto& [id, open] : s.open_ranges) {
+      trace::NvtxRange r;
+      r.name = open.name;
+      r.process = open.process;
+      r.thread = open.thread;
+      r.start = open.start;
+      r.end = std::max(open.start, gated ? windows.end_of_window(open.start, stop) : stop);
+      s.trace.ranges.push_back(r);
+    }
+    s.open_ranges.clear();
+    s.sync_contexts.clear();
+    s.trace.collection_stop = stop;
+    out = std::move(s.trace);
+    s.trace = trace::Trace{};
+  }
+  trace::finalize(out);
+  return out;
+}
+
+}  // namespace ridge::trace_detail

@@ -1,0 +1,234 @@
+// libridge_inject.so: loaded into an unmodified CUDA program through CUDA_INJECTION64_PATH (the
+// driver calls InitializeInjection during cuInit) and configured by environment variables set by
+// `ridge trace`. It traces from CUDA initialization to exit (with --profiler-range: only between
+// the program's profiler start and stop calls) and writes the trace and its analysis when the
+// program exits, returns from main, calls exit(), or dies of a signal (best effort).
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ridge/errors.hpp"
+#include "ridge/trace.hpp"
+#include "ridge/writers.hpp"
+#include "trace/cupti/collector.hpp"
+#include "trace/cupti/inject_env.hpp"
+
+namespace {
+
+namespace env = ridge::inject_env;
+using namespace ridge;
+
+struct Config {
+  std::string output, summary, command, step_range;
+  trace::Window window;
+  std::size_t top = 10;
+  trace_detail::CollectorOptions collector;
+};
+
+Config* g_config = nullptr;
+pid_t g_pid = 0;
+std::atomic<bool> g_tracing{false};
+std::atomic<bool> g_finished{false};
+std::atomic<bool> g_initialized{false};
+struct sigaction g_previous[NSIG];
+const int g_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+
+std::string getenv_or(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::string(v) : fallback;
+}
+
+Config read_config() {
+  Config c;
+  c.output = getenv_or(env::output);
+  c.summary = getenv_or(env::summary);
+  c.command = getenv_or(env::command);
+  c.step_range = getenv_or(env::step_range);
+  c.window.nvtx_range = getenv_or(env::nvtx_range);
+  c.window.profiler_range = getenv_or(env::profiler_range) == "1";
+  c.collector.api_calls = trace_detail::parse_api_calls(getenv_or(env::api, "selected"));
+  if (getenv_or(env::all_api) == "1") c.collector.api_calls = trace_detail::ApiCalls::all;
+  // Opt-in: the synchronization kind makes CUPTI hook every runtime call (bench/trace_overhead_cpp.sh).
+  c.collector.synchronization = getenv_or(env::sync) == "1";
+  c.collector.nvtx = getenv_or(env::nvtx) != "0";
+  c.collector.memcpy = getenv_or(env::memcpy) != "0";
+  c.collector.selected_runtime = getenv_or(env::api_domains) != "driver";
+  c.collector.detect_other_subscriber = getenv_or(env::detect_subscriber) != "0";
+  // --profiler-range switches collection on and off at the profiler calls (unless asked to record
+  // everything and only cut the windows out afterwards, for comparison); the windows are cut out
+  // afterwards either way, so records straddling a boundary are trimmed the same.
+  c.collector.profiler_gated = c.window.profiler_range && getenv_or(env::profiler_gate) != "0";
+  c.collector.before_first_context = true;  // InitializeInjection runs inside cuInit
+  c.collector.flush_at_gate_stop = getenv_or(env::gate_flush) != "0";
+  c.collector.sync_at_gate_stop = getenv_or(env::gate_sync) != "0";
+  try {
+    if (auto s = getenv_or(env::skip_seconds); !s.empty()) c.window.skip_seconds = std::stod(s);
+    if (auto s = getenv_or(env::skip_kernels); !s.empty()) c.window.skip_kernels = std::stoull(s);
+    if (auto s = getenv_or(env::top); !s.empty()) c.top = std::stoul(s);
+    if (auto s = getenv_or(env::buffer_mb); !s.empty()) c.collector.buffer_bytes = std::stoul(s) << 20;
+    if (auto s = getenv_or(env::per_thread_buffers); !s.empty()) c.collector.per_thread_buffers = std::stoi(s);
+    if (auto s = getenv_or(env::flush_period_ms); !s.empty()) c.collector.flush_period_ms = std::stoul(s);
+    if (auto s = getenv_or(env::device_buffer_mb); !s.empty()) c.collector.device_buffer_bytes = std::stoul(s) << 20;
+  } catch (const std::exception&) {
+    throw UsageError("malformed RIDGE_TRACE_* number in the environment");
+  }
+  // A second CUDA process started by the program (a subprocess inheriting our environment) must
+  // not overwrite the first one's files: it writes its trace beside them, named by its pid.
+  const std::string owner = getenv_or(env::owner);
+  if (!owner.empty()) {
+    const int fd = ::open(owner.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+    } else if (!c.output.empty()) {
+      std::filesystem::path p(c.output);
+      c.output = (p.parent_path() / fmt::format("{}.pid{}{}", p.stem().string(), getpid(), p.extension().string())).string();
+      c.summary.clear();
+    }
+  }
+  return c;
+}
+
+void write_error_summary(const std::string& path, const std::string& message) {
+  if (path.empty()) return;
+  try {
+    write_text(path, nlohmann::json{{"error", message}, {"pid", getpid()}}.dump(2) + "\n");
+  } catch (...) {
+  }
+}
+
+/// Lets queued GPU work finish so its records are complete. The driver is loaded (it loaded us).
+void synchronize_context() {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (cuda == nullptr) return;
+  using Sync = int (*)();
+  if (auto sync = reinterpret_cast<Sync>(dlsym(cuda, "cuCtxSynchronize"))) sync();
+  dlclose(cuda);
+}
+
+void finish(const char* reason) {
+  if (!g_tracing.load() || g_finished.exchange(true)) return;
+  if (getpid() != g_pid) return;  // a fork()ed child inherited the collector's state: its parent writes
+  const Config& c = *g_config;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    synchronize_context();
+    trace::Trace t = trace_detail::collector_stop();
+    t.command = c.command;
+    if (!c.window.empty()) t = trace::apply_window(t, c.window);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!c.output.empty()) trace::write_chrome_trace(t, c.output);
+    const auto t2 = std::chrono::steady_clock::now();
+    if (!c.summary.empty()) {
+      trace::AnalysisOptions options;
+      options.top = c.top;
+      options.step_range = c.step_range;
+      nlohmann::json j = trace::to_json(trace::analyze(t, options));
+      j["trace_file"] = c.output;
+      j["pid"] = g_pid;
+      j["end"] = reason;
+      j["events"] = t.event_count();
+      j["collect_seconds"] = std::chrono::duration<double>(t1 - t0).count();
+      j["write_seconds"] = std::chrono::duration<double>(t2 - t1).count();
+      const trace_detail::CollectorStats stats = trace_detail::collector_stats();
+      j["collector_stats"] = {{"buffers_requested", stats.buffers_requested},
+                              {"buffers_completed", stats.buffers_completed},
+                              {"records", stats.records},
+                              {"completion_seconds", stats.completion_seconds},
+                              {"completions_on_start_thread", stats.completions_on_start_thread},
+                              {"profiler_gated", stats.profiler_gated},
+                              {"profiler_windows", stats.profiler_windows},
+                              {"gate_seconds", stats.gate_seconds},
+                              {"cupti_errors", stats.cupti_errors},
+                              {"last_cupti_error", stats.last_cupti_error}};
+      write_text(c.summary, j.dump(2) + "\n");
+    } else if (!c.output.empty()) {
+      std::fprintf(stderr, "ridge trace: process %d wrote %s\n", static_cast<int>(g_pid), c.output.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ridge trace: could not write the trace: %s\n", e.what());
+    write_error_summary(c.summary, e.what());
+  }
+}
+
+void at_exit() { finish("exit"); }
+
+bool is_function(const struct sigaction& a) {
+  if (a.sa_flags & SA_SIGINFO) return a.sa_sigaction != nullptr;
+  return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+}
+
+void on_signal(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& previous = g_previous[sig];
+  const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
+  if (!fault && is_function(previous)) {
+    // The program handles this signal itself (Python turns SIGINT into KeyboardInterrupt): let
+    // it, and write at its exit.
+    if (previous.sa_flags & SA_SIGINFO)
+      previous.sa_sigaction(sig, info, context);
+    else
+      previous.sa_handler(sig);
+    return;
+  }
+  if (!fault && previous.sa_handler == SIG_IGN && !(previous.sa_flags & SA_SIGINFO)) return;
+  // Best effort: this is not async-signal-safe, but the alternative is losing the trace.
+  finish(fault ? "crash" : "signal");
+  sigaction(sig, &previous, nullptr);
+  raise(sig);
+}
+
+void install_signal_handlers() {
+  for (int sig : g_signals) {
+    struct sigaction ours {};
+    ours.sa_sigaction = on_signal;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    if (sigaction(sig, nullptr, &g_previous[sig]) != 0) continue;
+    sigaction(sig, &ours, nullptr);
+  }
+}
+
+}  // namespace
+
+/// Called by the CUDA driver during cuInit when CUDA_INJECTION64_PATH names this library.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  if (g_initialized.exchange(true)) return 1;
+  Config config;
+  try {
+    config = read_config();
+    g_config = new Config(config);
+    trace_detail::collector_start(config.collector);
+    g_pid = getpid();
+    g_tracing = true;
+    std::atexit(at_exit);
+    install_signal_handlers();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ridge trace: cannot trace this process: %s\n", e.what());
+    write_error_summary(config.summary, e.what());
+  }
+  return 1;
+}
+
+/// NVTX's injection entry point (NVTX_INJECTION64_PATH names this library too): forwarded to the
+/// CUPTI library loaded in this process, so NVTX ranges reach the same CUPTI instance that traces
+/// CUDA, even when the program (PyTorch) brings its own copy of CUPTI.
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void* get_export_table) {
+  using Init = int (*)(const void*);
+  static const Init init = []() -> Init {
+    const std::string path = trace_detail::cupti_library_path();
+    void* handle = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    return handle != nullptr ? reinterpret_cast<Init>(dlsym(handle, "InitializeInjectionNvtx2")) : nullptr;
+  }();
+  return init != nullptr ? init(get_export_table) : 0;
+}

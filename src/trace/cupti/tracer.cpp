@@ -1,0 +1,59 @@
+// ridge::Tracer: the in-process face of the CUPTI collector.
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <exception>
+
+#include "measure/cuda/cuda_check.hpp"
+#include "ridge/device.hpp"
+#include "ridge/tracer.hpp"
+#include "trace/cupti/collector.hpp"
+
+namespace ridge {
+
+Tracer::Tracer(TracerOptions options) : options_(options) {}
+
+Tracer::~Tracer() {
+  if (!running_) return;
+  try {
+    stop();
+  } catch (...) {  // a destructor must not throw; the trace is simply lost
+  }
+}
+
+void Tracer::start() {
+  enable_nvtx_capture();
+  trace_detail::CollectorOptions o;
+  o.api_calls = options_.all_api_calls ? trace_detail::ApiCalls::all : trace_detail::ApiCalls::selected;
+  o.buffer_bytes = options_.buffer_bytes;
+  trace_detail::collector_start(o);
+  running_ = true;
+}
+
+void Tracer::stop() {
+  if (!running_) return;
+  running_ = false;
+  // Unfinished GPU work would come back as incomplete records: let it finish first, and stop the
+  // collector even when that fails.
+  std::exception_ptr sync_error;
+  try {
+    if (device_count() > 0) RIDGE_CHECK(cudaDeviceSynchronize());
+  } catch (...) {
+    sync_error = std::current_exception();
+  }
+  trace_ = trace_detail::collector_stop();
+  if (sync_error) std::rethrow_exception(sync_error);
+}
+
+void Tracer::write(const std::string& path) const { trace::write_chrome_trace(trace_, path); }
+
+trace::Analysis Tracer::summary(const trace::AnalysisOptions& options) const { return trace::analyze(trace_, options); }
+
+bool enable_nvtx_capture() {
+  if (std::getenv("NVTX_INJECTION64_PATH") != nullptr) return true;
+  const std::string path = trace_detail::cupti_library_path();
+  if (path.empty()) return false;
+  return setenv("NVTX_INJECTION64_PATH", path.c_str(), 0) == 0;
+}
+
+}  // namespace ridge
