@@ -11,5 +11,8 @@ std::string format_bytes_per_s(double bytes_per_s);
 std::string format_flops(double flops_per_s);
 /// Bytes as "60 MB", "1.07 GB" (decimal) .
 std::string format_bytes(double bytes);
+/// A fraction as a percentage with `decimals` digits: 0.945 -> "94.5%". "-" when the fraction is
+/// unknown (NaN or infinite), so tables can pass NaN for "no ceiling to compare with".
+std::string format_percent(double fraction, int decimals = 1);
 
 }  // namespace ridge

@@ -42,4 +42,9 @@ std::string format_bytes(double v) {
   return scaled(v, units, 5, 1000.0, "B");
 }
 
+std::string format_percent(double fraction, int decimals) {
+  if (!std::isfinite(fraction)) return "-";
+  return fmt::format("{:.{}f}%", fraction * 100, decimals);
+}
+
 }  // namespace ridge
