@@ -80,7 +80,7 @@ ResultSet run_bandwidth(const BandwidthOptions& given, std::FILE* out) {
   ResultSet set = new_result_set(o.device);
   const DeviceDescription device = *set.context.device;
   const auto datasheet = datasheet_for(device);
-  const double datasheet_bw = datasheet ? datasheet->bandwidth_bytes_per_s : 0;
+  const double datasheet_bw = datasheet ? datasheet->ceilings.memory_bytes_per_s : 0;
   const double fp32_peak = datasheet && datasheet->peak(DType::fp32) ? *datasheet->peak(DType::fp32)
                                                                      : fastest_known_peak_flops(DType::fp32);
   const double l2 = static_cast<double>(device.l2_bytes);
@@ -88,7 +88,7 @@ ResultSet run_bandwidth(const BandwidthOptions& given, std::FILE* out) {
   fmt::print(out, "ridge bandwidth on {} (L2 {}{})\n", device.name, format_bytes(l2),
              datasheet ? fmt::format(", datasheet {} HBM", format_bytes_per_s(datasheet_bw)) : ", not in the catalog");
   const auto measured = measured_ceilings_for(o.device, device, o.ceilings, out);
-  const double measured_bw = measured ? measured->hbm_bytes_per_s : 0;
+  const double measured_bw = measured ? measured->ceilings.memory_bytes_per_s : 0;
   if (measured)
     fmt::print(out, "measured HBM ceiling {} ({}, {})\n", format_bytes_per_s(measured_bw), measured->hbm_kernel,
                measured->measured_at_utc);
@@ -153,10 +153,12 @@ ResultSet run_bandwidth(const BandwidthOptions& given, std::FILE* out) {
     r.extra["launch_bound"] = launch_bound;
     if (variant == StreamVariant::grid_stride) r.extra["grid_blocks"] = bench.grid_stride_blocks(op);
     // The roofline floor holds for HBM traffic; a hot, cache-resident working set may beat it.
-    std::optional<Ceilings> roof;
+    std::optional<DeviceCeilings> roof;
     const double floor_bw = std::max(datasheet_bw, measured_bw);
     if (!cache_resident && floor_bw > 0)
-      roof = Ceilings{floor_bw, fp32_peak, datasheet ? "datasheet " + datasheet->name : "measured"};
+      roof = DeviceCeilings{.source_text = datasheet ? datasheet->ceilings.source_text : "measured",
+                            .memory_bytes_per_s = floor_bw,
+                            .peak_flops_per_s = {{"fp32", fp32_peak}}};
     add_plausibility_warnings(r, roof, l2);
     return r;
   };

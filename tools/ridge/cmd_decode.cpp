@@ -42,14 +42,11 @@ Bandwidth decode_bandwidth(int device, double override_gb_per_s, DType dtype) {
   progress("decode: measured ceilings (cached after the first run)");
   const MeasuredCeilings c = measured_ceilings(device);
   progress_done();
-  if (!(c.hbm_bytes_per_s > 0))
+  if (!(c.ceilings.memory_bytes_per_s > 0))
     throw Error("the measured HBM bandwidth is missing or zero; pass --bandwidth GB/s");
-  Bandwidth b{c.hbm_bytes_per_s, fmt::format("measured ({})", c.hbm_kernel.empty() ? "ceilings" : c.hbm_kernel), {}};
-  const std::string key = to_string(dtype);
-  if (auto it = c.tensor_flops_per_s.find(key); it != c.tensor_flops_per_s.end() && it->second > 0)
-    b.peak_flops = it->second;
-  else if (dtype == DType::fp32 && c.fp32_flops_per_s > 0)
-    b.peak_flops = c.fp32_flops_per_s;
+  Bandwidth b{c.ceilings.memory_bytes_per_s,
+              fmt::format("measured ({})", c.hbm_kernel.empty() ? "ceilings" : c.hbm_kernel), {}};
+  if (auto peak = c.ceilings.peak(dtype)) b.peak_flops = *peak;
   return b;
 }
 
@@ -341,8 +338,11 @@ ResultSet run_decode(const DecodeOptions& o, std::FILE* out) {
   const Bandwidth bw = decode_bandwidth(o.device, o.bandwidth_gb_per_s, dtype);
   fmt::print(out, "HBM bandwidth for the ceiling: {} ({}); device {}\n\n", format_bytes_per_s(bw.bytes_per_s),
              bw.source, device.name);
-  std::optional<Ceilings> ceilings;
-  if (bw.peak_flops) ceilings = Ceilings{bw.bytes_per_s, *bw.peak_flops, bw.source};
+  std::optional<DeviceCeilings> ceilings;
+  if (bw.peak_flops)
+    ceilings = DeviceCeilings{.source_text = bw.source,
+                              .memory_bytes_per_s = bw.bytes_per_s,
+                              .peak_flops_per_s = {{to_string(dtype), *bw.peak_flops}}};
 
   fmt::print(out, "{:>5} {:>7} {:>5} {:<11} {:>10} {:>10} {:>10} {:>9} {:>10} {:>7}  {}\n", "batch", "context", "mode",
              "method", "ms/step", "tokens/s", "bytes", "FLOP/B", "ceiling", "% ceil", "kernels, backend");

@@ -99,7 +99,7 @@ ResultSet run_matmul(const MatmulOptions& given, std::FILE* out) {
   auto datasheet_roof = [&](DType d) {
     Roof r;
     if (datasheet) {
-      r.bandwidth = datasheet->bandwidth_bytes_per_s;
+      r.bandwidth = datasheet->ceilings.memory_bytes_per_s;
       r.peak = datasheet->peak(d).value_or(0);
     }
     return r;
@@ -107,10 +107,8 @@ ResultSet run_matmul(const MatmulOptions& given, std::FILE* out) {
   auto measured_roof = [&](DType d) {
     Roof r;
     if (measured) {
-      r.bandwidth = measured->hbm_bytes_per_s;
-      const auto it = measured->tensor_flops_per_s.find(to_string(d));
-      if (it != measured->tensor_flops_per_s.end()) r.peak = it->second;
-      else if (d == DType::fp32) r.peak = measured->fp32_flops_per_s;
+      r.bandwidth = measured->ceilings.memory_bytes_per_s;
+      r.peak = measured->ceilings.peak_flops(to_string(d));
     }
     return r;
   };
@@ -191,7 +189,11 @@ ResultSet run_matmul(const MatmulOptions& given, std::FILE* out) {
     if (floor_peak <= 0) floor_peak = fastest_known_peak_flops(dtype);
     double floor_bw = std::max(ds.bandwidth, me.bandwidth);
     if (cache_resident || floor_bw <= 0) floor_bw = 1e18;  // no memory floor to hold it to
-    add_plausibility_warnings(r, Ceilings{floor_bw, floor_peak, datasheet ? "datasheet " + datasheet->name : "fastest known GPU"}, l2);
+    add_plausibility_warnings(r,
+                              DeviceCeilings{.source_text = datasheet ? datasheet->ceilings.source_text : "fastest known GPU",
+                                             .memory_bytes_per_s = floor_bw,
+                                             .peak_flops_per_s = {{to_string(dtype), floor_peak}}},
+                              l2);
     return r;
   };
   auto print_row = [&](const Record& r) {

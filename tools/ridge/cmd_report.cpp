@@ -94,9 +94,7 @@ ReportSvg rate_vs_size_svg(const std::string& file, const std::string& title, co
 }
 
 void use_datasheet_ceilings(ReportContext& ctx, const CatalogEntry& entry) {
-  ctx.bandwidth_bytes_per_s = entry.bandwidth_bytes_per_s;
-  ctx.peak_flops = entry.peak_flops;
-  ctx.ceilings_source = "datasheet of " + entry.name;
+  ctx.ceilings = entry.ceilings;
   if (ctx.memory_bytes <= 0) ctx.memory_bytes = entry.memory_bytes;
 }
 
@@ -173,7 +171,7 @@ int run_report(const ReportCommand& c) {
   ctx.results = &all;
   if (gpu) {
     ctx.memory_bytes = double(all.context.device->memory_bytes);
-    if (auto entry = match_device(*all.context.device)) {
+    if (auto entry = ceilings_for(c.device, *all.context.device, CeilingsMode::none).datasheet) {
       ctx.datasheet = *entry;
       use_datasheet_ceilings(ctx, *entry);
     }
@@ -264,7 +262,7 @@ int run_report(const ReportCommand& c) {
                  {"model", gpu ? (ctx.datasheet ? ctx.datasheet->key : "") : model.key},
                  {"quick", c.quick},
                  {"wall_seconds", wall},
-                 {"ceilings_source", ctx.ceilings_source},
+                 {"ceilings_source", ctx.ceilings.source_text},
                  {"measured", ctx.measured},
                  {"sections", section_log}};
   write_text((folder / "results.json").string(), j.dump(2) + "\n");

@@ -5,12 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "ridge/device.hpp"
 #include "ridge/result.hpp"
+#include "ridge/roofline.hpp"
 
 namespace ridge::cli {
 
-/// `ridge info`: prints device properties and clocks; returns them as a result set (no records).
-ResultSet run_info(int device, std::FILE* out);
+/// `ridge info`: prints device_info(device) (properties, datasheet match, clocks) and returns it.
+DeviceInfo run_info(int device, std::FILE* out);
 
 struct TimingOptions {
   int device = 0;
@@ -27,18 +29,14 @@ struct TimingOptions {
 /// Throws VerificationError when the GEMM's output is wrong.
 ResultSet run_timing(const TimingOptions& options, std::FILE* out);
 
-struct RooflineOptions {
-  /// A GPU index ("0") to measure, or a catalog key ("h100-sxm") for a model-only roofline.
-  std::string device = "0";
-  bool refresh = false;              ///< measure the ceilings again instead of using the cache
-  std::vector<std::string> points;   ///< ridge result files to place on the plot
+/// `ridge roofline`'s options: the library's (ridge::RooflineOptions) plus where the plot goes.
+struct RooflineCommandOptions {
+  RooflineOptions roofline;
   std::string svg = "runs/roofline.svg";
-  std::string catalog;               ///< a catalog file replacing the built-in one
 };
-/// `ridge roofline`: prints datasheet and measured ceilings and the ridge point per dtype, and
-/// writes the SVG roofline to options.svg. Returns the ceilings' raw records (none when model-only).
-/// Throws UsageError for an unknown catalog key (listing the known ones) or a bad points file.
-ResultSet run_roofline(const RooflineOptions& options, std::FILE* out);
+/// `ridge roofline`: prints run_roofline's analysis (ceilings, ridge points, placed operations) and
+/// writes its plot to options.svg. Returns the ceilings' raw records (none when model-only).
+ResultSet run_roofline(const RooflineCommandOptions& options, std::FILE* out);
 struct BandwidthOptions {
   int device = 0;
   std::string ops = "add,copy,scale,triad,read";  ///< comma list of add, copy, scale, triad, read

@@ -49,11 +49,9 @@ struct ReportContext {
   /// The datasheet entry: --model, or the running device's match. nullopt when none matched.
   std::optional<CatalogEntry> datasheet;
   /// Ceilings the roofline and decode sections use: measured when the ceilings section ran,
-  /// else the datasheet's. Bytes/s and FLOP/s per dtype; 0/empty = unknown.
-  double bandwidth_bytes_per_s = 0;
-  std::map<std::string, double> peak_flops;
-  std::string ceilings_source;  ///< e.g. "measured on this GPU" or "datasheet of NVIDIA H100 SXM"
-  double memory_bytes = 0;      ///< device memory, for "does it fit" checks
+  /// else the datasheet's (source_text says which); 0/empty = unknown.
+  DeviceCeilings ceilings;
+  double memory_bytes = 0;  ///< device memory, for "does it fit" checks
 
   /// Values that --predict keys are compared with (see ridge/report.hpp prediction_keys()).
   std::map<std::string, double> measured;
@@ -105,11 +103,6 @@ std::string warnings_markdown(const std::vector<Record>& records);
 /// name + method + dtype.
 ReportSvg rate_vs_size_svg(const std::string& file, const std::string& title, const std::vector<Record>& records,
                            const std::string& x_param, bool flops);
-/// A log-log roofline over intensities [x_min, x_max] (FLOP/byte): one roof per dtype of `peaks`
-/// (FLOP/s; fp8, bf16, tf32 and fp32 where present) under the memory slope of `bandwidth` (bytes/s).
-/// Add point series to it and render with render_svg.
-Plot roofline_plot(const std::string& title, double bandwidth, const std::map<std::string, double>& peaks,
-                   double x_min, double x_max);
 /// Sets ctx's ceilings from a datasheet entry (used when nothing was measured).
 void use_datasheet_ceilings(ReportContext& ctx, const CatalogEntry& entry);
 

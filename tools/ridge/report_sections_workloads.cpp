@@ -36,10 +36,10 @@ SectionOutput bandwidth_section(ReportContext& ctx) {
     ctx.measured["add_tb_per_s"] = best->bytes_per_s() / 1e12;
     md += fmt::format("At {} elements the best variant ({}) moves **{}**", largest,
                       best->params.value("variant", std::string("?")), format_bytes_per_s(best->bytes_per_s()));
-    if (ctx.datasheet && ctx.datasheet->bandwidth_bytes_per_s > 0) {
-      const double f = best->bytes_per_s() / ctx.datasheet->bandwidth_bytes_per_s;
+    if (ctx.datasheet && ctx.datasheet->ceilings.memory_bytes_per_s > 0) {
+      const double f = best->bytes_per_s() / ctx.datasheet->ceilings.memory_bytes_per_s;
       ctx.measured["add_fraction_of_datasheet"] = f;
-      md += fmt::format(", {:.0f}% of the datasheet's {}", 100 * f, format_bytes_per_s(ctx.datasheet->bandwidth_bytes_per_s));
+      md += fmt::format(", {:.0f}% of the datasheet's {}", 100 * f, format_bytes_per_s(ctx.datasheet->ceilings.memory_bytes_per_s));
     }
     md += ".\n\n";
   }
@@ -63,15 +63,15 @@ SectionOutput matmul_section(ReportContext& ctx) {
   std::vector<RatePoint> points;
   for (const auto& r : set.records)
     if (r.params.contains("n")) points.push_back({r.params["n"].get<double>(), r.flops_per_s()});
-  const double peak = ctx.peak_flops.count("bf16") ? ctx.peak_flops.at("bf16") : 0;
+  const double peak = ctx.ceilings.peak_flops("bf16");
   if (peak > 0 && !points.empty()) {
     const auto knee = find_knee(points, peak, 0.7);
     if (knee) {
       ctx.measured["matmul_70pct_n"] = *knee;
-      md += fmt::format("BF16 reaches 70% of the {} ceiling ({}) at **n ≈ {:.0f}**.\n\n", ctx.ceilings_source,
+      md += fmt::format("BF16 reaches 70% of the {} ceiling ({}) at **n ≈ {:.0f}**.\n\n", ctx.ceilings.source_text,
                         format_flops(peak), *knee);
     } else {
-      md += fmt::format("BF16 never reaches 70% of the {} ceiling ({}) in this sweep.\n\n", ctx.ceilings_source,
+      md += fmt::format("BF16 never reaches 70% of the {} ceiling ({}) in this sweep.\n\n", ctx.ceilings.source_text,
                         format_flops(peak));
     }
   }
@@ -82,14 +82,14 @@ SectionOutput matmul_section(ReportContext& ctx) {
 
 SectionOutput decode_section(ReportContext& ctx) {
   DecodeOptions o = DecodeOptions::quick(ctx.device);
-  if (ctx.bandwidth_bytes_per_s > 0) o.bandwidth_gb_per_s = ctx.bandwidth_bytes_per_s / 1e9;
+  if (ctx.ceilings.memory_bytes_per_s > 0) o.bandwidth_gb_per_s = ctx.ceilings.memory_bytes_per_s / 1e9;
   ResultSet set = run_decode(o, ctx.log);
   SectionOutput out;
   out.records = set.records;
   std::string& md = out.markdown;
   md += fmt::format("The reference workload: one GPT-2 small ({}) decode step with a KV cache, eager launches "
                     "against the whole step replayed as a CUDA graph, next to `decode_ceiling` at {} ({}).\n\n",
-                    o.dtype, format_bytes_per_s(o.bandwidth_gb_per_s * 1e9), ctx.ceilings_source);
+                    o.dtype, format_bytes_per_s(o.bandwidth_gb_per_s * 1e9), ctx.ceilings.source_text);
   md += "| batch | context | mode | method | ms/step | tokens/s | decode_ceiling tokens/s | % of ceiling |\n"
         "|---:|---:|---|---|---:|---:|---:|---:|\n";
   double best_fraction = 0, best_tokens = 0;

@@ -1,6 +1,5 @@
 #include "sweep_support.hpp"
 
-#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -12,60 +11,16 @@
 namespace ridge::cli {
 
 std::optional<CatalogEntry> datasheet_for(const DeviceDescription& device) {
-  try {
-    return match_device(device);
-  } catch (const UsageError&) {
-    throw;  // a broken user catalog file is the user's to fix
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  return ceilings_for(device.index, device, CeilingsMode::none).datasheet;
 }
 
-void validate_ceilings_mode(const std::string& mode) {
-  if (mode != "auto" && mode != "measure" && mode != "refresh" && mode != "none")
-    throw UsageError(fmt::format("--ceilings must be auto, measure, refresh or none, got '{}'", mode));
-}
-
-namespace {
-
-// The cache file measured_ceilings() writes (ceilings.hpp): $RIDGE_CACHE_DIR, else ~/.cache/ridge.
-std::optional<std::filesystem::path> cached_ceilings_path(const std::string& uuid) {
-  std::vector<std::filesystem::path> folders;
-  if (const char* dir = std::getenv("RIDGE_CACHE_DIR"); dir && *dir) folders.emplace_back(dir);
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) folders.emplace_back(std::filesystem::path(xdg) / "ridge");
-  if (const char* home = std::getenv("HOME"); home && *home)
-    folders.emplace_back(std::filesystem::path(home) / ".cache" / "ridge");
-  for (const auto& folder : folders) {
-    const auto path = folder / fmt::format("ceilings-{}.json", uuid);
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(path, ec)) return path;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
+void validate_ceilings_mode(const std::string& mode) { ceilings_mode_from_string(mode); }
 
 std::optional<MeasuredCeilings> measured_ceilings_for(int device, const DeviceDescription& description,
                                                       const std::string& mode, std::FILE* out) {
-  validate_ceilings_mode(mode);
-  if (mode == "none") return std::nullopt;
-  if (mode == "auto") {
-    const auto path = cached_ceilings_path(description.uuid);
-    if (!path) {
-      fmt::print(out,
-                 "No measured ceilings cached for this GPU: percentages are of the datasheet only. "
-                 "Add --ceilings measure (tens of seconds, then cached) for % of measured.\n");
-      return std::nullopt;
-    }
-    try {
-      return ceilings_from_json(nlohmann::json::parse(read_text(*path)));
-    } catch (const std::exception& e) {
-      fmt::print(out, "Ignoring the cached ceilings in {} ({}); use --ceilings refresh to measure again.\n",
-                 path->string(), e.what());
-      return std::nullopt;
-    }
-  }
-  return measured_ceilings(device, mode == "refresh");
+  CeilingsLookup lookup = ceilings_for(device, description, ceilings_mode_from_string(mode));
+  if (!lookup.note.empty()) fmt::print(out, "{}\n", lookup.note);
+  return std::move(lookup.measured);
 }
 
 double EmptyLaunchFloor::ms(Method method, int repeats_per_sample, const CudaOptions& like) {

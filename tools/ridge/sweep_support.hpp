@@ -14,6 +14,9 @@
 
 namespace ridge::cli {
 
+// These three forward to ridge::ceilings_for (ridge/catalog.hpp), the one lookup of datasheet and
+// measured ceilings; new code calls it directly.
+
 /// The datasheet entry for a running device, or nullopt when the catalog has none.
 std::optional<CatalogEntry> datasheet_for(const DeviceDescription& device);
 
