@@ -108,7 +108,6 @@ int decode_command(DecodeCommand& c) {
   o.gemm = gpt2::gemm_path_from_string(c.gemm);
   o.kernel = gpt2::step_kernel_from_string(c.kernel);
   o.pdl = !c.no_pdl;
-  if (c.bandwidth_gb_per_s < 0) throw UsageError("--bandwidth must be > 0 (GB/s)");
   o.bandwidth_bytes_per_s = c.bandwidth_gb_per_s * 1e9;
   o.validate();  // every usage error before the GPU is touched
   require_gpu(o.device);

@@ -98,8 +98,8 @@ struct DecodeRun {
   std::optional<ReferenceLogitsCheck> reference_check;  ///< with `check_logits`
   DecodeCeilings ceilings;
   double weight_bytes_per_step = 0;      ///< weights read once per step
-  bool pdl = true;
-  std::vector<DecodeConfiguration> configurations;
+  bool pdl = true;                       ///< DecodeOptions::pdl (used where the GPU has it)
+  std::vector<DecodeConfiguration> configurations;  ///< in the order run: batches outer, contexts inner
   /// The check_logits record (if any) first, then per configuration and method one "decode" record
   /// (params: model, batch, context, cached_tokens, layers, heads, width, vocab, gemm, kernel, pdl,
   /// working_set_bytes, mode; extra: tokens_per_s, ms_per_step, decode_ceiling_tokens_per_s,
