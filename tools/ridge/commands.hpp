@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "ridge/device.hpp"
+#include "ridge/gpt2/decode.hpp"
+#include "ridge/gpt2/profile.hpp"
 #include "ridge/result.hpp"
 #include "ridge/roofline.hpp"
 
@@ -72,50 +74,11 @@ struct MatmulOptions {
 /// `ridge matmul`: cuBLASLt GEMMs over sizes or shapes, each verified before timing; TFLOP/s,
 /// roofline placement and the size that reaches 70% / 90% of peak.
 ResultSet run_matmul(const MatmulOptions& options, std::FILE* out);
-struct DecodeOptions {
-  int device = 0;
-  std::string model = "small";  ///< preset: tiny, small, medium, large, xl
-  std::string dtype = "bf16";   ///< fp32 or bf16
-  std::string batch = "1";      ///< comma-separated batch sizes
-  std::string context = "1024"; ///< comma-separated lengths after the step (N-1 cached + 1 new)
-  std::string mode = "eager,graph";
-  std::string gemm = "auto";  ///< auto, gemv, cublas
-  std::string kernel = "auto";  ///< the GEMV backend's step: auto, barrier, chain
-  bool no_pdl = false;
-  std::string weights;        ///< safetensors file; empty = random weights from `seed`
-  int heads = 0;              ///< for `weights`; 0 = width/64
-  std::string check_logits;   ///< reference file from bench/gpt2_export.py; empty = none
-  std::uint64_t seed = 1;
-  int samples = 20;
-  int warmup = 5;
-  double bandwidth_gb_per_s = 0;  ///< 0 = measured_ceilings(device).hbm_bytes_per_s
-  std::string svg;                ///< roofline plot path; empty = none
+/// `ridge decode`: gpt2::run_decode with its table printed to `out` as it runs, the summary after
+/// it, and the roofline and tokens/s plots written to `svg` (when non-empty).
+gpt2::DecodeRun run_decode(const gpt2::DecodeOptions& options, const std::string& svg, std::FILE* out);
 
-  /// A short run for `ridge report`: small bf16, batch 1 and 8, context 1024, both modes.
-  static DecodeOptions quick(int device) {
-    DecodeOptions o;
-    o.device = device;
-    o.batch = "1,8";
-    o.samples = 10;
-    o.warmup = 3;
-    return o;
-  }
-};
-/// `ridge decode`: GPT-2 decode steps (eager, spin-held and graph-replayed) per batch and context,
-/// each checked against the CPU reference first, with bytes, intensity and % of decode_ceiling.
-/// Throws VerificationError when logits are wrong, UsageError for bad options, NoGpuError.
-ResultSet run_decode(const DecodeOptions& options, std::FILE* out);
-
-struct ProfileOptions {
-  int device = 0;
-  std::string model = "small";
-  std::string dtype = "bf16";
-  int batch = 1;
-  int context = 128;  ///< tokens per sequence after the step (a 128-token cache)
-  std::string kernel = "auto";  ///< the step's kernels: auto, barrier, chain
-  std::string trace = "runs/trace.json";
-};
-/// `ridge profile`: traces one decode step eagerly and one as a graph replay; prints the analysis.
-ResultSet run_profile(const ProfileOptions& options, std::FILE* out);
+/// `ridge profile`: gpt2::run_profile, its analysis printed to `out`.
+gpt2::ProfileRun run_profile(const gpt2::ProfileOptions& options, std::FILE* out);
 
 }  // namespace ridge::cli

@@ -81,19 +81,19 @@ SectionOutput matmul_section(ReportContext& ctx) {
 }
 
 SectionOutput decode_section(ReportContext& ctx) {
-  DecodeOptions o = DecodeOptions::quick(ctx.device);
-  if (ctx.ceilings.memory_bytes_per_s > 0) o.bandwidth_gb_per_s = ctx.ceilings.memory_bytes_per_s / 1e9;
-  ResultSet set = run_decode(o, ctx.log);
+  gpt2::DecodeOptions o = gpt2::DecodeOptions::quick(ctx.device);
+  if (ctx.ceilings.memory_bytes_per_s > 0) o.bandwidth_bytes_per_s = ctx.ceilings.memory_bytes_per_s;
+  const gpt2::DecodeRun run = run_decode(o, "", ctx.log);
   SectionOutput out;
-  out.records = set.records;
+  out.records = run.records;
   std::string& md = out.markdown;
   md += fmt::format("The reference workload: one GPT-2 small ({}) decode step with a KV cache, eager launches "
                     "against the whole step replayed as a CUDA graph, next to `decode_ceiling` at {} ({}).\n\n",
-                    o.dtype, format_bytes_per_s(o.bandwidth_gb_per_s * 1e9), ctx.ceilings.source_text);
+                    to_string(o.dtype), format_bytes_per_s(run.ceilings.bandwidth_bytes_per_s), ctx.ceilings.source_text);
   md += "| batch | context | mode | method | ms/step | tokens/s | decode_ceiling tokens/s | % of ceiling |\n"
         "|---:|---:|---|---|---:|---:|---:|---:|\n";
   double best_fraction = 0, best_tokens = 0;
-  for (const auto& r : set.records) {
+  for (const auto& r : run.records) {
     if (r.name != "decode") continue;
     const double f = r.extra.value("fraction_of_ceiling", 0.0);
     md += fmt::format("| {} | {} | {} | `{}` | {:.4f} | {:.0f} | {:.0f} | {:.1f}% |\n", r.params.value("batch", 0),
@@ -109,41 +109,35 @@ SectionOutput decode_section(ReportContext& ctx) {
     ctx.measured["decode_tokens_per_s"] = best_tokens;
     ctx.measured["decode_fraction_of_ceiling"] = best_fraction;
   }
-  md += warnings_markdown(set.records);
+  md += warnings_markdown(run.records);
   return out;
 }
 
 SectionOutput profile_section(ReportContext& ctx) {
-  ProfileOptions o;
+  gpt2::ProfileOptions o;
   o.device = ctx.device;
-  o.trace = (ctx.folder / "trace.json").string();
-  ResultSet set = run_profile(o, ctx.log);
+  o.trace_path = (ctx.folder / "trace.json").string();
+  const gpt2::ProfileRun run = run_profile(o, ctx.log);
   SectionOutput out;
-  out.records = set.records;
+  out.records = run.records;
   std::string& md = out.markdown;
   md += "One GPT-2 small BF16 decode step (batch 1, 128 tokens) traced with ridge's CUPTI tracer, eager and as a "
         "graph replay. `trace.json` (eager) and `trace-graph.json` open in Perfetto.\n\n";
   md += "| | kernels | kernel span | GPU busy | idle (launch gaps) | idle waiting on the host |\n"
         "|---|---:|---:|---:|---:|---:|\n";
   std::string top;  // the eager step's top kernels, as a table after the per-mode one
-  for (const auto& r : set.records) {
-    const auto& a = r.extra["analysis"];
-    const double span = a.value("kernel_span_ns", 0.0), busy = a.value("gpu_busy_ns", 0.0);
-    const double idle = a.value("idle_time_ns", 0.0);
-    md += fmt::format("| {} | {} | {} | {} | {:.0f}% | {:.0f}% |\n", r.params.value("mode", std::string()),
-                      a.value("kernel_count", 0), format_ms(span / 1e6), format_ms(busy / 1e6),
-                      span > 0 ? 100 * idle / span : 0.0, 100 * a.value("host_bound_fraction_of_idle", 0.0));
-    if (r.params.value("mode", std::string()) == "eager") {
-      ctx.measured["kernels_per_step"] = a.value("kernel_count", 0.0);
-      if (span > 0) ctx.measured["launch_gap_fraction"] = idle / span;
-      if (a.contains("top_kernels")) {
-        top += "\nTop kernels (eager):\n\n| kernel | count | total | % of GPU time |\n|---|---:|---:|---:|\n";
-        for (const auto& k : a["top_kernels"])
-          top += fmt::format("| `{}` | {} | {} | {:.1f}% |\n", k.value("name", std::string()).substr(0, 80),
-                            k["time"].value("count", 0), format_ms(k["time"].value("total_ns", 0.0) / 1e6),
-                            k.value("percent_of_kernel_time", 0.0));
-      }
-    }
+  for (const auto& p : run.profiles) {
+    const trace::Analysis& a = p.analysis;
+    md += fmt::format("| {} | {} | {} | {} | {:.0f}% | {:.0f}% |\n", to_string(p.mode), a.kernel_count,
+                      format_ms(a.kernel_span_ns / 1e6), format_ms(a.gpu_busy_ns / 1e6), 100 * p.launch_gap_fraction(),
+                      100 * a.host_bound_fraction_of_idle);
+    if (p.mode != gpt2::Mode::eager) continue;
+    ctx.measured["kernels_per_step"] = static_cast<double>(a.kernel_count);
+    if (a.kernel_span_ns > 0) ctx.measured["launch_gap_fraction"] = p.launch_gap_fraction();
+    top += "\nTop kernels (eager):\n\n| kernel | count | total | % of GPU time |\n|---|---:|---:|---:|\n";
+    for (const auto& k : a.top_kernels)
+      top += fmt::format("| `{}` | {} | {} | {:.1f}% |\n", k.name.substr(0, 80), k.time.count,
+                         format_ms(k.time.total_ns / 1e6), k.percent_of_kernel_time);
   }
   md += top + "\n";
   return out;
