@@ -95,7 +95,8 @@ Record gemm_record(double n, double ms, const std::string& dtype) {
   Record r;
   r.name = "matmul";
   r.dtype = dtype;
-  r.params = {{"m", n}, {"n", n}, {"k", n}};
+  const auto size = static_cast<std::int64_t>(n);  // as the matmul sweep records it
+  r.params = {{"m", size}, {"n", size}, {"k", size}};
   r.samples_ms = {ms};
   r.flops = matmul_flops(n, n, n);
   r.bytes = matmul_bytes(n, n, n);
