@@ -14,10 +14,17 @@ namespace ridge::cli {
 
 namespace {
 
+// Findings as Markdown: each headline a paragraph, its details a list under it.
 std::string findings_markdown(const std::vector<Finding>& findings) {
   std::string md;
-  for (const auto& f : findings) md += fmt::format("{}- {}\n", f.level > 0 ? "  " : "", f.text);
-  return md.empty() ? md : md + "\n";
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    md += f.level > 0 ? fmt::format("- {}\n", f.text) : fmt::format("{}\n", f.text);
+    const bool next_is_detail = i + 1 < findings.size() && findings[i + 1].level > 0;
+    if (f.level == 0 && next_is_detail) md += "\n";
+    if (!next_is_detail) md += "\n";
+  }
+  return md;
 }
 
 SectionOutput bandwidth_section(ReportContext& ctx) {
