@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "report_sections.hpp"
 #include "ridge/format.hpp"
+#include "ridge/plot.hpp"
 #include "ridge/sweep.hpp"
 #include "ridge/writers.hpp"
 
@@ -13,70 +14,78 @@ namespace ridge::cli {
 
 namespace {
 
+// Findings as Markdown: each headline a paragraph, its details a list under it.
+std::string findings_markdown(const std::vector<Finding>& findings) {
+  std::string md;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    md += f.level > 0 ? fmt::format("- {}\n", f.text) : fmt::format("{}\n", f.text);
+    const bool next_is_detail = i + 1 < findings.size() && findings[i + 1].level > 0;
+    if (f.level == 0 && next_is_detail) md += "\n";
+    if (!next_is_detail) md += "\n";
+  }
+  return md;
+}
+
 SectionOutput bandwidth_section(ReportContext& ctx) {
-  BandwidthOptions o;
+  BandwidthSweepOptions o;
   o.device = ctx.device;
   o.quick = ctx.quick;
   o.ops = "add";
-  o.svg.clear();
-  ResultSet set = run_bandwidth(o, ctx.log);
+  const BandwidthSweep sweep = run_bandwidth_printed(o, ctx.log);
   SectionOutput out;
-  out.records = set.records;
-  out.svgs.push_back(rate_vs_size_svg("bandwidth.svg", "x + y (fp32, 12 bytes per element)", set.records, "n", false));
-  const Record* best = nullptr;
-  std::int64_t largest = 0;
-  for (const auto& r : set.records) largest = std::max<std::int64_t>(largest, r.params.value("n", std::int64_t{0}));
-  for (const auto& r : set.records)
-    if (r.params.value("n", std::int64_t{0}) == largest && (!best || r.bytes_per_s() > best->bytes_per_s())) best = &r;
+  out.records = sweep.records;
+  out.svgs.push_back({"bandwidth.svg", render_svg(sweep.plot)});
   std::string& md = out.markdown;
   md += "The bandwidth-sweep exercise: `x + y` in fp32 (reads 8 bytes and writes 4 per element) from 2^10 to 2^28 "
         "elements, every kernel variant checked before it is timed, launch-free timing for short runs.\n\n";
   md += "![GB/s against size](bandwidth.svg)\n\n";
-  if (best) {
-    ctx.measured["add_tb_per_s"] = best->bytes_per_s() / 1e12;
-    md += fmt::format("At {} elements the best variant ({}) moves **{}**", largest,
-                      best->params.value("variant", std::string("?")), format_bytes_per_s(best->bytes_per_s()));
-    if (ctx.datasheet && ctx.datasheet->ceilings.memory_bytes_per_s > 0) {
-      const double f = best->bytes_per_s() / ctx.datasheet->ceilings.memory_bytes_per_s;
-      ctx.measured["add_fraction_of_datasheet"] = f;
-      md += fmt::format(", {:.0f}% of the datasheet's {}", 100 * f, format_bytes_per_s(ctx.datasheet->ceilings.memory_bytes_per_s));
+  if (!sweep.best_curve_per_op.empty()) {
+    const BandwidthCurve& best = sweep.curves[sweep.best_curve_per_op.front()];
+    ctx.measured["add_tb_per_s"] = best.largest_bytes_per_s / 1e12;
+    md += fmt::format("At {} elements the best variant ({}) moves **{}**", best.largest_n, to_string(best.variant),
+                      format_bytes_per_s(best.largest_bytes_per_s));
+    if (sweep.setup.ceilings.datasheet_bytes_per_s > 0) {
+      ctx.measured["add_fraction_of_datasheet"] = best.fraction_of_datasheet;
+      md += fmt::format(", {} of the datasheet's {}", format_percent(best.fraction_of_datasheet, 0),
+                        format_bytes_per_s(sweep.setup.ceilings.datasheet_bytes_per_s));
     }
     md += ".\n\n";
   }
-  md += records_markdown(set.records);
-  md += warnings_markdown(set.records);
+  md += findings_markdown(sweep.findings);
+  md += records_markdown(sweep.records);
+  md += warnings_markdown(sweep.records);
   return out;
 }
 
 SectionOutput matmul_section(ReportContext& ctx) {
-  MatmulOptions o;
+  MatmulSweepOptions o;
   o.device = ctx.device;
   o.quick = ctx.quick;
-  ResultSet set = run_matmul(o, ctx.log);
+  const MatmulSweep sweep = run_matmul_printed(o, ctx.log);
   SectionOutput out;
-  out.records = set.records;
-  out.svgs.push_back(rate_vs_size_svg("matmul.svg", "BF16 matmul, n x n x n", set.records, "n", true));
+  out.records = sweep.records;
+  out.svgs.push_back({"matmul.svg", render_svg(sweep.rate_plot)});
   std::string& md = out.markdown;
   md += "The speed-at-a-size exercise: square BF16 GEMMs through cuBLASLt (the fastest of its top heuristic "
         "choices), each checked against an fp64 reference before it is timed.\n\n";
   md += "![TFLOP/s against size](matmul.svg)\n\n";
-  std::vector<RatePoint> points;
-  for (const auto& r : set.records)
-    if (r.params.contains("n")) points.push_back({r.params["n"].get<double>(), r.flops_per_s()});
+  // The report's ceilings (measured when the ceilings section ran, else the datasheet's).
   const double peak = ctx.ceilings.peak_flops("bf16");
-  if (peak > 0 && !points.empty()) {
-    const auto knee = find_knee(points, peak, 0.7);
-    if (knee) {
-      ctx.measured["matmul_70pct_n"] = *knee;
+  const auto knees = matmul_knees(sweep.records, DType::bf16, peak);
+  if (!knees.empty()) {
+    if (knees.front().size) {
+      ctx.measured["matmul_70pct_n"] = *knees.front().size;
       md += fmt::format("BF16 reaches 70% of the {} ceiling ({}) at **n ≈ {:.0f}**.\n\n", ctx.ceilings.source_text,
-                        format_flops(peak), *knee);
+                        format_flops(peak), *knees.front().size);
     } else {
       md += fmt::format("BF16 never reaches 70% of the {} ceiling ({}) in this sweep.\n\n", ctx.ceilings.source_text,
                         format_flops(peak));
     }
   }
-  md += records_markdown(set.records);
-  md += warnings_markdown(set.records);
+  md += findings_markdown(sweep.findings);
+  md += records_markdown(sweep.records);
+  md += warnings_markdown(sweep.records);
   return out;
 }
 
