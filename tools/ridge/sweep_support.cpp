@@ -58,7 +58,7 @@ std::optional<MeasuredCeilings> measured_ceilings_for(int device, const DeviceDe
       return std::nullopt;
     }
     try {
-      return ceilings_from_json(nlohmann::json::parse(read_text(*path)));
+      return ceilings_from_json(read_json_file(*path));
     } catch (const std::exception& e) {
       fmt::print(out, "Ignoring the cached ceilings in {} ({}); use --ceilings refresh to measure again.\n",
                  path->string(), e.what());
