@@ -111,6 +111,7 @@ struct ReportCommand {
   bool verbose = false;
   std::string model = "h100-sxm";
   std::vector<std::string> predict;
+  double inject_slowdown_us = 0;  ///< testing aid for `ridge compare` (see ReportContext)
 };
 
 std::string default_folder() {
@@ -168,6 +169,7 @@ int run_report(const ReportCommand& c) {
   ctx.device = c.device;
   ctx.gpu = gpu;
   ctx.quick = c.quick;
+  ctx.inject_slowdown_us = c.inject_slowdown_us;
   ctx.folder = folder;
   ctx.log = c.verbose || !null_file.f ? stderr : null_file.f;
   ctx.results = &all;
@@ -300,6 +302,11 @@ RIDGE_REGISTER_COMMAND(Command{
           ->type_name("KEY=VALUE")
           ->take_all();
       app.add_flag("-v,--verbose", c->verbose, "also print each section's own output on stderr");
+      app.add_option("--inject-slowdown-us", c->inject_slowdown_us,
+                     "TESTING AID, not a measurement: slow the timing section's large matmul by a GPU busy-wait of "
+                     "this many microseconds per call, to check that `ridge compare` flags a slowdown")
+          ->default_val(0)
+          ->check(CLI::Range(0.0, 1e7));
       return std::function<int()>([c] { return run_report(*c); });
     }});
 

@@ -42,6 +42,9 @@ struct ReportContext {
   int device = 0;
   bool gpu = false;  ///< false: model-only report (no usable GPU)
   bool quick = false;
+  /// Testing aid (`ridge report --inject-slowdown-us`): slows the timing section's large matmul by
+  /// this GPU busy-wait per call, so `ridge compare` can be shown to flag it. 0 in real reports.
+  double inject_slowdown_us = 0;
   std::filesystem::path folder;
   std::FILE* log = nullptr;  ///< where run_X print their human output (stderr with --verbose, else discarded)
   ResultSet* results = nullptr;  ///< context and every record of the sections run so far
