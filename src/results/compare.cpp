@@ -316,9 +316,9 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
     const Record& n = next.records[ni];
     row.new_count = n.samples_ms.size();
     row.new_median_ms = n.summary.median;
-    if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0) {
+    if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0 || b.method == "none") {
       row.verdict = Verdict::informational;
-      row.note = "no samples to compare";
+      row.note = b.method == "none" ? "a check, not a timing: shown, never judged" : "no samples to compare";
       c.rows.push_back(std::move(row));
       continue;
     }

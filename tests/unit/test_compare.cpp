@@ -299,3 +299,17 @@ TEST(CompareScale, LargeComparisonsUseOrderStatisticIntervals) {
   EXPECT_EQ(usual.ratio_ci_method, "bootstrap");
   EXPECT_EQ(usual.rows[0].verdict, big.rows[0].verdict) << "the verdict does not depend on the interval";
 }
+
+TEST(CompareScale, ChecksAreShownNotJudged) {
+  ResultSet a;
+  Record r;
+  r.name = "decode.check_logits";
+  r.method = "none";
+  r.samples_ms = {0.5};  // a check that somehow carries a positive number is still not a timing
+  finalize(r);
+  a.records.push_back(r);
+  const Comparison c = compare_results(a, a);
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::informational);
+  EXPECT_TRUE(c.nothing_compared());
+}
