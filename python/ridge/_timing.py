@@ -318,6 +318,27 @@ def _auto_graph_repeats(function, stream: int, target_sample_ms: float) -> int:
     return max(1, min(1000, math.ceil(target_sample_ms / per_call)))
 
 
+_CAPTURE_RULES = ("Graph capture needs GPU work only: no host synchronization (.item(), .cpu(), print of a "
+                  "tensor), no new allocations outside PyTorch's allocator, fixed shapes. Use measure_spin instead.")
+
+
+def _check_no_host_sync(torch, function) -> None:
+    """Runs function once with PyTorch's sync debug mode set to error, so a call that would
+    synchronize with the host fails here, before a capture starts: a failed capture can leave
+    PyTorch's stream state broken for the rest of the process."""
+    previous = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        function()
+    except RuntimeError as error:
+        if "synchroniz" not in str(error):
+            raise
+        raise CaptureError(f"the callable synchronizes with the host, so it cannot be captured into a CUDA graph "
+                           f"({error}). {_CAPTURE_RULES}") from error
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+
+
 def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwargs) -> Measurement:
     """Captures with torch.cuda.graph, so PyTorch's caching allocator knows about the capture."""
     if repeats == 0:
@@ -326,6 +347,7 @@ def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwar
     side = torch.cuda.Stream()
     side.wait_stream(torch_stream)
     with torch.cuda.stream(side):  # warm up outside the capture, as PyTorch requires
+        _check_no_host_sync(torch, function)
         for _ in range(max(1, warmup)):
             function()
     torch_stream.wait_stream(side)
@@ -335,10 +357,8 @@ def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwar
             for _ in range(repeats):
                 function()
     except Exception as error:  # noqa: BLE001 - say what failed, keep the cause
-        raise CaptureError(
-            f"the callable could not be captured into a CUDA graph ({type(error).__name__}: {error}). "
-            "Graph capture needs GPU work only: no host synchronization (.item(), .cpu(), print of a tensor), "
-            "no new allocations outside PyTorch's allocator, fixed shapes. Use measure_spin instead.") from error
+        raise CaptureError(f"the callable could not be captured into a CUDA graph ({type(error).__name__}: "
+                           f"{error}). {_CAPTURE_RULES}") from error
     with torch.cuda.stream(torch_stream):
         raw = _ridge.measure_spin(lambda _s: graph.replay(), warmup, samples, 1, **dict(kwargs, stream=stream))
     return Measurement(raw, method="graph_replay", per_call_divisor=repeats)

@@ -130,7 +130,7 @@ std::optional<MeasuredCeilings> cached_ceilings(const std::string& uuid, std::st
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   try {
-    MeasuredCeilings c = ceilings_from_json(nlohmann::json::parse(read_text(path)));
+    MeasuredCeilings c = ceilings_from_json(read_json_file(path));
     if (c.device_uuid != uuid)
       throw UsageError(fmt::format("it holds the ceilings of another device ({})", c.device_uuid));
     c.from_cache = true;

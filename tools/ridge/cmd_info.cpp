@@ -63,7 +63,7 @@ RIDGE_REGISTER_COMMAND(Command{
         set.context.device = info.device;  // with its catalog key
         set.context.clocks_start = info.clocks;
         finish_result_set(set, opts->device);
-        if (!opts->json.empty()) write_text(opts->json, to_json(set).dump(2) + "\n");
+        if (!opts->json.empty()) write_json(opts->json, to_json(set));
         return 0;
       });
     }});

@@ -481,7 +481,7 @@ MeasuredCeilings measured_ceilings(int device, bool refresh) {
   c.cache_file = path;
   try {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    write_text(path, to_json(c).dump(2) + "\n");
+    write_json(path, to_json(c));
   } catch (const std::exception& e) {
     c.notes.push_back(fmt::format("not cached: {}", e.what()));
   }
