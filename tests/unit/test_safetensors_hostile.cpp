@@ -166,3 +166,29 @@ TEST_F(HostileSafetensors, DecodeOptionsCheckTheWeightsFileWithoutAGpu) {
   o.contexts = {config.context + 1};
   EXPECT_THROW(o.validate(), UsageError);
 }
+
+TEST_F(HostileSafetensors, DecodeOptionsCheckTheReferenceFileWithoutAGpu) {
+  gpt2::DecodeOptions o;
+  o.model = "tiny";
+  o.contexts = {8};
+  const auto config = gpt2::preset("tiny");
+  const std::string path = (dir_ / "reference.safetensors").string();
+  auto write = [&](std::int64_t vocab, const std::string& token_dtype) {
+    gpt2::SafetensorsTensor tokens{"tokens", token_dtype, {1, 4}, {}, {}};
+    if (token_dtype == "I32") tokens.ints = {1, 2, 3, 4};
+    else tokens.floats = {1, 2, 3, 4};
+    gpt2::write_safetensors(path, {tokens, {"logits", "F32", {1, vocab}, std::vector<float>(vocab, 0.5f), {}}});
+  };
+  write(config.vocab, "I32");
+  o.check_logits = path;
+  EXPECT_NO_THROW(o.validate());
+  write(config.vocab + 1, "I32");  // logits for another vocabulary
+  try {
+    o.validate();
+    FAIL() << "accepted logits of the wrong vocabulary";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'logits' has shape"), std::string::npos) << e.what();
+  }
+  write(config.vocab, "F32");  // tokens stored as floats
+  EXPECT_THROW(o.validate(), UsageError);
+}

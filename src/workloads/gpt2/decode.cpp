@@ -13,7 +13,6 @@
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
 #include "ridge/gpt2/reference.hpp"
-#include "ridge/gpt2/safetensors.hpp"
 #include "ridge/roofline.hpp"
 
 namespace ridge::gpt2 {
@@ -44,7 +43,7 @@ void DecodeOptions::validate() const {
                                    weights.empty() ? "GPT-2 " + config.name : "the weights in '" + weights + "'", config.context));
   if (!check_logits.empty() && !std::filesystem::exists(check_logits))
     throw UsageError(fmt::format("--check-logits: file '{}' does not exist", check_logits));
-  if (!check_logits.empty()) SafetensorsFile header_check(check_logits);
+  if (!check_logits.empty()) check_reference_logits_file(check_logits, config);
   if (!timeline_path.empty() && batches.size() * contexts.size() != 1)
     throw UsageError(fmt::format("--timeline records one configuration's step; got {} batches x {} contexts",
                                  batches.size(), contexts.size()));
