@@ -41,9 +41,10 @@ struct FakeGpu {
 }  // namespace
 
 TEST(Interleave, TurnsRotateRoundRobinAndCutTheLastBlock) {
-  const std::vector<std::pair<int, int>> expected{{0, 2}, {1, 2}, {2, 2}, {1, 2}, {2, 2}, {0, 2}, {2, 1}, {0, 1}, {1, 1}};
-  EXPECT_EQ(interleaved_turns(3, 5, 2), expected);
-  EXPECT_EQ(interleaved_turns(2, 3, 1), (std::vector<std::pair<int, int>>{{0, 1}, {1, 1}, {1, 1}, {0, 1}, {0, 1}, {1, 1}}));
+  using Turns = std::vector<std::pair<int, int>>;
+  // Round 1 starts with method 0, round 2 with 1, round 3 with 2; the last round takes what is left.
+  EXPECT_EQ(interleaved_turns(3, 5, 2), (Turns{{0, 2}, {1, 2}, {2, 2}, {1, 2}, {2, 2}, {0, 2}, {2, 1}, {0, 1}, {1, 1}}));
+  EXPECT_EQ(interleaved_turns(2, 3, 1), (Turns{{0, 1}, {1, 1}, {1, 1}, {0, 1}, {0, 1}, {1, 1}}));
   EXPECT_TRUE(interleaved_turns(0, 3, 1).empty());
 }
 

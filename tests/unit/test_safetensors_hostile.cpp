@@ -128,7 +128,8 @@ TEST_F(HostileSafetensors, WrongShapesForGpt2AreRefusedFromTheHeader) {
 
   // A layer norm with the wrong width: named, with the expected shape.
   std::vector<gpt2::SafetensorsTensor> tensors;
-  for (std::size_t i = 0; i < specs.size(); ++i) tensors.push_back({specs[i].name, "F32", specs[i].shape, weights.tensors[i], {}});
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    tensors.push_back({specs[i].name, "F32", specs[i].shape, weights.tensors[i], {}});
   for (auto& t : tensors)
     if (t.name == "h.0.ln_2.bias") {
       t.shape = {t.shape[0] + 1};
@@ -144,15 +145,16 @@ TEST_F(HostileSafetensors, WrongShapesForGpt2AreRefusedFromTheHeader) {
     EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
   }
   // wte of rank 1.
-  const std::string flat = write_raw("flat_wte.safetensors", R"({"wte.weight":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
-                                                             R"("wpe.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[16,32]}})",
+  const std::string flat = write_raw("flat_wte.safetensors",
+                                     R"({"wte.weight":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+                                     R"("wpe.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[16,32]}})",
                                      32);
   EXPECT_THROW(gpt2::check_weights_file(flat), UsageError);
 }
 
 TEST_F(HostileSafetensors, DecodeOptionsCheckTheWeightsFileWithoutAGpu) {
-  const std::string path = write_raw("overflow.safetensors",
-                                     R"({"wte.weight":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0);
+  const std::string path = write_raw(
+      "overflow.safetensors", R"({"wte.weight":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0);
   gpt2::DecodeOptions o;
   o.weights = path;
   EXPECT_THROW(o.validate(), UsageError);

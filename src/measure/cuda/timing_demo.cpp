@@ -129,13 +129,16 @@ TimingDemo run_timing_demo(const TimingDemoOptions& o, const std::function<void(
   status("timing: small case, interleaved");
   const int small_samples = std::max(o.samples, 50);
   int graph_repeats = 0;  // chosen on the first (warm-up) turn, then kept, so every sample is alike
+  auto one_call = [](int samples, int warmup) {
+    return CudaOptions{.warmup = warmup, .samples = samples, .repeats = 1};
+  };
   std::vector<RowPlan> small_rows;
   small_rows.push_back({{"cuda_events", [&](int samples, int warmup) {
-                           return measure_cuda(run_small, CudaOptions{.warmup = warmup, .samples = samples, .repeats = 1});
+                           return measure_cuda(run_small, one_call(samples, warmup));
                          }},
                         "per-sample events: include the host's launch latency"});
   small_rows.push_back({{"spin_hold", [&](int samples, int warmup) {
-                           return measure_spin(run_small, CudaOptions{.warmup = warmup, .samples = samples, .repeats = 1});
+                           return measure_spin(run_small, one_call(samples, warmup));
                          }},
                         "stream held by a spin kernel while the sample is queued: GPU time only"});
   small_rows.push_back({{"graph_replay", [&](int samples, int warmup) {

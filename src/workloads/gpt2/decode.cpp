@@ -37,10 +37,10 @@ void DecodeOptions::validate() const {
   const Config config = weights.empty() ? preset(model)
                                         : check_weights_file(weights, heads > 0 ? std::optional<int>(heads)
                                                                                 : std::nullopt);
+  const std::string model_name = weights.empty() ? "GPT-2 " + config.name : "the weights in '" + weights + "'";
   for (int c : contexts)
     if (c > config.context)
-      throw UsageError(fmt::format("--context {} exceeds {}'s {} positions", c,
-                                   weights.empty() ? "GPT-2 " + config.name : "the weights in '" + weights + "'", config.context));
+      throw UsageError(fmt::format("--context {} exceeds {}'s {} positions", c, model_name, config.context));
   if (!check_logits.empty() && !std::filesystem::exists(check_logits))
     throw UsageError(fmt::format("--check-logits: file '{}' does not exist", check_logits));
   if (!check_logits.empty()) check_reference_logits_file(check_logits, config);
