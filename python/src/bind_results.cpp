@@ -20,9 +20,7 @@ namespace ridge::python {
 namespace {
 
 ResultSet parse_result_set(const std::string& json_text) {
-  const auto j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw UsageError("not valid JSON");
-  return result_set_from_json(j);
+  return result_set_from_json(parse_json(json_text, "the result JSON"));  // depth-bounded; UsageError when invalid
 }
 
 }  // namespace

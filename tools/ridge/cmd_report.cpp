@@ -269,7 +269,7 @@ int run_report(const ReportCommand& c) {
                  {"ceilings_source", ctx.ceilings_source},
                  {"measured", ctx.measured},
                  {"sections", section_log}};
-  write_text((folder / "results.json").string(), j.dump(2) + "\n");
+  write_json((folder / "results.json").string(), j);
   write_text((folder / "report.md").string(), md);
   write_text((folder / "report.html").string(), markdown_to_html(md, svgs, "ridge report: " + subject));
   if (!trace.empty()) write_text((folder / "trace.json").string(), trace);

@@ -219,7 +219,7 @@ int run_trace(const TraceOptions& o) {
     if (!o.json.empty()) {
       nlohmann::json j = trace::to_json(a);
       j["trace_file"] = o.analyze;
-      write_text(o.json, j.dump(2) + "\n");
+      write_json(o.json, j);
     }
     return 0;
   }
@@ -231,7 +231,7 @@ int run_trace(const TraceOptions& o) {
   const fs::path library = find_inject_library();
   const fs::path output = o.output.empty() ? fs::path() : fs::absolute(o.output);
   TempDir temp;
-  const fs::path summary = (o.json.empty() || json_to_stdout) ? temp.path / "summary.json" : fs::absolute(o.json);
+  const fs::path summary = temp.path / "summary.json";  // --json FILE is written only after the run
   std::error_code ec;
   fs::remove(summary, ec);  // a summary left by an earlier run must not pass for this one's
   if (!output.empty()) {
@@ -272,7 +272,7 @@ int run_trace(const TraceOptions& o) {
   bool have_summary = false;
   if (fs::exists(summary, ec)) {
     try {
-      j = nlohmann::json::parse(read_text(summary));
+      j = read_json_file(summary);
       have_summary = j.is_object();
     } catch (const std::exception& e) {
       fmt::print(stderr, "ridge trace: the summary {} is unreadable: {}\n", summary.string(), e.what());
@@ -316,7 +316,7 @@ int run_trace(const TraceOptions& o) {
 
   j["program"] = {{"command", o.command}, {"exit_code", child.exit_code}, {"signal", child.signal}};
   if (json_to_stdout) std::printf("%s\n", j.dump(2).c_str());
-  else if (!o.json.empty()) write_text(o.json, j.dump(2) + "\n");
+  else if (!o.json.empty()) write_json(o.json, j);
   return child.exit_code;
 }
 

@@ -365,7 +365,7 @@ Dim3 dim3_of(const nlohmann::json& args, const char* key) {
 Trace parse_chrome_json(const std::string& text) {
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(text);
+    doc = parse_json(text, "the trace");
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("not a JSON trace: {}", e.what()));
   }
