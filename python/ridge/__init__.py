@@ -11,6 +11,9 @@ Timers (PyTorch, Triton, CuPy or any callable that queues GPU work)::
 Models with no GPU: ``matmul_intensity``, ``attainable_flops``, ``ridge_point``,
 ``decode_ceiling``, ``amdahl_speedup`` and its inverse ``amdahl_required_speedup``.
 Result files: :class:`Results` (same JSON/CSV/Markdown as the CLI) and :func:`compare`.
+Catalog and roofline with no GPU: ``ridge.device("h100-sxm")``, ``ridge.devices()``,
+``ridge.place_matmul(16, 4096, 4096, "bf16", device="h100-sxm")``, ``ridge.roofline(...)``.
+Size sweeps: ``ridge.sweep(factory, sizes, bytes=..., ceilings=0)`` (knees, warnings, plot).
 Tracing: ``with ridge.trace("runs/trace.json", step_range="step") as t: ...`` then ``t.analysis``.
 """
 from . import _ridge
@@ -18,9 +21,11 @@ from ._ridge import (  # noqa: F401  (re-exported)
     Error, Method, NoGpuError, Summary, UsageError, VerificationError,
     amdahl_limit, amdahl_required_speedup, amdahl_speedup, attainable_flops, bound, decode_ceiling,
     describe_method, device_count, matmul_bytes, matmul_flops, matmul_intensity, no_gpu_reason,
-    require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,
+    DeviceCeilings, require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,
 )
 from ._results import Comparison, Results, compare  # noqa: F401
+from ._roofline import Figure, ceilings, device, devices, place_matmul, roofline  # noqa: F401
+from ._sweep import Sweep, sweep  # noqa: F401
 from ._trace import TraceAnalysis, analyze_trace, nvtx, trace  # noqa: F401
 from ._timing import (  # noqa: F401
     CaptureError, Measurement, Rate, measure, measure_cuda, measure_graph, measure_naive, measure_spin,

@@ -7,6 +7,7 @@ namespace ridge::python {
 void bind_measure(nanobind::module_& m);  // timers, Measurement, Summary
 void bind_model(nanobind::module_& m);    // roofline, decode ceiling, Amdahl: no GPU needed
 void bind_results(nanobind::module_& m);  // result files, writers, compare, device queries
+void bind_roofline(nanobind::module_& m);  // catalog, ceilings, shape placement, roofline plot
 void bind_trace(nanobind::module_& m);    // the CUPTI tracer, NVTX ranges, saved-trace analysis
 
 }  // namespace ridge::python

@@ -50,5 +50,6 @@ NB_MODULE(_ridge, m) {
   ridge::python::bind_measure(m);
   ridge::python::bind_model(m);
   ridge::python::bind_results(m);
+  ridge::python::bind_roofline(m);
   ridge::python::bind_trace(m);
 }

@@ -1,0 +1,88 @@
+"""The catalog, ceilings and the roofline: placing operations without running them, and plots."""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional, Sequence, Tuple, Union
+
+from . import _ridge
+from ._ridge import DeviceCeilings
+
+DeviceLike = Union[str, int, DeviceCeilings, "_ridge.Device", None]
+
+
+def device(key: str) -> "_ridge.Device":
+    """A device's datasheet entry (``ridge.device("h100-sxm").ceilings``)."""
+    return _ridge.device(key)
+
+
+def devices() -> list:
+    """The keys of ridge's device catalog."""
+    return _ridge.devices()
+
+
+def ceilings(of: DeviceLike = 0, refresh: bool = False) -> DeviceCeilings:
+    """Ceilings to compare with: a catalog key gives the datasheet's, a GPU index the measured
+    ones (cached as the CLI caches them; measured in seconds when absent or ``refresh``), a
+    DeviceCeilings or Device is used as it is."""
+    if isinstance(of, DeviceCeilings):
+        return of
+    if isinstance(of, _ridge.Device):
+        return of.ceilings
+    if isinstance(of, str):
+        return _ridge.device(of).ceilings
+    if isinstance(of, int) and not isinstance(of, bool):
+        return _ridge.measured_ceilings(of, refresh).ceilings
+    raise TypeError(f"expected a catalog key, a GPU index, a Device or DeviceCeilings, got {type(of).__name__}")
+
+
+def place_matmul(m: float, n: float, k: float, dtype: str = "bf16", device: DeviceLike = "h100-sxm"):
+    """Places [m,k] @ [k,n] on a device's roofline without running it: ``.intensity_flop_per_byte``,
+    ``.attainable_flops_per_s``, ``.ridge_point``, ``.bound`` ("memory" or "compute"), ``.floor_s``."""
+    return _ridge.place_matmul(ceilings(device), m, n, k, dtype)
+
+
+class Figure:
+    """A plot from ridge's library: ``.svg`` (what the CLI writes), shown inline in Jupyter, and
+    ``.to_matplotlib()`` for a matplotlib figure of the same series."""
+
+    def __init__(self, svg: str, data: dict):
+        self.svg = svg
+        self.data = data
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def save(self, path) -> None:
+        """Writes the SVG the way ridge writes every file ('-' = stdout)."""
+        _ridge.write_text(os.fspath(path), self.svg)
+
+    def to_matplotlib(self):
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as error:
+            raise ImportError("Figure.to_matplotlib needs matplotlib: pip install matplotlib") from error
+        fig, ax = plt.subplots(figsize=(9, 5.6))
+        for s in self.data["series"]:
+            xs = [p[0] for p in s["points"]]
+            ys = [p[1] for p in s["points"]]
+            style = ("--" if s["dashed"] else "-") if s["line"] else ""
+            ax.plot(xs, ys, linestyle=style or "none", marker="o" if s["markers"] else None,
+                    color=s["color"] or None, label=s["name"] if s["in_legend"] and s["name"] else None)
+        ax.set_xscale("log" if self.data["log_x"] else "linear")
+        ax.set_yscale("log" if self.data["log_y"] else "linear")
+        ax.set_xlabel(self.data["x_label"])
+        ax.set_ylabel(self.data["y_label"])
+        ax.set_title(self.data["title"])
+        if any(s["in_legend"] and s["name"] for s in self.data["series"]):
+            ax.legend(fontsize="small")
+        return fig
+
+
+Operation = Tuple[str, str, float, float]  # label, dtype, FLOP/byte, FLOP/s
+
+
+def roofline(device: DeviceLike = "h100-sxm", operations: Iterable[Operation] = (), title: str = "") -> Figure:
+    """The roofline of a device (its datasheet for a catalog key, measured ceilings for a GPU index)
+    with operations placed on it: (label, dtype, intensity in FLOP/byte, achieved FLOP/s)."""
+    svg, data = _ridge.roofline_plot(ceilings(device), list(operations), title)
+    return Figure(svg, data)
