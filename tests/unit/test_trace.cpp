@@ -516,3 +516,43 @@ TEST(TraceChrome, ReadsPyTorchStyleTraces) {
   EXPECT_EQ(a.steps[0].kernels, 1u);
   EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 5500.0);
 }
+
+// ---- pinned output: analysis JSON and the printed summary, byte for byte --------------------------
+
+#include "golden.hpp"
+
+namespace {
+std::string pinned(const Trace& t, const AnalysisOptions& options) {
+  const Analysis a = analyze(t, options);
+  return format_analysis(a) + "\n" + to_json(a).dump(1) + "\n";
+}
+}  // namespace
+
+TEST(TraceGolden, AnalysisOfSyntheticTraces) {
+  expect_matches_golden("analysis_rich.txt", pinned(rich_trace(), {.top = 10, .step_range = "step"}));
+
+  Builder host_bound;  // gaps, hidden syncs, ranges on two threads, a missing step name
+  for (int i = 0; i < 6; ++i) {
+    const Nanoseconds t0 = 100000 * i;
+    host_bound.range("step", t0, t0 + 90000);
+    host_bound.range("attn", t0 + 100, t0 + 40000, tid + 1);
+    host_bound.kernel(i % 2 ? "gemm" : "softmax", 7, t0 + 30000, t0 + 35000, t0 + 29000);
+    host_bound.kernel("gemm", 8, t0 + 31000, t0 + 33000, t0 + 1000, tid + 1);
+    host_bound.copy(MemcpyKind::device_to_host, 4, t0 + 50000, t0 + 51000, "cudaMemcpyAsync");
+    host_bound.api("cudaDeviceSynchronize", t0 + 60000, t0 + 70000);
+  }
+  Kernel orphan;
+  orphan.name = host_bound.t.strings.intern("orphan");
+  orphan.start = 700000;
+  orphan.end = 705000;
+  host_bound.t.kernels.push_back(orphan);
+  host_bound.t.incomplete_records = 2;
+  host_bound.t.window = "skip 0 kernels";
+  const Trace t = host_bound.done();
+  expect_matches_golden("analysis_host_bound.txt", pinned(t, {.top = 2, .step_range = "step"}));
+  expect_matches_golden("analysis_no_step.txt", pinned(t, {.top = 10, .step_range = "nothere"}));
+  expect_matches_golden("analysis_empty.txt", pinned(Builder().done(), {}));
+  expect_matches_golden("analysis_pytorch.txt",
+                        pinned(load_chrome_trace(std::string(RIDGE_SOURCE_DIR) + "/tests/cli/data/tiny_pytorch_trace.json"),
+                               {.top = 10, .step_range = "step"}));
+}
