@@ -1,7 +1,7 @@
 #pragma once
 // CPU-only building blocks of `ridge report`: the user's predictions, reference LLM sizes for the
 // decode-ceiling table, and the Markdown -> self-contained HTML conversion.
-// (Implementation: src/core/report.cpp.)
+// (Implementation: src/report/report.cpp, src/report/markdown_html.cpp.)
 #include <map>
 #include <optional>
 #include <string>
@@ -76,12 +76,18 @@ const std::vector<ReferenceModel>& reference_models();
 /// one page never share clip paths or markers.
 std::string svg_for_inline(const std::string& svg, const std::string& id_prefix);
 
-/// A self-contained HTML page (inline CSS, no scripts, no network) from the Markdown subset the
-/// report writes: headings, paragraphs, pipe tables, lists, block quotes, fenced code, `code`,
-/// **bold**, [links](target), and images on a line of their own. An image whose target is a key of
-/// `svgs` is replaced by that SVG inline. Scheme prefixes of web links are dropped from the text so
-/// the page references nothing on the network.
+/// A self-contained HTML page (inline CSS, no scripts, no network) from the Markdown the report
+/// writes: headings (h2s also listed in a contents bar), paragraphs, pipe tables (\| is a pipe
+/// inside a cell), bullet and numbered lists, block quotes, fenced code, and inline `code`,
+/// **bold**, *italics* / _italics_ (bold and italics may hold code spans), [links](target) and
+/// backslash escapes; images on a line of their own. An image whose target is a key of `svgs` is
+/// replaced by that SVG inline. Web links are cited as text without their scheme, so the page
+/// references nothing on the network. <, > and & in text come out escaped.
 std::string markdown_to_html(const std::string& markdown, const std::map<std::string, std::string>& svgs,
                              const std::string& title);
+
+/// The inline part of markdown_to_html for one line of text: code spans, bold, italics, links,
+/// backslash escapes, HTML escaping.
+std::string markdown_inline_html(const std::string& text);
 
 }  // namespace ridge
