@@ -14,6 +14,24 @@ namespace ridge {
 
 // ---- predictions -------------------------------------------------------------------------------
 
+/// The keys of prediction_keys(), spelled once: sections store measurements under them
+/// (ReportContext::measured) and users predict them (--predict KEY=VALUE).
+namespace prediction {
+inline constexpr const char* naive_over_sync = "naive_over_sync";
+inline constexpr const char* matmul_fp32_4096_ms = "matmul_fp32_4096_ms";
+inline constexpr const char* launch_overhead_us = "launch_overhead_us";
+inline constexpr const char* hbm_tb_per_s = "hbm_tb_per_s";
+inline constexpr const char* bf16_tflop_per_s = "bf16_tflop_per_s";
+inline constexpr const char* ridge_point_bf16 = "ridge_point_bf16";
+inline constexpr const char* add_tb_per_s = "add_tb_per_s";
+inline constexpr const char* add_fraction_of_datasheet = "add_fraction_of_datasheet";
+inline constexpr const char* matmul_70pct_n = "matmul_70pct_n";
+inline constexpr const char* decode_tokens_per_s = "decode_tokens_per_s";
+inline constexpr const char* decode_fraction_of_ceiling = "decode_fraction_of_ceiling";
+inline constexpr const char* kernels_per_step = "kernels_per_step";
+inline constexpr const char* launch_gap_fraction = "launch_gap_fraction";
+}  // namespace prediction
+
 /// A quantity the report can measure, which a user may predict with `--predict KEY=VALUE`.
 struct PredictionKey {
   std::string key;          ///< e.g. "hbm_tb_per_s"

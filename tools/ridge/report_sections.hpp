@@ -13,7 +13,7 @@
 //         out.markdown = records_markdown(set.records);
 //         out.svgs.push_back(rate_vs_size_svg("bandwidth.svg", "x + y", set.records, "elements", false));
 //         out.markdown += "![bandwidth vs size](bandwidth.svg)\n";
-//         ctx.measured["add_tb_per_s"] = ...;   // feeds --predict
+//         ctx.measured[prediction::add_tb_per_s] = ...;   // feeds --predict
 //         return out;
 //       }});
 //
@@ -33,6 +33,7 @@
 #include "cli.hpp"
 #include "ridge/catalog.hpp"
 #include "ridge/plot.hpp"
+#include "ridge/report.hpp"
 #include "ridge/result.hpp"
 
 namespace ridge::cli {

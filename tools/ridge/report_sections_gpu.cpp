@@ -107,13 +107,13 @@ SectionOutput timing_section(ReportContext& ctx) {
   md += "\n";
   if (naive && wall && naive->summary.median > 0) {
     const double ratio = naive->summary.median / wall->summary.median;
-    ctx.measured["naive_over_sync"] = ratio;
+    ctx.measured[prediction::naive_over_sync] = ratio;
     md += fmt::format(
         "The unsynchronized reading is {:.2g} of the synchronized one ({:.0f}x smaller): CUDA calls return once the "
         "work is queued.\n\n",
         ratio, 1 / ratio);
   }
-  if (events && options.n == 4096 && options.dtype == "fp32") ctx.measured["matmul_fp32_4096_ms"] = events->summary.median;
+  if (events && options.n == 4096 && options.dtype == "fp32") ctx.measured[prediction::matmul_fp32_4096_ms] = events->summary.median;
 
   md += fmt::format("Small case: a BF16 {0}x{0}x{0} matmul, where the host's launch latency is as large as the work.\n\n",
                     options.small_n);
@@ -124,7 +124,7 @@ SectionOutput timing_section(ReportContext& ctx) {
   md += "\n";
   if (s_events && s_spin && s_graph) {
     const double launch_free = std::min(s_spin->summary.median, s_graph->summary.median);
-    ctx.measured["launch_overhead_us"] = (s_events->summary.median - launch_free) * 1e3;
+    ctx.measured[prediction::launch_overhead_us] = (s_events->summary.median - launch_free) * 1e3;
     md += fmt::format(
         "Per-sample events read {} more than the launch-free methods ({:.1f}x). A kernel has no speed, only a speed "
         "at a size.\n\n",
@@ -146,15 +146,15 @@ SectionOutput ceilings_section(ReportContext& ctx) {
   const auto datasheet = ctx.datasheet;  // before the measured values replace the context's ceilings
   if (m.hbm_bytes_per_s > 0) {
     ctx.bandwidth_bytes_per_s = m.hbm_bytes_per_s;
-    ctx.measured["hbm_tb_per_s"] = m.hbm_bytes_per_s / 1e12;
+    ctx.measured[prediction::hbm_tb_per_s] = m.hbm_bytes_per_s / 1e12;
   }
   for (const auto& [dtype, flops] : m.tensor_flops_per_s)
     if (flops > 0) ctx.peak_flops[dtype] = flops;
   if (m.fp32_flops_per_s > 0) ctx.peak_flops["fp32"] = m.fp32_flops_per_s;
   ctx.ceilings_source = fmt::format("measured on this GPU ({})", m.measured_at_utc);
   if (auto bf16 = m.tensor_flops_per_s.find("bf16"); bf16 != m.tensor_flops_per_s.end() && bf16->second > 0) {
-    ctx.measured["bf16_tflop_per_s"] = bf16->second / 1e12;
-    if (m.hbm_bytes_per_s > 0) ctx.measured["ridge_point_bf16"] = bf16->second / m.hbm_bytes_per_s;
+    ctx.measured[prediction::bf16_tflop_per_s] = bf16->second / 1e12;
+    if (m.hbm_bytes_per_s > 0) ctx.measured[prediction::ridge_point_bf16] = bf16->second / m.hbm_bytes_per_s;
   }
 
   std::string& md = out.markdown;
@@ -178,7 +178,7 @@ SectionOutput ceilings_section(ReportContext& ctx) {
   md += fmt::format("\nAn empty kernel takes {:.2f} us (launch-free timing).\n\n", m.empty_launch_us);
   if (ctx.measured.count("ridge_point_bf16"))
     md += fmt::format("Measured BF16 ridge point: **{:.0f} FLOP/byte**: below it an operation is memory-bound.\n\n",
-                      ctx.measured["ridge_point_bf16"]);
+                      ctx.measured[prediction::ridge_point_bf16]);
   return out;
 }
 

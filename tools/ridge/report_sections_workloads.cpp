@@ -33,12 +33,12 @@ SectionOutput bandwidth_section(ReportContext& ctx) {
         "elements, every kernel variant checked before it is timed, launch-free timing for short runs.\n\n";
   md += "![GB/s against size](bandwidth.svg)\n\n";
   if (best) {
-    ctx.measured["add_tb_per_s"] = best->bytes_per_s() / 1e12;
+    ctx.measured[prediction::add_tb_per_s] = best->bytes_per_s() / 1e12;
     md += fmt::format("At {} elements the best variant ({}) moves **{}**", largest,
                       best->params.value("variant", std::string("?")), format_bytes_per_s(best->bytes_per_s()));
     if (ctx.datasheet && ctx.datasheet->bandwidth_bytes_per_s > 0) {
       const double f = best->bytes_per_s() / ctx.datasheet->bandwidth_bytes_per_s;
-      ctx.measured["add_fraction_of_datasheet"] = f;
+      ctx.measured[prediction::add_fraction_of_datasheet] = f;
       md += fmt::format(", {:.0f}% of the datasheet's {}", 100 * f, format_bytes_per_s(ctx.datasheet->bandwidth_bytes_per_s));
     }
     md += ".\n\n";
@@ -67,7 +67,7 @@ SectionOutput matmul_section(ReportContext& ctx) {
   if (peak > 0 && !points.empty()) {
     const auto knee = find_knee(points, peak, 0.7);
     if (knee) {
-      ctx.measured["matmul_70pct_n"] = *knee;
+      ctx.measured[prediction::matmul_70pct_n] = *knee;
       md += fmt::format("BF16 reaches 70% of the {} ceiling ({}) at **n ≈ {:.0f}**.\n\n", ctx.ceilings_source,
                         format_flops(peak), *knee);
     } else {
@@ -106,8 +106,8 @@ SectionOutput decode_section(ReportContext& ctx) {
   }
   md += "\n";
   if (best_tokens > 0) {
-    ctx.measured["decode_tokens_per_s"] = best_tokens;
-    ctx.measured["decode_fraction_of_ceiling"] = best_fraction;
+    ctx.measured[prediction::decode_tokens_per_s] = best_tokens;
+    ctx.measured[prediction::decode_fraction_of_ceiling] = best_fraction;
   }
   md += warnings_markdown(set.records);
   return out;
@@ -134,8 +134,8 @@ SectionOutput profile_section(ReportContext& ctx) {
                       a.value("kernel_count", 0), format_ms(span / 1e6), format_ms(busy / 1e6),
                       span > 0 ? 100 * idle / span : 0.0, 100 * a.value("host_bound_fraction_of_idle", 0.0));
     if (r.params.value("mode", std::string()) == "eager") {
-      ctx.measured["kernels_per_step"] = a.value("kernel_count", 0.0);
-      if (span > 0) ctx.measured["launch_gap_fraction"] = idle / span;
+      ctx.measured[prediction::kernels_per_step] = a.value("kernel_count", 0.0);
+      if (span > 0) ctx.measured[prediction::launch_gap_fraction] = idle / span;
       if (a.contains("top_kernels")) {
         top += "\nTop kernels (eager):\n\n| kernel | count | total | % of GPU time |\n|---|---:|---:|---:|\n";
         for (const auto& k : a["top_kernels"])
