@@ -222,3 +222,27 @@ TEST(Html, RealReportLeavesNoMarkdownOutsideCode) {
   EXPECT_EQ(text.find('`'), std::string::npos) << text.substr(text.find('`') - std::min<std::size_t>(text.find('`'), 80), 160);
   EXPECT_NE(text.find("<strong>add </strong>"), std::string::npos);  // its <code>cuda_events</code> cut out
 }
+
+TEST(Predictions, EveryKeyIsSpelledByItsConstant) {
+  const std::vector<std::string> constants{
+      prediction::naive_over_sync,     prediction::matmul_fp32_4096_ms, prediction::launch_overhead_us,
+      prediction::hbm_tb_per_s,        prediction::bf16_tflop_per_s,    prediction::ridge_point_bf16,
+      prediction::add_tb_per_s,        prediction::add_fraction_of_datasheet, prediction::matmul_70pct_n,
+      prediction::decode_tokens_per_s, prediction::decode_fraction_of_ceiling, prediction::kernels_per_step,
+      prediction::launch_gap_fraction};
+  ASSERT_EQ(prediction_keys().size(), constants.size());
+  for (std::size_t i = 0; i < constants.size(); ++i) EXPECT_EQ(prediction_keys()[i].key, constants[i]);
+}
+
+TEST(ReportContext, DatasheetCeilingsFillWhatWasNotMeasured) {
+  const CatalogEntry& h100 = catalog_entry("h100-sxm");
+  ReportContext ctx;
+  use_datasheet_ceilings(ctx, h100);
+  EXPECT_EQ(ctx.bandwidth_bytes_per_s, h100.bandwidth_bytes_per_s);
+  EXPECT_EQ(ctx.peak_flops, h100.peak_flops);
+  EXPECT_EQ(ctx.ceilings_source, "datasheet of " + h100.name);
+  EXPECT_EQ(ctx.memory_bytes, h100.memory_bytes);
+  ctx.memory_bytes = 1e9;  // the running device's own memory is kept
+  use_datasheet_ceilings(ctx, h100);
+  EXPECT_EQ(ctx.memory_bytes, 1e9);
+}
