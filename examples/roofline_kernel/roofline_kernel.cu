@@ -16,19 +16,14 @@
 #include <string>
 #include <vector>
 
-#include <ridge/catalog.hpp>
-#include <ridge/ceilings.hpp>
-#include <ridge/device.hpp>
-#include <ridge/errors.hpp>
-#include <ridge/measure.hpp>
-#include <ridge/roofline.hpp>
+#include <ridge/ridge.hpp>  // everything ridge offers; host-only headers
 
 namespace {
 
-__global__ void saxpy(long long n, float a, const float* x, const float* y, float* z) {
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x)
-    z[i] = a * x[i] + y[i];
+__global__ void saxpy(long long n, float a, const float* __restrict__ x, const float* __restrict__ y,
+                      float* __restrict__ z) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i < n) z[i] = a * x[i] + y[i];
 }
 
 void check(cudaError_t status, const char* call) {
@@ -43,7 +38,7 @@ struct Buffers {
 
 void launch(long long n, float a, const Buffers& b, cudaStream_t stream) {
   const int threads = 256;
-  const long long blocks = std::min<long long>((n + threads - 1) / threads, 1 << 20);
+  const long long blocks = (n + threads - 1) / threads;
   saxpy<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(n, a, b.x, b.y, b.z);
   CHECK(cudaGetLastError());
 }
