@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The decode step (bf16, batch 1, context 1024, graph) at every GPT-2 preset under each way of
 # running it: the barrier kernel, the barrier kernel with its bulk L2 prefetch
-# (RIDGE_GPT2_FUSED_PREFETCH=1), the GEMV chain, and the cuBLASLt chain, interleaved.
+# (--l2-prefetch), the GEMV chain, and the cuBLASLt chain, interleaved.
 #     bench/decode_sizes.sh OUTDIR [models...]     (from the repo root)
 set -uo pipefail
 DIR=${1:-runs/decode_sizes}
@@ -17,7 +17,7 @@ d() {  # label, then ridge decode arguments
 }
 for model in $MODELS; do
   d $model.barrier --model $model --kernel barrier
-  RIDGE_GPT2_FUSED_PREFETCH=1 d $model.barrier_prefetch --model $model --kernel barrier
+  d $model.barrier_prefetch --model $model --kernel barrier --l2-prefetch
   d $model.chain --model $model --gemm gemv --kernel chain
   d $model.cublas --model $model --gemm cublas
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarises the fused decode step's phase timeline (RIDGE_GPT2_FUSED_TIMELINE=FILE of ridge decode).
+"""Summarises the fused decode step's phase timeline (`ridge decode --kernel barrier --timeline FILE`).
 
 Each block's thread 0 noted (globaltimer ns, clock64) at four points of every phase: start (left
 the barrier), staged (inputs in shared memory), computed (all warps done), arrived (arrival sent).

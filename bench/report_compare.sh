@@ -3,8 +3,9 @@
 #   1. two consecutive full `ridge report` runs, then `ridge compare` between them: no significant
 #      regression expected (exit 0: no false alarm);
 #   2. a `--quick` report (wall-time target <= 20 s; full target <= 90 s);
-#   3. a run deliberately slowed by RIDGE_TEST_SLOWDOWN_US (a GPU busy-wait after every call of the
-#      timing demo's large matmul), compared with the first: must be flagged (exit 5).
+#   3. a run deliberately slowed by `ridge report --inject-slowdown-us` (a testing aid: a GPU busy-wait
+#      after every call of the timing exercise's large matmul), compared with the first: must be
+#      flagged (exit 5).
 # Writes everything to $OUT/report_compare (or runs/report_compare) and prints a short table last.
 # Exit status: 0 when every expectation held. RIDGE=path/to/ridge overrides the binary.
 set -u
@@ -41,7 +42,7 @@ run report-full-1 90 0 "$ridge" report -o "$out/full-1" \
   --predict naive_over_sync=0.01 --predict hbm_tb_per_s=4.2 --predict matmul_70pct_n=2048
 run report-full-2 90 0 "$ridge" report -o "$out/full-2"
 run report-quick 20 0 "$ridge" report --quick -o "$out/quick"
-run report-slowed 90 0 env RIDGE_TEST_SLOWDOWN_US="$slowdown_us" "$ridge" report -o "$out/slowed"
+run report-slowed 90 0 "$ridge" report -o "$out/slowed" --inject-slowdown-us "$slowdown_us"
 run compare-rerun - 0 "$ridge" compare "$out/full-1" "$out/full-2" --json "$out/compare-rerun.json" \
   --markdown "$out/compare-rerun.md"
 run compare-slowed - 5 "$ridge" compare "$out/full-1" "$out/slowed" --json "$out/compare-slowed.json" \
@@ -51,7 +52,7 @@ echo
 echo "== ridge compare full-1 full-2 (expect no regression) =="
 cat "$out/compare-rerun.stdout"
 echo
-echo "== ridge compare full-1 slowed (RIDGE_TEST_SLOWDOWN_US=$slowdown_us; expect exit 5) =="
+echo "== ridge compare full-1 slowed (--inject-slowdown-us $slowdown_us; expect exit 5) =="
 cat "$out/compare-slowed.stdout"
 echo
 printf '%-26s %8s %8s %6s  %s\n' "step" "wall s" "target" "exit" "verdict"

@@ -1,13 +1,22 @@
 #pragma once
 // The streaming kernels of `ridge bandwidth` (x + y, plus copy, scale, triad and a
 // read-only sum) in several variants, each checked against a host reference before it is timed.
-// (Implementation: src/gpu/stream_kernels.cu for the kernels, src/gpu/bandwidth.cpp for the host.)
+// The sweep of `ridge bandwidth` is one call, run_bandwidth_sweep, whose result holds the records
+// and their analysis (curves, launch-bound ranges, knees, best variants, findings, a plot).
+// (Implementation: src/sweeps/cuda/stream_kernels.cu for the kernels, src/sweeps/cuda/bandwidth.cpp
+// for the host side, src/sweeps/bandwidth_sweep.cpp for the analysis, src/sweeps/cuda/bandwidth_sweep.cpp
+// for the run.)
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "ridge/catalog.hpp"
+#include "ridge/ceilings.hpp"
 #include "ridge/measure.hpp"
+#include "ridge/plot.hpp"
+#include "ridge/result.hpp"
 #include "ridge/sweep.hpp"
 
 namespace ridge {
@@ -29,6 +38,17 @@ StreamVariant stream_variant_from_string(const std::string& name);
 const std::vector<StreamVariant>& user_stream_variants();
 /// One sentence on what the variant does.
 std::string describe(StreamVariant v);
+
+/// Where a streaming record sits in its sweep: op, variant and elements per array.
+struct StreamPoint {
+  StreamOp op = StreamOp::add;
+  StreamVariant variant = StreamVariant::scalar;
+  std::int64_t n = 0;
+};
+/// The params of a streaming record (n, elements, op, variant, working_set_bytes, cold).
+nlohmann::json stream_params(const StreamPoint& point, bool cold);
+/// Reads a streaming record's point back. Throws Error when the record is not a streaming one.
+StreamPoint stream_point(const Record& record);
 
 /// Outcome of checking one kernel's output against a host reference.
 struct StreamCheck {
@@ -74,5 +94,109 @@ class StreamBench {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// ---- the bandwidth sweep --------------------------------------------------------------------------
+
+/// Options of run_bandwidth_sweep (`ridge bandwidth`), with its defaults.
+struct BandwidthSweepOptions {
+  int device = 0;
+  std::string ops = "add,copy,scale,triad,read";  ///< comma list of add, copy, scale, triad, read
+  std::string variants = "scalar,vec4,grid_stride";
+  std::string sizes = "2^10:2^28:2";  ///< elements per array (see parse_sizes)
+  std::string method = "auto";        ///< auto, events, spin, graph, wall
+  bool cold = false;                  ///< flush the L2 before each sample (one call per sample)
+  int samples = 20;
+  int warmup = 3;
+  std::string ceilings = "auto";  ///< measured ceilings: auto (cached only), measure, refresh, none
+  bool quick = false;             ///< report mode: add only, every 4th power of two, at most 10 samples
+};
+
+/// The options checked and parsed: what a sweep runs.
+struct BandwidthPlan {
+  BandwidthSweepOptions options;  ///< as given, with --quick applied
+  std::vector<StreamOp> ops;
+  std::vector<StreamVariant> variants;
+  std::vector<std::int64_t> sizes;  ///< elements per array
+  std::optional<Method> method;     ///< nullopt: auto (graph replay under 1 ms, events above)
+};
+/// Checks every option (no GPU needed). Throws UsageError naming the bad option.
+BandwidthPlan plan_bandwidth_sweep(const BandwidthSweepOptions& options);
+
+/// The bandwidth ceilings a bandwidth sweep compares with (bytes/s; 0 = unknown).
+struct BandwidthCeilings {
+  double datasheet_bytes_per_s = 0;
+  std::string datasheet_name;        ///< the catalog entry's name; empty when none matched
+  double measured_bytes_per_s = 0;   ///< measured HBM bandwidth
+  std::string measured_kernel;       ///< which probe reached it
+  std::string measured_at_utc;
+  std::string measured_note;         ///< why no measured ceiling is used (empty when one is)
+  double fp32_peak_flops_per_s = 0;  ///< for the plausibility floor (the fastest known GPU's when unknown)
+
+  /// The ceiling knees are found against: measured when known, else the datasheet's; 0 = none.
+  double reference_bytes_per_s() const;
+  /// "measured HBM" or "datasheet".
+  std::string reference_name() const;
+};
+/// The one place a bandwidth sweep reads the catalog entry and the measured ceilings.
+BandwidthCeilings bandwidth_ceilings(const std::optional<CatalogEntry>& datasheet,
+                                     const std::optional<MeasuredCeilings>& measured, std::string measured_note = {});
+
+/// What the sweep found out before measuring: the plan, the device and the ceilings.
+struct BandwidthSetup {
+  BandwidthPlan plan;
+  DeviceDescription device;
+  BandwidthCeilings ceilings;
+};
+
+/// A record is launch-bound when its median is within this factor of an empty launch's.
+inline constexpr double launch_bound_factor = 2.0;
+
+/// One (op, variant) curve over the sizes.
+struct BandwidthCurve {
+  StreamOp op = StreamOp::add;
+  StreamVariant variant = StreamVariant::scalar;
+  std::vector<std::size_t> records;  ///< indices into BandwidthSweep::records, by size
+  /// The largest size of the run of launch-bound sizes the curve starts with; nullopt: none.
+  std::optional<std::int64_t> launch_bound_up_to;
+  std::int64_t largest_n = 0;        ///< elements per array at the largest size
+  double largest_bytes_per_s = 0;    ///< the rate there
+  double fraction_of_datasheet = 0;  ///< of the rate there; NaN when unknown
+  double fraction_of_measured = 0;   ///< NaN when unknown
+  /// Sizes reaching 70% and 90% of the reference ceiling (elements); empty when no ceiling is known.
+  std::vector<Knee> knees;
+};
+
+/// The result of a bandwidth sweep: the records and what they mean.
+struct BandwidthSweep {
+  BandwidthSetup setup;
+  std::vector<Record> records;  ///< in measuring order; extra holds the derived values and knees
+  std::vector<BandwidthCurve> curves;
+  /// Per op (in op order), the curve whose variant is fastest at the largest size.
+  std::vector<std::size_t> best_curve_per_op;
+  std::vector<Finding> findings;  ///< the answers in words
+  Plot plot;                      ///< GB/s against size per curve, with the ceilings and the L2 line
+  double seconds = 0;             ///< wall time of the whole sweep
+};
+
+/// Checks the options, requires the GPU and looks up the device and its ceilings (measuring them
+/// only when options.ceilings asks). Throws UsageError before touching the GPU, NoGpuError.
+BandwidthSetup prepare_bandwidth_sweep(const BandwidthSweepOptions& options);
+/// Runs the sweep: every op and variant is checked against a host reference, then timed at every
+/// size; each record goes to callbacks.on_record as soon as it is measured. Throws
+/// VerificationError when a kernel is wrong.
+BandwidthSweep run_bandwidth_sweep(const BandwidthSetup& setup, const SweepCallbacks& callbacks = {});
+/// prepare_bandwidth_sweep, then run_bandwidth_sweep.
+BandwidthSweep run_bandwidth_sweep(const BandwidthSweepOptions& options, const SweepCallbacks& callbacks = {});
+
+// CPU parts of the sweep (unit-tested without a GPU):
+
+/// Adds the derived values of one measured streaming record to its extra (gb_per_s, fractions of
+/// the ceilings, cache_resident, empty_launch_ms, launch_bound) and its plausibility warnings.
+/// `empty_launch_ms`: an empty launch timed the same way.
+void annotate_stream_record(Record& record, double empty_launch_ms, const BandwidthCeilings& ceilings,
+                            double l2_bytes, bool cold);
+/// Groups sweep.records into curves, finds launch-bound ranges, knees and the best variant per op,
+/// writes the findings and the plot, and records the ranges and knees in each record's extra.
+void analyze_bandwidth_sweep(BandwidthSweep& sweep);
 
 }  // namespace ridge

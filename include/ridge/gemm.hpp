@@ -5,6 +5,7 @@
 
 #include "ridge/dtype.hpp"
 #include "ridge/measure.hpp"
+#include "ridge/result.hpp"
 
 namespace ridge {
 
@@ -13,6 +14,13 @@ namespace ridge {
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
 };
+
+/// The shape params (Record::params keys from ridge/sweep.hpp's param_key) of a GEMM record: m, n, k.
+nlohmann::json gemm_params(const GemmShape& shape);
+/// Reads a GEMM record's shape back. Throws Error when m, n or k is missing.
+GemmShape gemm_shape(const Record& record);
+/// "4096" for a square shape, else "128x4096x4096".
+std::string shape_label(const GemmShape& shape);
 
 struct GemmCheck {
   bool passed = false;

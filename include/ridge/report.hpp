@@ -28,6 +28,9 @@ struct ReportContext {
   int device = 0;
   bool gpu = false;  ///< false: model-only report (no usable GPU)
   bool quick = false;
+  /// Testing aid (`ridge report --inject-slowdown-us`): slows the timing section's large matmul by
+  /// this GPU busy-wait per call, so `ridge compare` can be shown to flag it. 0 in real reports.
+  double inject_slowdown_us = 0;
   std::filesystem::path folder;
   std::FILE* log = nullptr;  ///< where run_X print their human output (stderr with --verbose, else discarded)
   ResultSet* results = nullptr;  ///< context and every record of the sections run so far
@@ -95,6 +98,7 @@ struct ReportOptions {
   int device = 0;              ///< GPU to run on (when there is one)
   std::string folder;          ///< report folder; "" = runs/report-<UTC time> (made unique)
   bool quick = false;          ///< fewer samples and sizes: a short run
+  double inject_slowdown_us = 0;  ///< testing aid for `ridge compare` (see ReportContext), in microseconds
   std::string model = "h100-sxm";  ///< catalog device of the model-only report (no GPU)
   /// Numbers committed before the run, "KEY=VALUE" each (see prediction_keys()).
   std::vector<std::string> predictions;

@@ -2,15 +2,17 @@
 // Size sweeps: parameter lists and ranges, the byte/FLOP accounting of the streaming ops, the
 // knee finder ("the smallest size that reaches X% of the ceiling"), and a runner that streams
 // each record as it completes. CPU-only: everything here is unit-tested on any machine.
-// (Implementation: src/core/sweep.cpp.)
+// (Implementation: src/sweeps/sweep.cpp.)
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ridge/dtype.hpp"
 #include "ridge/measure.hpp"
+#include "ridge/plot.hpp"
 #include "ridge/result.hpp"
 
 namespace ridge {
@@ -137,5 +139,57 @@ std::vector<Record> run_sweep(const std::vector<SweepPoint>& points, const std::
 
 /// "2^20" for powers of two >= 2^10, else the plain number: compact size labels for tables.
 std::string size_label(std::int64_t n);
+
+/// Human label of a timing method: "CUDA graph replay (launch-free)" etc., with ", chosen by
+/// --method auto" when `automatic`.
+std::string method_label(Method method, bool automatic);
+
+/// Checks a measured-ceilings mode: "auto" (the cached measurement if one exists; never starts a
+/// measurement of tens of seconds), "measure" (cached, or measured now), "refresh" (measured now),
+/// "none". Throws UsageError for another.
+void validate_ceilings_mode(const std::string& mode);
+
+/// A line without markers through `points` (a ceiling, a roof, a size marker) for a sweep's plot.
+PlotSeries line_series(std::string name, std::vector<PlotPoint> points, bool dashed, std::string color = {});
+
+// ---- record parameters ---------------------------------------------------------------------------
+
+/// The Record::params keys the sweeps and the timing exercise write, defined once. Read them
+/// through the typed accessors (stream_point, gemm_shape, int_param), not by repeating the keys.
+namespace param_key {
+inline constexpr std::string_view n = "n";                ///< elements per array, or the GEMM's n
+inline constexpr std::string_view m = "m";                ///< GEMM rows of A and C
+inline constexpr std::string_view k = "k";                ///< GEMM inner dimension
+inline constexpr std::string_view elements = "elements";  ///< elements per array (= n)
+inline constexpr std::string_view op = "op";              ///< streaming op, e.g. "add"
+inline constexpr std::string_view variant = "variant";    ///< kernel variant, e.g. "vec4"
+inline constexpr std::string_view working_set_bytes = "working_set_bytes";
+inline constexpr std::string_view cold = "cold";          ///< L2 flushed before each sample
+inline constexpr std::string_view timing_case = "case";   ///< timing exercise: "large" or "small"
+}  // namespace param_key
+
+/// An integer parameter of a record; nullopt when absent or not a number.
+std::optional<std::int64_t> int_param(const Record& record, std::string_view key);
+/// A text parameter of a record; nullopt when absent or not a string.
+std::optional<std::string> text_param(const Record& record, std::string_view key);
+
+// ---- findings and callbacks ----------------------------------------------------------------------
+
+/// One finding of an analysis, in words: a headline (level 0) or a detail under the headline
+/// before it (level 1). Printers indent details; the report writes them as nested list items.
+struct Finding {
+  std::string text;
+  int level = 0;
+};
+
+/// What a running sweep tells its caller. Every member is optional.
+struct SweepCallbacks {
+  /// A record as soon as it is measured (print a table row, write a file...).
+  std::function<void(const Record&)> on_record;
+  /// Before each point (see terminal_progress).
+  SweepProgress on_progress;
+  /// A transient status line ("allocating 3.2 GB of buffers"); an empty line clears it.
+  std::function<void(const std::string&)> on_status;
+};
 
 }  // namespace ridge

@@ -356,4 +356,45 @@ std::string size_label(std::int64_t n) {
   return fmt::format("{}", n);
 }
 
+std::string method_label(Method method, bool automatic) {
+  std::string label;
+  switch (method) {
+    case Method::graph_replay: label = "CUDA graph replay (launch-free)"; break;
+    case Method::spin_hold: label = "events behind a spin-held stream (launch-free)"; break;
+    case Method::cuda_events: label = "CUDA events per sample"; break;
+    case Method::wall_sync: label = "synchronized wall clock"; break;
+    case Method::wall_naive: label = "unsynchronized wall clock (wrong on purpose)"; break;
+    case Method::cpu_wall: label = "CPU wall clock"; break;
+  }
+  return automatic ? label + ", chosen by --method auto" : label;
+}
+
+void validate_ceilings_mode(const std::string& mode) {
+  if (mode != "auto" && mode != "measure" && mode != "refresh" && mode != "none")
+    throw UsageError(fmt::format("--ceilings must be auto, measure, refresh or none, got '{}'", mode));
+}
+
+PlotSeries line_series(std::string name, std::vector<PlotPoint> points, bool dashed, std::string color) {
+  PlotSeries s;
+  s.name = std::move(name);
+  s.points = std::move(points);
+  s.markers = false;
+  s.dashed = dashed;
+  s.color = std::move(color);
+  return s;
+}
+
+std::optional<std::int64_t> int_param(const Record& record, std::string_view key) {
+  const auto it = record.params.find(std::string(key));
+  if (it == record.params.end() || !it->is_number()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  return static_cast<std::int64_t>(std::llround(it->get<double>()));
+}
+
+std::optional<std::string> text_param(const Record& record, std::string_view key) {
+  const auto it = record.params.find(std::string(key));
+  if (it == record.params.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
 }  // namespace ridge

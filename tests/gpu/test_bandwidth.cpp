@@ -6,6 +6,7 @@
 #include "ridge/bandwidth.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/gemm.hpp"
+#include "ridge/matmul.hpp"
 #include "ridge/measure.hpp"
 #include "measure/cuda/probes.hpp"
 
@@ -96,4 +97,51 @@ TEST(GemmTuning, FastestCandidateStillPassesItsCheck) {
   const GemmCheck check = gemm.verify();
   EXPECT_TRUE(check.passed) << check.summary();
   EXPECT_THROW(gemm.tune(0), UsageError);
+}
+
+// ---- the sweeps as library calls ---------------------------------------------------------------
+
+TEST(BandwidthSweep, ShortSweepReturnsRecordsCurvesAndFindings) {
+  RIDGE_REQUIRE_GPU();
+  BandwidthSweepOptions o;
+  o.ops = "add,copy";
+  o.variants = "vec4";
+  o.sizes = "2^10,2^16,2^24";
+  o.samples = 5;
+  o.ceilings = "none";
+  std::size_t streamed = 0;
+  SweepCallbacks callbacks;
+  callbacks.on_record = [&](const Record&) { ++streamed; };
+  const BandwidthSweep s = run_bandwidth_sweep(o, callbacks);
+  ASSERT_EQ(s.records.size(), 6u);
+  EXPECT_EQ(streamed, 6u);
+  ASSERT_EQ(s.curves.size(), 2u);
+  EXPECT_EQ(s.best_curve_per_op.size(), 2u);
+  for (const auto& r : s.records) {
+    EXPECT_EQ(r.verification, "passed");
+    EXPECT_GT(r.bytes_per_s(), 0);
+    EXPECT_TRUE(r.extra.contains("launch_bound_up_to_elements"));
+  }
+  // 2^10 elements sit on the empty-launch floor.
+  EXPECT_TRUE(s.curves[0].launch_bound_up_to);
+  EXPECT_FALSE(s.findings.empty());
+  EXPECT_FALSE(render_svg(s.plot).empty());
+}
+
+TEST(MatmulSweep, ShortSweepIsPlacedOnTheRoofline) {
+  RIDGE_REQUIRE_GPU();
+  MatmulSweepOptions o;
+  o.sizes = "512,2048";
+  o.samples = 5;
+  o.tune_candidates = 2;
+  o.ceilings = "none";
+  const MatmulSweep s = run_matmul_sweep(o);
+  ASSERT_EQ(s.records.size(), 2u);
+  ASSERT_EQ(s.placements.size(), 2u);
+  for (std::size_t i = 0; i < s.records.size(); ++i) {
+    EXPECT_EQ(s.records[i].verification, "passed");
+    EXPECT_NEAR(s.placements[i].intensity_flop_per_byte, s.records[i].intensity_flop_per_byte(), 1e-9);
+  }
+  EXPECT_EQ(gemm_shape(s.records[1]).n, 2048);
+  EXPECT_FALSE(render_svg(s.roofline_plot).empty());
 }

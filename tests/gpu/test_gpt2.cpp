@@ -4,10 +4,14 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <tuple>
 
 #include "gpu_test_util.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/gpt2/checks.hpp"
+#include "ridge/gpt2/decode.hpp"
 #include "ridge/gpt2/model.hpp"
 #include "ridge/gpt2/reference.hpp"
 
@@ -15,11 +19,8 @@ using namespace ridge;
 
 namespace {
 
-double tolerance(DType dtype) { return dtype == DType::fp32 ? 1e-4 : 2e-2; }
-
-std::vector<float> row(const std::vector<float>& all, int b, int vocab) {
-  return {all.begin() + static_cast<std::ptrdiff_t>(b) * vocab, all.begin() + static_cast<std::ptrdiff_t>(b + 1) * vocab};
-}
+using gpt2::logits_row;
+using gpt2::logits_tolerance;
 
 // The weights the GPU model holds, as the CPU reference should see them.
 gpt2::Weights reference_weights(const gpt2::Config& config, DType dtype, std::uint64_t seed) {
@@ -84,9 +85,9 @@ TEST_P(Gpt2Decode, PrefillByStepsMatchesTheReference) {
     const auto next = decoder.next_tokens();
     for (int b = 0; b < batch; ++b) {
       const auto expected = gpt2::reference_step(weights, sequences[b], tokens[b]);
-      const auto got = row(logits, b, config.vocab);
+      const auto got = logits_row(logits, b, config.vocab);
       const double err = gpt2::relative_l2_error(got, expected);
-      EXPECT_LE(err, tolerance(c.dtype)) << "step " << step << " sequence " << b;
+      EXPECT_LE(err, logits_tolerance(c.dtype)) << "step " << step << " sequence " << b;
       // Greedy choice: the GPU's token is the arg max of its own logits, and (fp32) the reference's.
       EXPECT_EQ(next[b], gpt2::argmax(got)) << "step " << step << " sequence " << b;
       if (c.dtype == DType::fp32) EXPECT_EQ(next[b], gpt2::argmax(expected)) << "step " << step << " sequence " << b;
@@ -114,7 +115,7 @@ TEST_P(Gpt2Decode, StepAtARandomCacheMatchesTheReference) {
         gpt2::Sequence seq(config);
         gpt2::fill_random_cache(config, 99, b, context, c.dtype == DType::bf16, seq);
         const auto expected = gpt2::reference_step(weights, seq, tokens[b]);
-        EXPECT_LE(gpt2::relative_l2_error(row(logits, b, config.vocab), expected), tolerance(c.dtype))
+        EXPECT_LE(gpt2::relative_l2_error(logits_row(logits, b, config.vocab), expected), logits_tolerance(c.dtype))
             << "batch " << batch << " context " << context << " sequence " << b;
       }
     }
@@ -202,7 +203,7 @@ TEST(Gpt2Gpu, LargerBatchesUseCublasAndAgree) {
   for (int b : {0, 7, 19}) {
     gpt2::Sequence seq(config);
     gpt2::fill_random_cache(config, 5, b, 100, true, seq);
-    EXPECT_LE(gpt2::relative_l2_error(row(logits, b, config.vocab), gpt2::reference_step(weights, seq, tokens[b])), 2e-2)
+    EXPECT_LE(gpt2::relative_l2_error(logits_row(logits, b, config.vocab), gpt2::reference_step(weights, seq, tokens[b])), 2e-2)
         << "sequence " << b;
   }
 }
@@ -223,4 +224,81 @@ TEST(Gpt2Gpu, RejectsWhatItCannotDo) {
   decoder.advance();
   EXPECT_THROW(decoder.step(gpt2::Mode::eager), UsageError);  // the context is full
   EXPECT_THROW(gpt2::Model::random(config, DType::fp16, 1), UsageError);
+}
+
+TEST(Gpt2Gpu, BarrierKernelOptionsKeepTheLogitsAndWriteATimeline) {
+  RIDGE_REQUIRE_GPU();
+  const auto config = gpt2::preset("tiny");
+  auto model = gpt2::Model::random(config, DType::bf16, 2);
+  const gpt2::DecoderOptions plain{.batch = 1, .max_context = 128, .kernel = gpt2::StepKernel::barrier};
+  gpt2::DecoderOptions instrumented = plain;
+  instrumented.l2_prefetch = true;
+  instrumented.record_timeline = true;
+  std::vector<std::vector<float>> logits;
+  std::string timeline = (std::filesystem::temp_directory_path() / "ridge_test_gpt2_timeline.json").string();
+  for (const auto& o : {plain, instrumented}) {
+    gpt2::Decoder decoder(*model, o);
+    ASSERT_EQ(decoder.kernel(), gpt2::StepKernel::barrier);
+    decoder.fill_random_cache(100, 3);
+    decoder.set_tokens({77});
+    decoder.step(gpt2::Mode::eager);
+    logits.push_back(decoder.logits());
+    if (o.record_timeline)
+      decoder.write_timeline(timeline);
+    else
+      EXPECT_THROW(decoder.write_timeline(timeline), UsageError);
+  }
+  EXPECT_EQ(logits[0], logits[1]) << "the prefetch and the timeline must not change the result";
+  std::ifstream in(timeline);
+  const auto doc = nlohmann::json::parse(in);
+  const int blocks = doc.at("blocks"), phases = doc.at("phases");
+  EXPECT_GT(blocks, 0);
+  EXPECT_EQ(phases, 5 * config.layers + 1);
+  ASSERT_EQ(doc.at("values").size(), std::size_t(blocks) * phases * 4 * 2);
+  EXPECT_GT(doc.at("values")[0].get<unsigned long long>(), 0ull) << "block 0 noted the start of phase 0";
+  std::filesystem::remove(timeline);
+  // Both belong to the barrier kernel: asked of a chain they are an error, not silently ignored.
+  EXPECT_THROW(gpt2::Decoder(*model, {.batch = 1, .max_context = 128, .kernel = gpt2::StepKernel::chain,
+                                      .record_timeline = true}),
+               UsageError);
+  EXPECT_THROW(gpt2::Decoder(*model, {.batch = 1, .gemm = gpt2::GemmPath::cublas, .l2_prefetch = true}), UsageError);
+}
+
+TEST(Gpt2Gpu, RunDecodeChecksTimesAndPlacesEachConfiguration) {
+  RIDGE_REQUIRE_GPU();
+  gpt2::DecodeOptions o;
+  o.model = "tiny";
+  o.batches = {1, 2};
+  o.contexts = {64};
+  o.samples = 3;
+  o.warmup = 1;
+  o.bandwidth_bytes_per_s = 4e12;  // no ceilings measurement in a test
+  int ready = 0, records = 0;
+  gpt2::DecodeCallbacks callbacks;
+  callbacks.on_ready = [&](const gpt2::DecodeRun& run) {
+    ++ready;
+    EXPECT_TRUE(run.configurations.empty()) << "on_ready comes before any timing";
+    EXPECT_EQ(run.ceilings.source, "--bandwidth");
+  };
+  callbacks.on_record = [&](const Record& r, const gpt2::DecodeConfiguration& point) {
+    ++records;
+    EXPECT_EQ(r.params.value("batch", 0), point.batch);
+  };
+  const gpt2::DecodeRun run = gpt2::run_decode(o, callbacks);
+  EXPECT_EQ(ready, 1);
+  ASSERT_EQ(run.configurations.size(), 2u);
+  EXPECT_EQ(run.records.size(), 6u);  // per configuration: eager (events, spin hold) and graph replay
+  EXPECT_EQ(records, 6);
+  for (const auto& point : run.configurations) {
+    EXPECT_TRUE(point.check.passed) << point.check.summary();
+    EXPECT_GT(point.ceiling_tokens_per_s, 0);
+    EXPECT_TRUE(point.graph_speedup().has_value());
+  }
+  for (const auto& r : run.records) {
+    EXPECT_EQ(r.name, "decode");
+    EXPECT_EQ(r.verification, "passed");
+    EXPECT_GT(r.extra.value("tokens_per_s", 0.0), 0);
+    EXPECT_DOUBLE_EQ(r.extra.value("bandwidth_bytes_per_s", 0.0), 4e12);
+  }
+  EXPECT_FALSE(gpt2::decode_roofline_plot(run).series.empty());
 }

@@ -7,6 +7,7 @@
 #include "ridge/errors.hpp"
 #include "ridge/gemm.hpp"
 #include "ridge/measure.hpp"
+#include "ridge/timing.hpp"
 #include "measure/cuda/probes.hpp"
 
 using namespace ridge;
@@ -116,3 +117,29 @@ TEST(Gemm, EveryDtypeVerifies) {
   }
 }
 
+
+// The three-clocks exercise as a library call, and its test seam: an injected slowdown shows up
+// in the events reading and is labelled on every record it touches.
+TEST(TimingDemo, InjectedSlowdownIsMeasuredAndLabelled) {
+  RIDGE_REQUIRE_GPU();
+  TimingDemoOptions o;
+  o.n = 1024;
+  o.small_n = 128;
+  o.samples = 5;
+  o.warmup = 2;
+  const TimingDemo plain = run_timing_demo(o);
+  o.inject_slowdown_us = 500;
+  const TimingDemo slowed = run_timing_demo(o);
+  ASSERT_EQ(plain.records().size(), 6u);
+  const double plain_ms = plain.large.find(Method::cuda_events)->summary.median;
+  const double slowed_ms = slowed.large.find(Method::cuda_events)->summary.median;
+  EXPECT_GT(slowed_ms - plain_ms, 0.45) << plain_ms << " ms vs " << slowed_ms << " ms";
+  for (const auto& m : slowed.large.methods) {
+    ASSERT_FALSE(m.record.warnings.empty());
+    EXPECT_NE(m.record.warnings.front().find("--inject-slowdown-us"), std::string::npos);
+  }
+  for (const auto& m : plain.large.methods)
+    for (const auto& w : m.record.warnings) EXPECT_EQ(w.find("inject"), std::string::npos);
+  EXPECT_GT(plain.wall_over_naive, 1);
+  EXPECT_GT(plain.launch_overhead_ms, -1e-3);
+}

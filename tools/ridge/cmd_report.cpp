@@ -60,6 +60,11 @@ RIDGE_REGISTER_COMMAND(Command{
           ->type_name("KEY=VALUE")
           ->take_all();
       app.add_flag("-v,--verbose", c->verbose, "also print each section's own output on stderr");
+      app.add_option("--inject-slowdown-us", o.inject_slowdown_us,
+                     "TESTING AID, not a measurement: slow the timing section's large matmul by a GPU busy-wait of "
+                     "this many microseconds per call, to check that `ridge compare` flags a slowdown")
+          ->default_val(0)
+          ->check(CLI::Range(0.0, 1e7));
       return std::function<int()>([c] { return report(*c); });
     }});
 

@@ -5,27 +5,25 @@
 #include <string>
 #include <vector>
 
+#include "ridge/bandwidth.hpp"
+#include "ridge/gpt2/decode.hpp"
+#include "ridge/gpt2/profile.hpp"
+#include "ridge/matmul.hpp"
 #include "ridge/result.hpp"
+#include "ridge/timing.hpp"
 
 namespace ridge::cli {
 
 /// `ridge info`: prints device properties and clocks; returns them as a result set (no records).
 ResultSet run_info(int device, std::FILE* out);
 
-struct TimingOptions {
-  int device = 0;
-  long n = 4096;
-  std::string dtype = "fp32";
-  std::string backend = "cublaslt";
-  long small_n = 256;
-  std::string small_dtype = "bf16";
-  int samples = 20;
-  int warmup = 5;
-  int repeats = 1;  ///< calls per event pair in the large case (measure_cuda's `repeats`)
-};
-/// `ridge timing`: the three-way timing demo plus the small-size launch-free comparison.
-/// Throws VerificationError when the GEMM's output is wrong.
-ResultSet run_timing(const TimingOptions& options, std::FILE* out);
+// `ridge timing`, `ridge bandwidth` and `ridge matmul` are library calls: run_timing_demo
+// (ridge/timing.hpp), run_bandwidth_sweep (ridge/bandwidth.hpp), run_matmul_sweep (ridge/matmul.hpp).
+// These run them and print what the commands print on `out` (rows as they are measured), so the
+// report's sections can show the same output with --verbose. An empty path writes no plot.
+TimingDemo run_timing_printed(const TimingDemoOptions& options, std::FILE* out);
+BandwidthSweep run_bandwidth_printed(const BandwidthSweepOptions& options, std::FILE* out, const std::string& svg = {});
+MatmulSweep run_matmul_printed(const MatmulSweepOptions& options, std::FILE* out, const std::string& svg_prefix = {});
 
 struct RooflineOptions {
   /// A GPU index ("0") to measure, or a catalog key ("h100-sxm") for a model-only roofline.
@@ -39,85 +37,12 @@ struct RooflineOptions {
 /// writes the SVG roofline to options.svg. Returns the ceilings' raw records (none when model-only).
 /// Throws UsageError for an unknown catalog key (listing the known ones) or a bad points file.
 ResultSet run_roofline(const RooflineOptions& options, std::FILE* out);
-struct BandwidthOptions {
-  int device = 0;
-  std::string ops = "add,copy,scale,triad,read";  ///< comma list of add, copy, scale, triad, read
-  std::string variants = "scalar,vec4,grid_stride";
-  std::string sizes = "2^10:2^28:2";  ///< elements per array (see parse_sizes)
-  std::string method = "auto";        ///< auto, events, spin, graph, wall
-  bool cold = false;                  ///< flush the L2 before each sample (one call per sample)
-  int samples = 20;
-  int warmup = 3;
-  std::string ceilings = "auto";  ///< measured ceilings: auto (cached only), measure, refresh, none
-  std::string svg;                ///< GB/s vs size plot, written when non-empty
-  bool quick = false;             ///< report mode: add only, every 4th power of two, 10 samples
-};
-/// `ridge bandwidth`: streaming ops over a size sweep, each variant checked before it is timed;
-/// prints a table as it goes, then the answers (launch-bound sizes, % of datasheet, knees).
-/// Throws UsageError for bad options (before touching the GPU), VerificationError for a wrong kernel.
-ResultSet run_bandwidth(const BandwidthOptions& options, std::FILE* out);
 
-struct MatmulOptions {
-  int device = 0;
-  std::string dtypes = "bf16";        ///< comma list of fp32, tf32, fp16, bf16, fp8
-  std::string sizes = "256:8192:x2";  ///< square n (ignored when shapes is set)
-  std::string shapes;                 ///< "m,n,k;m,n,k" instead of square sizes
-  std::string method = "auto";
-  bool cold = false;
-  int samples = 20;
-  int warmup = 5;
-  int tune_candidates = 8;  ///< cuBLASLt heuristic algorithms timed per shape (1 = its first choice)
-  std::string ceilings = "auto";
-  std::string svg_prefix;  ///< writes PREFIX-rate.svg and PREFIX-roofline.svg when non-empty
-  bool quick = false;      ///< report mode: 512, 2048, 8192 and 10 samples
-};
-/// `ridge matmul`: cuBLASLt GEMMs over sizes or shapes, each verified before timing; TFLOP/s,
-/// roofline placement and the size that reaches 70% / 90% of peak.
-ResultSet run_matmul(const MatmulOptions& options, std::FILE* out);
-struct DecodeOptions {
-  int device = 0;
-  std::string model = "small";  ///< preset: tiny, small, medium, large, xl
-  std::string dtype = "bf16";   ///< fp32 or bf16
-  std::string batch = "1";      ///< comma-separated batch sizes
-  std::string context = "1024"; ///< comma-separated lengths after the step (N-1 cached + 1 new)
-  std::string mode = "eager,graph";
-  std::string gemm = "auto";  ///< auto, gemv, cublas
-  std::string kernel = "auto";  ///< the GEMV backend's step: auto, barrier, chain
-  bool no_pdl = false;
-  std::string weights;        ///< safetensors file; empty = random weights from `seed`
-  int heads = 0;              ///< for `weights`; 0 = width/64
-  std::string check_logits;   ///< reference file from bench/gpt2_export.py; empty = none
-  std::uint64_t seed = 1;
-  int samples = 20;
-  int warmup = 5;
-  double bandwidth_gb_per_s = 0;  ///< 0 = measured_ceilings(device).hbm_bytes_per_s
-  std::string svg;                ///< roofline plot path; empty = none
+/// `ridge decode`: gpt2::run_decode with its table printed to `out` as it runs, the summary after
+/// it, and the roofline and tokens/s plots written to `svg` (when non-empty).
+gpt2::DecodeRun run_decode(const gpt2::DecodeOptions& options, const std::string& svg, std::FILE* out);
 
-  /// A short run for `ridge report`: small bf16, batch 1 and 8, context 1024, both modes.
-  static DecodeOptions quick(int device) {
-    DecodeOptions o;
-    o.device = device;
-    o.batch = "1,8";
-    o.samples = 10;
-    o.warmup = 3;
-    return o;
-  }
-};
-/// `ridge decode`: GPT-2 decode steps (eager, spin-held and graph-replayed) per batch and context,
-/// each checked against the CPU reference first, with bytes, intensity and % of decode_ceiling.
-/// Throws VerificationError when logits are wrong, UsageError for bad options, NoGpuError.
-ResultSet run_decode(const DecodeOptions& options, std::FILE* out);
-
-struct ProfileOptions {
-  int device = 0;
-  std::string model = "small";
-  std::string dtype = "bf16";
-  int batch = 1;
-  int context = 128;  ///< tokens per sequence after the step (a 128-token cache)
-  std::string kernel = "auto";  ///< the step's kernels: auto, barrier, chain
-  std::string trace = "runs/trace.json";
-};
-/// `ridge profile`: traces one decode step eagerly and one as a graph replay; prints the analysis.
-ResultSet run_profile(const ProfileOptions& options, std::FILE* out);
+/// `ridge profile`: gpt2::run_profile, its analysis printed to `out`.
+gpt2::ProfileRun run_profile(const gpt2::ProfileOptions& options, std::FILE* out);
 
 }  // namespace ridge::cli

@@ -14,18 +14,13 @@
 #include "ridge/format.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/roofline.hpp"
+#include "ridge/timing.hpp"
 
 namespace ridge::cli {
 
 namespace {
 
 std::string cuda_version(int v) { return v ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : "unknown"; }
-
-const Record* find_record(const std::vector<Record>& records, const std::string& method, const std::string& which) {
-  for (const auto& r : records)
-    if (r.method == method && r.params.value("case", std::string()) == which) return &r;
-  return nullptr;
-}
 
 // ---- 10: device info ---------------------------------------------------------------------------
 
@@ -69,26 +64,22 @@ RIDGE_REGISTER_REPORT_SECTION(ReportSection{"info", "Device", 10, SectionMode::g
 
 // ---- 20: the timing demo -----------------------------------------------------------------------
 
-std::string timing_row(const Record* r, const std::string& meaning) {
-  if (!r) return "";
-  return fmt::format("| `{}` | {} | {} | {} | {:.2f} | {} |\n", r->method, format_ms(r->summary.median),
-                     format_ms(r->summary.min), format_ms(r->summary.max), r->flops_per_s() / 1e12, meaning);
+std::string timing_table(const TimingCase& c) {
+  std::string md = "| method | median | min | max | TFLOP/s | what the number means |\n|---|---:|---:|---:|---:|---|\n";
+  for (const auto& [r, meaning] : c.methods)
+    md += fmt::format("| `{}` | {} | {} | {} | {:.2f} | {} |\n", r.method, format_ms(r.summary.median),
+                      format_ms(r.summary.min), format_ms(r.summary.max), r.flops_per_s() / 1e12, meaning);
+  return md + "\n";
 }
 
 SectionOutput timing_section(ReportContext& ctx) {
-  TimingOptions options;
+  TimingDemoOptions options;
   options.device = ctx.device;
   if (ctx.quick) options.samples = 10;
-  ResultSet set = run_timing(options, ctx.log);
+  options.inject_slowdown_us = ctx.inject_slowdown_us;
+  const TimingDemo demo = run_timing_printed(options, ctx.log);
   SectionOutput out;
-  out.records = set.records;
-  const auto& rs = set.records;
-  const Record* naive = find_record(rs, "wall_naive", "large");
-  const Record* wall = find_record(rs, "wall_sync", "large");
-  const Record* events = find_record(rs, "cuda_events", "large");
-  const Record* s_events = find_record(rs, "cuda_events", "small");
-  const Record* s_spin = find_record(rs, "spin_hold", "small");
-  const Record* s_graph = find_record(rs, "graph_replay", "small");
+  out.records = demo.records();
 
   std::string& md = out.markdown;
   md += fmt::format(
@@ -96,41 +87,38 @@ SectionOutput timing_section(ReportContext& ctx) {
       "reference before timing) timed three ways. {} samples each after {} warm-up calls; medians.\n\n",
       options.dtype == "fp32" ? "FP32" : options.dtype, options.n, options.n, options.n, options.samples,
       options.warmup);
-  if (const char* slow = std::getenv("RIDGE_TEST_SLOWDOWN_US"); slow && *slow)
-    md += fmt::format("> **Deliberately slowed run:** RIDGE_TEST_SLOWDOWN_US={} added a GPU busy-wait after every "
-                      "call of the large matmul. Use it only to test `ridge compare`.\n\n",
-                      slow);
-  md += "| method | median | min | max | TFLOP/s | what the number means |\n|---|---:|---:|---:|---:|---|\n";
-  md += timing_row(naive, "**wrong**: the time to queue the launch; the GPU ran the work later");
-  md += timing_row(wall, "synchronized before and after: what the caller waits");
-  md += timing_row(events, "the GPU's clock between two events: the kernel's time");
-  md += "\n";
-  if (naive && wall && naive->summary.median > 0) {
-    const double ratio = naive->summary.median / wall->summary.median;
+  if (options.inject_slowdown_us > 0)
+    md += fmt::format("> **Deliberately slowed run:** `--inject-slowdown-us {}` (a testing aid) added a GPU busy-wait "
+                      "after every call of the large matmul. Use it only to test `ridge compare`.\n\n",
+                      options.inject_slowdown_us);
+  md += timing_table(demo.large);
+  if (demo.wall_over_naive > 0) {
+    const double ratio = 1 / demo.wall_over_naive;
     ctx.measured[prediction::naive_over_sync] = ratio;
     md += fmt::format(
         "The unsynchronized reading is {:.2g} of the synchronized one ({:.0f}x smaller): CUDA calls return once the "
-        "work is queued.\n\n",
-        ratio, 1 / ratio);
+        "work is queued.{}\n\n",
+        ratio, demo.wall_over_naive,
+        demo.naive_impossible
+            ? fmt::format(" It implies {}, above the {} peak of any GPU ({}): **physically impossible**.",
+                          format_flops(demo.naive_flops_per_s), to_string(demo.large.dtype),
+                          format_flops(demo.impossible_above_flops_per_s))
+            : "");
   }
-  if (events && options.n == 4096 && options.dtype == "fp32") ctx.measured[prediction::matmul_fp32_4096_ms] = events->summary.median;
+  md += fmt::format("The synchronized wall clock and the events agree within {}.\n\n",
+                    format_percent(demo.wall_vs_events_relative_difference));
+  if (const Record* events = demo.large.find(Method::cuda_events); events && options.n == 4096 && options.dtype == "fp32")
+    ctx.measured[prediction::matmul_fp32_4096_ms] = events->summary.median;
 
   md += fmt::format("Small case: a BF16 {0}x{0}x{0} matmul, where the host's launch latency is as large as the work.\n\n",
                     options.small_n);
-  md += "| method | median | min | max | TFLOP/s | what the number means |\n|---|---:|---:|---:|---:|---|\n";
-  md += timing_row(s_events, "per-sample events: include the host's launch latency");
-  md += timing_row(s_spin, "stream held by a spin kernel while the sample is queued: GPU time only");
-  md += timing_row(s_graph, "many calls in one CUDA graph: GPU time per call");
-  md += "\n";
-  if (s_events && s_spin && s_graph) {
-    const double launch_free = std::min(s_spin->summary.median, s_graph->summary.median);
-    ctx.measured[prediction::launch_overhead_us] = (s_events->summary.median - launch_free) * 1e3;
-    md += fmt::format(
-        "Per-sample events read {} more than the launch-free methods ({:.1f}x). A kernel has no speed, only a speed "
-        "at a size.\n\n",
-        format_ms(s_events->summary.median - launch_free), s_events->summary.median / launch_free);
-  }
-  md += warnings_markdown(rs);
+  md += timing_table(demo.small);
+  ctx.measured[prediction::launch_overhead_us] = demo.launch_overhead_ms * 1e3;
+  md += fmt::format(
+      "Per-sample events read {} more than the launch-free methods ({:.1f}x). A kernel has no speed, only a speed "
+      "at a size.\n\n",
+      format_ms(demo.launch_overhead_ms), demo.events_over_launch_free);
+  md += warnings_markdown(out.records);
   return out;
 }
 
@@ -176,7 +164,7 @@ SectionOutput ceilings_section(ReportContext& ctx) {
     row(dtype + " tensor (GEMM)", flops,
         datasheet && datasheet->peak_flops.count(dtype) ? datasheet->peak_flops.at(dtype) : 0, false);
   md += fmt::format("\nAn empty kernel takes {:.2f} us (launch-free timing).\n\n", m.empty_launch_us);
-  if (ctx.measured.count("ridge_point_bf16"))
+  if (ctx.measured.count(prediction::ridge_point_bf16))
     md += fmt::format("Measured BF16 ridge point: **{:.0f} FLOP/byte**: below it an operation is memory-bound.\n\n",
                       ctx.measured[prediction::ridge_point_bf16]);
   return out;

@@ -1,47 +1,32 @@
 #pragma once
-// What the sweep commands (bandwidth, matmul) need from the catalog, the measured ceilings and the
-// plotter, behind small functions so each command reads as a measurement and nothing else.
+// Printing helpers the sweep commands (timing, bandwidth, matmul) share.
 #include <cstdio>
-#include <map>
-#include <optional>
+#include <functional>
 #include <string>
+#include <vector>
 
-#include "ridge/catalog.hpp"
-#include "ridge/ceilings.hpp"
-#include "ridge/measure.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/result.hpp"
+#include "ridge/sweep.hpp"
 
 namespace ridge::cli {
 
-/// The datasheet entry for a running device, or nullopt when the catalog has none.
-std::optional<CatalogEntry> datasheet_for(const DeviceDescription& device);
+/// Callbacks that print each record with `print_record` on `out`, and show progress and status
+/// on stderr when it is a terminal.
+SweepCallbacks sweep_callbacks(const std::string& label, std::FILE* out,
+                               std::function<void(std::FILE*, const Record&)> print_record);
 
-/// Where measured ceilings come from: "auto" (the cached measurement if one exists; never starts
-/// a measurement of tens of seconds), "measure" (cached, or measured now), "refresh" (measured
-/// now), "none". Throws UsageError for another mode.
-void validate_ceilings_mode(const std::string& mode);
-/// The measured ceilings for `device` per `mode`; nullopt when there are none (a line on `out`
-/// says why and how to get them).
-std::optional<MeasuredCeilings> measured_ceilings_for(int device, const DeviceDescription& description,
-                                                      const std::string& mode, std::FILE* out);
+/// The short tags of a record's serious warnings ("impossible", "high spread", "clocks moved"),
+/// each followed by a space, for a table's notes column.
+std::string warning_tags(const Record& record);
 
-/// The empty-launch floor at a sweep point: an empty kernel timed by the same method with the same
-/// calls per sample as the op (so a graph replay is compared with a graph replay). Cached per method
-/// and power-of-two bucket of calls per sample.
-class EmptyLaunchFloor {
- public:
-  /// Median milliseconds per empty launch.
-  double ms(Method method, int repeats_per_sample, const CudaOptions& like);
+/// A fraction stored in record.extra[key]; NaN when absent (format_percent prints "-").
+double extra_fraction(const Record& record, const std::string& key);
 
- private:
-  std::map<std::pair<int, int>, double> cache_;
-};
+/// Findings, details indented under their headline.
+void print_findings(std::FILE* out, const std::vector<Finding>& findings);
 
-/// Human label of a method choice: "CUDA graph replay" etc., with "(auto)" when chosen for the user.
-std::string method_label(Method method, bool automatic);
-
-/// Renders `plot` as SVG and writes it to `path` (atomically).
+/// Renders `plot` as SVG and writes it to `path` (atomically), creating its folder.
 void write_plot(const std::string& path, const Plot& plot);
 
 }  // namespace ridge::cli

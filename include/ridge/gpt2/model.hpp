@@ -96,6 +96,14 @@ struct DecoderOptions {
   /// Programmatic dependent launch (Hopper+): each kernel starts, and prefetches its weights into
   /// the L2, while the previous one finishes. Ignored on older GPUs.
   bool pdl = true;
+  /// Barrier kernel only: each block also bulk-prefetches the weights two phases ahead into the
+  /// L2, on top of its register preload of the next phase (measured slower on the H200, so off;
+  /// kept to compare). UsageError when the step does not run the barrier kernel.
+  bool l2_prefetch = false;
+  /// Barrier kernel only: every block notes (globaltimer ns, clock64) at four points of each phase
+  /// of each step, for write_timeline(). Costs nothing measurable. UsageError when the step does
+  /// not run the barrier kernel.
+  bool record_timeline = false;
 };
 
 /// One batch of sequences decoding with a KV cache. Tokens and positions live in device memory,
@@ -148,6 +156,13 @@ class Decoder {
   StepCost cost(int context) const;
   /// Kernels one eager step launches (cuBLASLt may add its own split-K reductions).
   int kernels_per_step() const;
+
+  /// Writes the last step's per-block phase timeline (DecoderOptions::record_timeline) as JSON:
+  /// {"blocks", "phases", "marks": [start, staged, computed, arrived], "layout", "values":
+  /// [block][phase][mark][globaltimer ns, clock64]}; bench/fused_timeline.py summarises it.
+  /// Synchronizes the device. Throws UsageError when no timeline is recorded, Error when the file
+  /// cannot be written.
+  void write_timeline(const std::string& path) const;
 
  private:
   struct Impl;

@@ -193,6 +193,7 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
   ctx.device = o.device;
   ctx.gpu = r.gpu;
   ctx.quick = o.quick;
+  ctx.inject_slowdown_us = o.inject_slowdown_us;
   ctx.folder = r.folder;
   ctx.log = o.log ? o.log : null_file.f ? null_file.f : stderr;
   ctx.results = &r.results;

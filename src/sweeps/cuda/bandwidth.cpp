@@ -19,38 +19,6 @@ namespace ridge {
 
 namespace sk = stream_kernels;
 
-std::string to_string(StreamVariant v) {
-  switch (v) {
-    case StreamVariant::scalar: return "scalar";
-    case StreamVariant::vec4: return "vec4";
-    case StreamVariant::grid_stride: return "grid_stride";
-    case StreamVariant::broken_for_tests: return "broken_for_tests";
-  }
-  return "unknown";
-}
-
-StreamVariant stream_variant_from_string(const std::string& name) {
-  if (name == "scalar") return StreamVariant::scalar;
-  if (name == "vec4") return StreamVariant::vec4;
-  if (name == "grid_stride" || name == "grid-stride") return StreamVariant::grid_stride;
-  throw UsageError(fmt::format("unknown kernel variant '{}': use scalar, vec4 or grid_stride", name));
-}
-
-const std::vector<StreamVariant>& user_stream_variants() {
-  static const std::vector<StreamVariant> v{StreamVariant::scalar, StreamVariant::vec4, StreamVariant::grid_stride};
-  return v;
-}
-
-std::string describe(StreamVariant v) {
-  switch (v) {
-    case StreamVariant::scalar: return "one fp32 element per thread";
-    case StreamVariant::vec4: return "one 16-byte float4 per thread (tail elements by extra threads)";
-    case StreamVariant::grid_stride: return "grid of SMs x resident blocks striding over the array, float4, 2 in flight";
-    case StreamVariant::broken_for_tests: return "deliberately wrong: skips the last element (tests only)";
-  }
-  return "";
-}
-
 std::string StreamCheck::summary() const {
   std::string s = fmt::format("{} ({} checked, {} mismatched, {} non-finite, max error {:.2g} of tolerance)",
                               passed ? "passed" : "FAILED", checked, mismatches, non_finite, max_error);

@@ -55,14 +55,6 @@ double to_double(const void* base, std::size_t i, cudaDataType_t t) {
 
 }  // namespace
 
-std::string to_string(GemmBackend b) { return b == GemmBackend::cublaslt ? "cublaslt" : "cublas"; }
-
-GemmBackend gemm_backend_from_string(const std::string& name) {
-  if (name == "cublaslt" || name == "lt") return GemmBackend::cublaslt;
-  if (name == "cublas" || name == "cublas_rowmajor" || name == "torch") return GemmBackend::cublas_rowmajor;
-  throw UsageError(fmt::format("unknown GEMM backend '{}': use cublaslt or cublas", name));
-}
-
 std::string GemmCheck::summary() const {
   return fmt::format("{} ({} entries vs fp64 reference, max error {:.2e} of sum|a*b|, tolerance {:.1e}, {} non-finite)",
                      passed ? "passed" : "FAILED", checked, max_error, tolerance, non_finite);

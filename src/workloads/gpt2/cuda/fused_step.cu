@@ -31,10 +31,8 @@ namespace ridge::gpt2 {
 
 namespace {
 
-#ifndef RIDGE_FUSED_THREADS
-#define RIDGE_FUSED_THREADS 512
-#endif
-constexpr int kThreads = RIDGE_FUSED_THREADS;
+// 256 threads per block ran slower at every batch, dtype and preset (docs/decode-fused-step.md).
+constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 // Weight rows per warp: the grid holds the same rows in registers whatever the block size.
 constexpr int kRows = 1024 / kThreads;     // products over the width
@@ -83,19 +81,11 @@ __device__ __forceinline__ void grid_arrive(const FusedStepArgs& a, unsigned& ta
   mark(a, phase, fused_mark_arrived);
 }
 
-__device__ __forceinline__ void grid_wait(const unsigned* counter, unsigned target, int spin_sleep_ns) {
+__device__ __forceinline__ void grid_wait(const unsigned* counter, unsigned target) {
   if (threadIdx.x == 0)
-    while (load_acquire(counter) < target)
-      if (spin_sleep_ns > 0) __nanosleep(spin_sleep_ns);
+    while (load_acquire(counter) < target) {
+    }
   __syncthreads();
-}
-
-// Empty barriers after each phase: only to measure what one barrier costs.
-__device__ __forceinline__ void extra_barriers(const FusedStepArgs& a, unsigned& target) {
-  for (int i = 0; i < a.extra_barriers; ++i) {
-    grid_arrive(a, target, -1);
-    grid_wait(a.sync, target, a.spin_sleep_ns);
-  }
 }
 
 // Asynchronous 16-byte copies global -> shared (cp.async), waited for by cp_async_wait.
@@ -620,8 +610,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
       if (store) __stcg(a.qkv + std::size_t(b) * 3 * C + n, v);
     });
     grid_arrive(a, target, p0);
-    grid_wait(a.sync, target, a.spin_sleep_ns);
-    extra_barriers(a, target);
+    grid_wait(a.sync, target);
 
     // attention over the cache (+ this token's key and value)
     mark(a, p0 + 1, fused_mark_start);
@@ -630,8 +619,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     grid_arrive(a, target, p0 + 1);
     preload_tile(tile, w.attn_proj_w, C, C);
     copy_async(bias, w.attn_proj_b, C);
-    grid_wait(a.sync, target, a.spin_sleep_ns);
-    extra_barriers(a, target);
+    grid_wait(a.sync, target);
 
     // combine + attn.c_proj: x += attn @ W^T + b
     mark(a, p0 + 2, fused_mark_start);
@@ -649,8 +637,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     copy_async(gamma, w.ln2_w, C);
     copy_async(beta, w.ln2_b, C);
     copy_async(bias, w.fc_b, F);
-    grid_wait(a.sync, target, a.spin_sleep_ns);
-    extra_barriers(a, target);
+    grid_wait(a.sync, target);
 
     // ln_2 + mlp.c_fc + GELU
     mark(a, p0 + 3, fused_mark_start);
@@ -663,8 +650,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
     grid_arrive(a, target, p0 + 3);
     preload_tile(tile_proj, w.fc_proj_w, C, F);
     copy_async(bias, w.fc_proj_b, C);
-    grid_wait(a.sync, target, a.spin_sleep_ns);
-    extra_barriers(a, target);
+    grid_wait(a.sync, target);
 
     // mlp.c_proj: x += h @ W^T + b
     mark(a, p0 + 4, fused_mark_start);
@@ -689,8 +675,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_step_kernel(FusedStepArgs a
       copy_async(gamma, a.lnf_w, C);
       copy_async(beta, a.lnf_b, C);
     }
-    grid_wait(a.sync, target, a.spin_sleep_ns);
-    extra_barriers(a, target);
+    grid_wait(a.sync, target);
     mark(a, p0 + 5, fused_mark_start);
   }
 

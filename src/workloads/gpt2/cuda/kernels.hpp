@@ -148,8 +148,6 @@ struct FusedStepArgs {
   /// Bulk L2 prefetch of the weights two phases ahead, on top of the register preload of the next
   /// phase's first tile (measured slower on an H200, so off by default).
   bool prefetch = false;
-  int extra_barriers = 0;  ///< empty grid barriers after each phase (measurement of the barrier cost only)
-  int spin_sleep_ns = 0;   ///< back-off of the barrier's polling loop
   /// Measurement only: when set, thread 0 of every block writes (globaltimer ns, clock64) at each
   /// FusedMark of each phase: [grid][5 * layer_count + 1][fused_marks][2].
   unsigned long long* timeline = nullptr;

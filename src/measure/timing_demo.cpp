@@ -1,0 +1,85 @@
+// The CPU side of the three-clocks timing exercise: option checks and the comparison of readings.
+#include "ridge/timing.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ridge/checks.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/format.hpp"
+
+namespace ridge {
+
+void TimingDemoOptions::validate() const {
+  if (n <= 0) throw UsageError(fmt::format("--n must be > 0, got {}", n));
+  if (small_n <= 0) throw UsageError(fmt::format("--small-n must be > 0, got {}", small_n));
+  if (samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", samples));
+  if (warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", warmup));
+  if (repeats < 1) throw UsageError(fmt::format("--repeats must be >= 1, got {}", repeats));
+  if (!(inject_slowdown_us >= 0) || !std::isfinite(inject_slowdown_us))
+    throw UsageError(fmt::format("--inject-slowdown-us must be a number of microseconds >= 0, got {}", inject_slowdown_us));
+  dtype_from_string(dtype);
+  dtype_from_string(small_dtype);
+  gemm_backend_from_string(backend);
+}
+
+const Record* TimingCase::find(Method method) const {
+  for (const auto& m : methods)
+    if (m.record.method == to_string(method)) return &m.record;
+  return nullptr;
+}
+
+std::vector<Record> TimingDemo::records() const {
+  std::vector<Record> out;
+  for (const auto* c : {&large, &small})
+    for (const auto& m : c->methods) out.push_back(m.record);
+  return out;
+}
+
+namespace {
+
+Record& reading(TimingCase& c, Method method, const char* which) {
+  for (auto& m : c.methods)
+    if (m.record.method == to_string(method)) return m.record;
+  throw Error(fmt::format("the timing exercise's {} case has no {} reading", which, to_string(method)));
+}
+
+}  // namespace
+
+void analyze_timing_demo(TimingDemo& d) {
+  Record& naive = reading(d.large, Method::wall_naive, "large");
+  Record& wall = reading(d.large, Method::wall_sync, "large");
+  Record& events = reading(d.large, Method::cuda_events, "large");
+  if (d.options.inject_slowdown_us > 0)
+    for (Record* r : {&naive, &wall, &events})
+      r->warnings.push_back(fmt::format(
+          "deliberately slowed by --inject-slowdown-us (a testing aid): {:.1f} us of GPU busy-wait per call",
+          d.options.inject_slowdown_us));
+
+  d.impossible_above_flops_per_s = fastest_known_peak_flops(d.large.dtype);
+  d.naive_flops_per_s = naive.flops_per_s();
+  d.naive_impossible = d.naive_flops_per_s > d.impossible_above_flops_per_s;
+  if (d.naive_impossible)
+    naive.warnings.push_back(fmt::format(
+        "impossible: implies {} while the fastest GPU known peaks at {} for {}; this timed the launch queue, not the work",
+        format_flops(d.naive_flops_per_s), format_flops(d.impossible_above_flops_per_s), to_string(d.large.dtype)));
+  naive.warnings.push_back("wrong method: no synchronization, so the work had not run when the clock stopped");
+  add_plausibility_warnings(wall, std::nullopt);
+  add_plausibility_warnings(events, std::nullopt);
+  d.wall_over_naive = wall.summary.median / naive.summary.median;
+  d.wall_vs_events_relative_difference = std::abs(wall.summary.median - events.summary.median) / events.summary.median;
+  events.extra["wall_sync_vs_events_relative_difference"] = d.wall_vs_events_relative_difference;
+  naive.extra["wall_sync_over_naive"] = d.wall_over_naive;
+
+  Record& small_events = reading(d.small, Method::cuda_events, "small");
+  Record& spin = reading(d.small, Method::spin_hold, "small");
+  Record& graph = reading(d.small, Method::graph_replay, "small");
+  for (Record* r : {&small_events, &spin, &graph}) add_plausibility_warnings(*r, std::nullopt);
+  const double launch_free = std::min(spin.summary.median, graph.summary.median);
+  d.launch_overhead_ms = small_events.summary.median - launch_free;
+  d.events_over_launch_free = small_events.summary.median / launch_free;
+}
+
+}  // namespace ridge

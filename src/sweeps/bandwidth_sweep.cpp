@@ -1,0 +1,306 @@
+// The CPU side of the bandwidth sweep: options, the ceilings it compares with, each record's
+// derived values, and the analysis (curves, launch-bound ranges, knees, best variants, findings, plot).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "ridge/bandwidth.hpp"
+#include "ridge/checks.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/format.hpp"
+
+namespace ridge {
+
+namespace {
+
+constexpr double unknown = std::numeric_limits<double>::quiet_NaN();
+
+std::string key(std::string_view k) { return std::string(k); }
+
+}  // namespace
+
+// ---- variants and points ------------------------------------------------------------------------
+
+std::string to_string(StreamVariant v) {
+  switch (v) {
+    case StreamVariant::scalar: return "scalar";
+    case StreamVariant::vec4: return "vec4";
+    case StreamVariant::grid_stride: return "grid_stride";
+    case StreamVariant::broken_for_tests: return "broken_for_tests";
+  }
+  return "unknown";
+}
+
+StreamVariant stream_variant_from_string(const std::string& name) {
+  if (name == "scalar") return StreamVariant::scalar;
+  if (name == "vec4") return StreamVariant::vec4;
+  if (name == "grid_stride" || name == "grid-stride") return StreamVariant::grid_stride;
+  throw UsageError(fmt::format("unknown kernel variant '{}': use scalar, vec4 or grid_stride", name));
+}
+
+const std::vector<StreamVariant>& user_stream_variants() {
+  static const std::vector<StreamVariant> v{StreamVariant::scalar, StreamVariant::vec4, StreamVariant::grid_stride};
+  return v;
+}
+
+std::string describe(StreamVariant v) {
+  switch (v) {
+    case StreamVariant::scalar: return "one fp32 element per thread";
+    case StreamVariant::vec4: return "one 16-byte float4 per thread (tail elements by extra threads)";
+    case StreamVariant::grid_stride: return "grid of SMs x resident blocks striding over the array, float4, 2 in flight";
+    case StreamVariant::broken_for_tests: return "deliberately wrong: skips the last element (tests only)";
+  }
+  return "";
+}
+
+nlohmann::json stream_params(const StreamPoint& point, bool cold) {
+  return nlohmann::json{{key(param_key::n), point.n},
+                        {key(param_key::elements), point.n},
+                        {key(param_key::op), to_string(point.op)},
+                        {key(param_key::variant), to_string(point.variant)},
+                        {key(param_key::working_set_bytes), stream_working_set_bytes(point.op, point.n)},
+                        {key(param_key::cold), cold}};
+}
+
+StreamPoint stream_point(const Record& record) {
+  const auto n = int_param(record, param_key::n);
+  const auto op = text_param(record, param_key::op);
+  const auto variant = text_param(record, param_key::variant);
+  if (!n || !op || !variant)
+    throw Error(fmt::format("record '{}' is not a streaming record: it lacks n, op or variant", record.name));
+  StreamPoint p;
+  p.op = stream_op_from_string(*op);
+  p.variant = *variant == "broken_for_tests" ? StreamVariant::broken_for_tests : stream_variant_from_string(*variant);
+  p.n = *n;
+  return p;
+}
+
+// ---- options and ceilings ---------------------------------------------------------------------------
+
+BandwidthPlan plan_bandwidth_sweep(const BandwidthSweepOptions& given) {
+  BandwidthPlan p;
+  p.options = given;
+  auto& o = p.options;
+  if (o.quick) {
+    o.ops = "add";
+    o.sizes = "2^10:2^28:4";
+    o.samples = std::min(o.samples, 10);
+  }
+  for (const auto& name : parse_list(o.ops, "--ops")) p.ops.push_back(stream_op_from_string(name));
+  for (const auto& name : parse_list(o.variants, "--variants")) p.variants.push_back(stream_variant_from_string(name));
+  p.sizes = parse_sizes(o.sizes);
+  p.method = parse_method_option(o.method);
+  if (o.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", o.samples));
+  if (o.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
+  validate_ceilings_mode(o.ceilings);
+  const std::int64_t largest = *std::max_element(p.sizes.begin(), p.sizes.end());
+  if (largest > (std::int64_t{1} << 34))
+    throw UsageError(fmt::format("--sizes reaches {} elements; the three fp32 arrays would need {}; stay at or below 2^34",
+                                 largest, format_bytes(12.0 * double(largest))));
+  return p;
+}
+
+double BandwidthCeilings::reference_bytes_per_s() const {
+  return measured_bytes_per_s > 0 ? measured_bytes_per_s : datasheet_bytes_per_s;
+}
+
+std::string BandwidthCeilings::reference_name() const { return measured_bytes_per_s > 0 ? "measured HBM" : "datasheet"; }
+
+BandwidthCeilings bandwidth_ceilings(const std::optional<CatalogEntry>& datasheet,
+                                     const std::optional<MeasuredCeilings>& measured, std::string measured_note) {
+  BandwidthCeilings c;
+  if (datasheet) {
+    c.datasheet_bytes_per_s = datasheet->bandwidth_bytes_per_s;
+    c.datasheet_name = datasheet->name;
+  }
+  const auto fp32 = datasheet ? datasheet->peak(DType::fp32) : std::nullopt;
+  c.fp32_peak_flops_per_s = fp32 ? *fp32 : fastest_known_peak_flops(DType::fp32);
+  if (measured) {
+    c.measured_bytes_per_s = measured->hbm_bytes_per_s;
+    c.measured_kernel = measured->hbm_kernel;
+    c.measured_at_utc = measured->measured_at_utc;
+  }
+  c.measured_note = std::move(measured_note);
+  return c;
+}
+
+// ---- one record ---------------------------------------------------------------------------------
+
+void annotate_stream_record(Record& r, double empty_ms, const BandwidthCeilings& ceilings, double l2, bool cold) {
+  const double rate = r.bytes_per_s();
+  const double working_set = stream_working_set_bytes(stream_point(r).op, stream_point(r).n);
+  const bool cache_resident = !cold && l2 > 0 && working_set <= l2;
+  r.extra["gb_per_s"] = rate / 1e9;
+  if (ceilings.measured_bytes_per_s > 0) r.extra["fraction_of_measured_hbm"] = rate / ceilings.measured_bytes_per_s;
+  if (ceilings.datasheet_bytes_per_s > 0) r.extra["fraction_of_datasheet"] = rate / ceilings.datasheet_bytes_per_s;
+  r.extra["l2_bytes"] = l2;
+  r.extra["cache_resident"] = cache_resident;
+  r.extra["empty_launch_ms"] = empty_ms;
+  r.extra["launch_bound"] = r.summary.median <= launch_bound_factor * empty_ms;
+  // The roofline floor holds for HBM traffic; a hot, cache-resident working set may beat it.
+  std::optional<Ceilings> roof;
+  const double floor_bw = std::max(ceilings.datasheet_bytes_per_s, ceilings.measured_bytes_per_s);
+  if (!cache_resident && floor_bw > 0)
+    roof = Ceilings{floor_bw, ceilings.fp32_peak_flops_per_s,
+                    !ceilings.datasheet_name.empty() ? "datasheet " + ceilings.datasheet_name : "measured"};
+  add_plausibility_warnings(r, roof, l2);
+}
+
+// ---- the analysis ---------------------------------------------------------------------------------
+
+namespace {
+
+std::string knee_text(const std::optional<double>& n) {
+  if (!n) return "never";
+  return fmt::format("~{}", size_label(static_cast<std::int64_t>(std::llround(*n))));
+}
+
+std::vector<BandwidthCurve> group_curves(const std::vector<Record>& records) {
+  std::vector<BandwidthCurve> curves;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const StreamPoint p = stream_point(records[i]);
+    auto it = std::find_if(curves.begin(), curves.end(),
+                           [&](const BandwidthCurve& c) { return c.op == p.op && c.variant == p.variant; });
+    if (it == curves.end()) {
+      it = curves.insert(curves.end(), BandwidthCurve{});
+      it->op = p.op;
+      it->variant = p.variant;
+    }
+    it->records.push_back(i);
+  }
+  for (auto& c : curves)
+    std::stable_sort(c.records.begin(), c.records.end(),
+                     [&](std::size_t a, std::size_t b) { return stream_point(records[a]).n < stream_point(records[b]).n; });
+  return curves;
+}
+
+// Fills the curve's range, largest point and knees, and records them in its records' extra.
+void analyze_curve(BandwidthCurve& c, std::vector<Record>& records, const BandwidthCeilings& ceilings) {
+  for (std::size_t i : c.records) {
+    if (!records[i].extra.value("launch_bound", false)) break;
+    c.launch_bound_up_to = stream_point(records[i]).n;
+  }
+  std::vector<RatePoint> rates;
+  for (std::size_t i : c.records) rates.push_back({double(stream_point(records[i]).n), records[i].bytes_per_s()});
+  if (ceilings.reference_bytes_per_s() > 0) c.knees = find_knees(rates, ceilings.reference_bytes_per_s());
+  const Record& top = records[c.records.back()];
+  c.largest_n = stream_point(top).n;
+  c.largest_bytes_per_s = top.bytes_per_s();
+  c.fraction_of_datasheet =
+      ceilings.datasheet_bytes_per_s > 0 ? c.largest_bytes_per_s / ceilings.datasheet_bytes_per_s : unknown;
+  c.fraction_of_measured = ceilings.measured_bytes_per_s > 0 ? c.largest_bytes_per_s / ceilings.measured_bytes_per_s : unknown;
+  for (std::size_t i : c.records) {
+    auto& extra = records[i].extra;
+    extra["launch_bound_up_to_elements"] = c.launch_bound_up_to ? nlohmann::json(*c.launch_bound_up_to) : nlohmann::json(nullptr);
+    for (const auto& k : c.knees)
+      extra[fmt::format("knee_{:.0f}_elements", k.fraction * 100)] = k.size ? nlohmann::json(*k.size) : nlohmann::json(nullptr);
+    if (!c.knees.empty()) extra["knee_ceiling"] = ceilings.reference_name();
+  }
+}
+
+// The answers for one op, from the curve of its best variant.
+void op_findings(const BandwidthSweep& s, const BandwidthCurve& c, std::vector<Finding>& out) {
+  const auto& ceilings = s.setup.ceilings;
+  const bool cold = s.setup.plan.options.cold;
+  const double l2 = double(s.setup.device.l2_bytes);
+  const Record& top = s.records[c.records.back()];
+  std::string line = fmt::format("{}: at {} elements the best variant, {}, moves {}", to_string(c.op),
+                                 size_label(c.largest_n), to_string(c.variant), format_bytes_per_s(c.largest_bytes_per_s));
+  if (ceilings.datasheet_bytes_per_s > 0)
+    line += fmt::format(", {} of the {} datasheet", format_percent(c.fraction_of_datasheet),
+                        format_bytes_per_s(ceilings.datasheet_bytes_per_s));
+  if (ceilings.measured_bytes_per_s > 0) line += fmt::format(" ({} of measured)", format_percent(c.fraction_of_measured));
+  if (top.extra.value("cache_resident", false)) line += "; its working set fits in the L2, so this is a cache figure";
+  out.push_back({line + ".", 0});
+  const Record& smallest = s.records[c.records.front()];
+  const double empty_ms = smallest.extra.value("empty_launch_ms", 0.0);
+  if (c.launch_bound_up_to)
+    out.push_back({fmt::format("Launch overhead dominates up to {} elements: those calls take within {:.0f}x of an empty "
+                               "launch ({} at {}), so the kernel's own work is hidden behind launching it.",
+                               size_label(*c.launch_bound_up_to), launch_bound_factor, format_ms(empty_ms),
+                               size_label(stream_point(smallest).n)),
+                   1});
+  else
+    out.push_back({fmt::format("No size is launch-bound: even {} elements take more than {:.0f}x an empty launch ({}).",
+                               size_label(stream_point(smallest).n), launch_bound_factor, format_ms(empty_ms)),
+                   1});
+  for (const auto& k : c.knees) {
+    const int pct = static_cast<int>(std::lround(k.fraction * 100));
+    if (!k.size) {
+      out.push_back({fmt::format("It never reaches {}% of the {} bandwidth in this sweep.", pct, ceilings.reference_name()), 1});
+      continue;
+    }
+    const double working_set = stream_working_set_bytes(c.op, std::max<std::int64_t>(1, std::llround(*k.size)));
+    const bool in_cache = !cold && l2 > 0 && working_set <= l2;
+    out.push_back({fmt::format("It reaches {}% of the {} bandwidth from about {} elements ({} working set){}.", pct,
+                               ceilings.reference_name(), knee_text(k.size), format_bytes(working_set),
+                               in_cache ? ", inside the L2: rerun with --cold for the HBM knee" : ""),
+                   1});
+  }
+}
+
+Plot bandwidth_plot(const BandwidthSweep& s) {
+  const auto& ceilings = s.setup.ceilings;
+  const auto& ops = s.setup.plan.ops;
+  Plot plot;
+  plot.title = fmt::format("Achieved bandwidth vs size on {} (fp32, {})", s.setup.device.name,
+                           s.setup.plan.options.cold ? "cold L2" : "hot L2");
+  plot.x_label = "elements per array";
+  plot.y_label = "GB/s (reads + writes)";
+  double x_lo = 1e300, x_hi = 0, y_hi = 0;
+  for (const auto& c : s.curves) {
+    PlotSeries series;
+    series.name = ops.size() > 1 ? to_string(c.op) + " " + to_string(c.variant) : to_string(c.variant);
+    for (std::size_t i : c.records) {
+      const auto& r = s.records[i];
+      const double x = double(stream_point(r).n), y = r.bytes_per_s() / 1e9;
+      series.points.push_back({x, y, fmt::format("{} {}: {:.0f} GB/s", series.name, size_label(std::int64_t(x)), y)});
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
+      y_hi = std::max(y_hi, y);
+    }
+    plot.series.push_back(std::move(series));
+  }
+  auto hline = [&](const std::string& name, double gbps, const std::string& color) {
+    plot.series.push_back(line_series(name, {{x_lo, gbps, ""}, {x_hi, gbps, name}}, true, color));
+  };
+  const double datasheet_bw = ceilings.datasheet_bytes_per_s, measured_bw = ceilings.measured_bytes_per_s;
+  if (datasheet_bw > 0) hline(fmt::format("datasheet {:.0f} GB/s", datasheet_bw / 1e9), datasheet_bw / 1e9, "#888888");
+  if (measured_bw > 0) hline(fmt::format("measured HBM {:.0f} GB/s", measured_bw / 1e9), measured_bw / 1e9, "#444444");
+  const double l2 = double(s.setup.device.l2_bytes);
+  if (l2 > 0 && !ops.empty()) {
+    const double n_l2 = l2 / stream_bytes_per_element(ops.front());
+    if (n_l2 > x_lo && n_l2 < x_hi) {
+      double y_lo = 1e300;
+      for (const auto& r : s.records) y_lo = std::min(y_lo, r.bytes_per_s() / 1e9);
+      plot.series.push_back(line_series(fmt::format("{} working set = L2", to_string(ops.front())),
+                                        {{n_l2, y_lo, ""}, {n_l2, std::max(y_hi, datasheet_bw / 1e9), "L2"}}, true,
+                                        "#bbbbbb"));
+    }
+  }
+  return plot;
+}
+
+}  // namespace
+
+void analyze_bandwidth_sweep(BandwidthSweep& s) {
+  s.curves = group_curves(s.records);
+  s.best_curve_per_op.clear();
+  s.findings.clear();
+  for (auto& c : s.curves) analyze_curve(c, s.records, s.setup.ceilings);
+  for (StreamOp op : all_stream_ops()) {
+    std::optional<std::size_t> best;
+    for (std::size_t i = 0; i < s.curves.size(); ++i)
+      if (s.curves[i].op == op && (!best || s.curves[i].largest_bytes_per_s > s.curves[*best].largest_bytes_per_s))
+        best = i;
+    if (best) s.best_curve_per_op.push_back(*best);
+  }
+  for (std::size_t i : s.best_curve_per_op) op_findings(s, s.curves[i], s.findings);
+  if (s.setup.ceilings.reference_bytes_per_s() <= 0)
+    s.findings.push_back({"No bandwidth ceiling known for this GPU (not in the catalog, none measured): no knees.", 0});
+  if (!s.records.empty()) s.plot = bandwidth_plot(s);
+}
+
+}  // namespace ridge

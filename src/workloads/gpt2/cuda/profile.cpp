@@ -1,0 +1,87 @@
+// `ridge profile` as a library call, GPU part: trace one decode step per mode and analyse it.
+#include "ridge/gpt2/profile.hpp"
+
+#include "ridge/device.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/tracer.hpp"
+
+namespace ridge::gpt2 {
+
+namespace {
+
+double ms(trace::Nanoseconds ns) { return static_cast<double>(ns) / 1e6; }
+
+ModeProfile profile_mode(Decoder& decoder, Mode mode, const std::string& path, int top) {
+  decoder.warmup(mode, 3);
+  // CUPTI pays one-time costs for the first launches it sees after it starts recording: run
+  // three steps under the tracer first, and keep only the last, inside its own "step" range.
+  // Every API call: the step's window keeps the kernels whose launch call lies inside it.
+  Tracer tracer(TracerOptions{.all_api_calls = true});
+  tracer.start();
+  for (int i = 0; i < 3; ++i) {
+    NvtxRange warm("warm-up step");
+    decoder.step(mode, nullptr);
+  }
+  {
+    NvtxRange step("step");
+    decoder.step(mode, nullptr);
+  }
+  tracer.stop();
+  const trace::Trace& all = tracer.events();
+  if (!all.strings.find("step"))
+    throw Error(
+        "ridge profile: the tracer saw no NVTX range named \"step\", so it cannot cut one step out of the trace. "
+        "NVTX was initialised before the tracer could route it to CUPTI (an NVTX call ran before "
+        "enable_nvtx_capture()), or NVTX_INJECTION64_PATH points to another tool; unset it and retry.");
+  trace::Window window;
+  window.nvtx_range = "step";
+  trace::Trace one_step = trace::apply_window(all, window);
+  trace::write_chrome_trace(one_step, path);
+  trace::AnalysisOptions options;
+  options.step_range = "step";
+  options.top = static_cast<std::size_t>(top);
+  return {mode, trace::analyze(one_step, options), path};
+}
+
+}  // namespace
+
+ProfileRun run_profile(const ProfileOptions& o) {
+  o.validate();
+  require_gpu(o.device);
+  // The decoder's NVTX ranges must reach CUPTI: route NVTX before its first call initialises it.
+  enable_nvtx_capture();
+
+  auto model = Model::random(preset(o.model), o.dtype);
+  DecoderOptions decoder_options;
+  decoder_options.batch = o.batch;
+  decoder_options.max_context = model->config().context;
+  decoder_options.kernel = o.kernel;
+  Decoder decoder(*model, decoder_options);
+  // `context` tokens in the sequence after the step: context-1 cached, as `ridge decode` counts.
+  decoder.fill_random_cache(o.context - 1);
+
+  ProfileRun run;
+  run.model = o.model;
+  run.dtype = o.dtype;
+  run.batch = o.batch;
+  run.context = o.context;
+  run.kernel = decoder.kernel();
+  run.profiles.push_back(profile_mode(decoder, Mode::eager, o.trace_path, o.top));
+  run.profiles.push_back(profile_mode(decoder, Mode::graph, graph_trace_path(o.trace_path), o.top));
+  for (const auto& p : run.profiles) {
+    Record r;
+    r.name = "profile.decode_step";
+    r.method = "cupti_trace";
+    r.dtype = to_string(o.dtype);
+    r.params = {{"model", o.model}, {"batch", o.batch}, {"context", o.context}, {"mode", to_string(p.mode)},
+                {"kernel", to_string(run.kernel)}};
+    r.samples_ms = {ms(p.analysis.kernel_span_ns)};
+    finalize(r);
+    r.extra["analysis"] = trace::to_json(p.analysis);
+    r.extra["trace_path"] = p.trace_path;
+    run.records.push_back(std::move(r));
+  }
+  return run;
+}
+
+}  // namespace ridge::gpt2

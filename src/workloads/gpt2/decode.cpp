@@ -1,0 +1,173 @@
+// `ridge decode` as a library call, CPU part: options and their validation, list parsing, the
+// plots. The run itself is in cuda/decode.cpp.
+#include "ridge/gpt2/decode.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "ridge/checks.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/format.hpp"
+#include "ridge/roofline.hpp"
+
+namespace ridge::gpt2 {
+
+void DecodeOptions::validate() const {
+  if (dtype != DType::fp32 && dtype != DType::bf16)
+    throw UsageError(fmt::format("--dtype must be fp32 or bf16 for decode, got {}", to_string(dtype)));
+  if (batches.empty()) throw UsageError("--batch needs at least one value");
+  if (contexts.empty()) throw UsageError("--context needs at least one value");
+  for (int b : batches)
+    if (b < 1) throw UsageError(fmt::format("--batch: {} is not a positive integer", b));
+  for (int c : contexts)
+    if (c < 1) throw UsageError(fmt::format("--context: {} is not a positive integer", c));
+  if (modes.empty()) throw UsageError("--mode needs eager, graph or both");
+  if (samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", samples));
+  if (warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", warmup));
+  if (bandwidth_bytes_per_s < 0) throw UsageError("--bandwidth must be > 0 (GB/s)");
+  if (heads < 0) throw UsageError(fmt::format("--heads must be >= 0 (0: width/64), got {}", heads));
+  if (weights.empty()) {
+    const Config config = preset(model);
+    for (int c : contexts)
+      if (c > config.context)
+        throw UsageError(fmt::format("--context {} exceeds GPT-2 {}'s {} positions", c, config.name, config.context));
+  } else if (!std::filesystem::exists(weights)) {
+    throw UsageError(fmt::format("--weights: file '{}' does not exist", weights));
+  }
+  if (!check_logits.empty() && !std::filesystem::exists(check_logits))
+    throw UsageError(fmt::format("--check-logits: file '{}' does not exist", check_logits));
+  if (!timeline_path.empty() && batches.size() * contexts.size() != 1)
+    throw UsageError(fmt::format("--timeline records one configuration's step; got {} batches x {} contexts",
+                                 batches.size(), contexts.size()));
+}
+
+DecodeOptions DecodeOptions::quick(int device) {
+  DecodeOptions o;
+  o.device = device;
+  o.batches = {1, 8};
+  o.samples = 10;
+  o.warmup = 3;
+  return o;
+}
+
+std::vector<int> parse_positive_ints(const std::string& text, const std::string& what) {
+  std::vector<int> values;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    try {
+      std::size_t used = 0;
+      const long v = std::stol(item, &used);
+      if (used != item.size() || v <= 0 || v > (1 << 20)) throw std::invalid_argument(item);
+      values.push_back(static_cast<int>(v));
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("{}: '{}' is not a positive integer (give a comma-separated list, e.g. 1,8,64)",
+                                   what, item));
+    }
+  }
+  if (values.empty()) throw UsageError(fmt::format("{} needs at least one value", what));
+  return values;
+}
+
+std::vector<Mode> parse_modes(const std::string& text) {
+  std::vector<Mode> modes;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) modes.push_back(mode_from_string(item));
+  if (modes.empty()) throw UsageError("--mode needs eager, graph or both");
+  return modes;
+}
+
+std::optional<double> DecodeConfiguration::graph_speedup() const {
+  if (eager_ms > 0 && graph_ms > 0) return eager_ms / graph_ms;
+  return std::nullopt;
+}
+
+namespace {
+
+void sort_by_x(PlotSeries& s) {
+  std::sort(s.points.begin(), s.points.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+}
+
+bool is_plotted(const Record& r) { return r.name == "decode" && r.method != "spin_hold"; }
+
+std::string series_key(const Record& r) {
+  return fmt::format("{} ({}), context {}", r.params.value("mode", ""), r.method, r.params.value("context", 0));
+}
+
+}  // namespace
+
+Plot decode_roofline_plot(const DecodeRun& run) {
+  const double bandwidth = run.ceilings.bandwidth_bytes_per_s;
+  const double peak = run.ceilings.peak_flops_per_s.value_or(fastest_known_peak_flops(run.dtype));
+  Plot roof;
+  roof.title = fmt::format("GPT-2 decode on the roofline ({} at {}, peak {})", to_string(run.dtype),
+                           format_bytes_per_s(bandwidth), format_flops(peak));
+  roof.x_label = "arithmetic intensity (FLOP/byte)";
+  roof.y_label = "achieved (FLOP/s)";
+  std::map<std::string, PlotSeries> by_key;
+  double min_i = 1e9, max_i = 0;
+  for (const auto& r : run.records) {
+    if (!is_plotted(r)) continue;
+    const double intensity = r.intensity_flop_per_byte();
+    min_i = std::min(min_i, intensity);
+    max_i = std::max(max_i, intensity);
+    auto& s = by_key[series_key(r)];
+    s.name = series_key(r);
+    s.points.push_back({intensity, r.flops_per_s(), fmt::format("B={}", r.params.value("batch", 0))});
+  }
+  if (by_key.empty()) return roof;
+  PlotSeries roofline;
+  roofline.name = "roofline: min(peak, I x bandwidth)";
+  roofline.markers = false;
+  roofline.dashed = true;
+  roofline.color = "#444";
+  const double lo = std::max(0.1, min_i / 2), hi = std::max(max_i * 2, 2 * ridge_point(peak, bandwidth));
+  for (double i = lo; i <= hi * 1.0001; i *= 1.25) roofline.points.push_back({i, attainable_flops(i, peak, bandwidth), ""});
+  roof.series.push_back(roofline);
+  for (auto& [key, s] : by_key) {
+    sort_by_x(s);
+    roof.series.push_back(s);
+  }
+  return roof;
+}
+
+Plot decode_tokens_plot(const DecodeRun& run) {
+  Plot tokens;
+  tokens.title = "GPT-2 decode: tokens/s against batch";
+  tokens.x_label = "batch (sequences)";
+  tokens.y_label = "tokens/s";
+  std::map<std::string, PlotSeries> measured, ceilings;
+  for (const auto& r : run.records) {
+    if (!is_plotted(r)) continue;
+    const double batch = r.params.value("batch", 1);
+    auto& s = measured[series_key(r)];
+    s.name = series_key(r);
+    s.points.push_back({batch, r.extra.value("tokens_per_s", 0.0), ""});
+    const std::string ckey = fmt::format("decode_ceiling, context {}", r.params.value("context", 0));
+    auto& c = ceilings[ckey];
+    c.name = ckey;
+    c.dashed = true;
+    c.markers = false;
+    c.points.push_back({batch, r.extra.value("decode_ceiling_tokens_per_s", 0.0), ""});
+  }
+  for (auto& [key, s] : measured) {
+    sort_by_x(s);
+    tokens.series.push_back(s);
+  }
+  for (auto& [key, s] : ceilings) {
+    sort_by_x(s);
+    s.points.erase(std::unique(s.points.begin(), s.points.end(), [](auto& a, auto& b) { return a.x == b.x; }),
+                   s.points.end());
+    tokens.series.push_back(s);
+  }
+  return tokens;
+}
+
+}  // namespace ridge::gpt2

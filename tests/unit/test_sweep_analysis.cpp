@@ -1,0 +1,421 @@
+// The analyses behind `ridge bandwidth`, `ridge matmul` and `ridge timing`, on synthetic records:
+// curves, launch-bound ranges, knees, best variants, findings, roofline placement, the
+// impossible-reading flag. No GPU needed.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "ridge/bandwidth.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/matmul.hpp"
+#include "ridge/timing.hpp"
+
+using namespace ridge;
+
+namespace {
+
+// A streaming record at n elements moving its bytes at `gb_per_s`.
+Record stream_record(StreamOp op, StreamVariant variant, std::int64_t n, double gb_per_s) {
+  Record r;
+  r.name = "bandwidth." + to_string(op);
+  r.method = "graph_replay";
+  r.dtype = "fp32";
+  r.params = stream_params(StreamPoint{op, variant, n}, false);
+  r.bytes = stream_bytes(op, n);
+  r.flops = stream_flops(op, n);
+  r.samples_ms = std::vector<double>(10, r.bytes / (gb_per_s * 1e9) * 1e3);
+  finalize(r);
+  return r;
+}
+
+BandwidthSetup h200_like_setup(bool with_measured) {
+  BandwidthSetup setup;
+  setup.plan = plan_bandwidth_sweep(BandwidthSweepOptions{.ops = "add", .variants = "scalar,vec4", .sizes = "2^10:2^28:4"});
+  setup.device.name = "Synthetic GPU";
+  setup.device.l2_bytes = 60'000'000;
+  setup.ceilings.datasheet_bytes_per_s = 4.8e12;
+  setup.ceilings.datasheet_name = "Synthetic";
+  setup.ceilings.fp32_peak_flops_per_s = 67e12;
+  if (with_measured) setup.ceilings.measured_bytes_per_s = 4.2e12;
+  return setup;
+}
+
+// Rates that rise with size: launch-bound below 2^16 (empty launch 3 us), then filling the chip.
+BandwidthSweep synthetic_bandwidth_sweep(bool with_measured) {
+  BandwidthSweep s;
+  s.setup = h200_like_setup(with_measured);
+  const double empty_ms = 0.003;
+  for (auto variant : {StreamVariant::scalar, StreamVariant::vec4})
+    for (int e = 10; e <= 28; e += 2) {
+      const std::int64_t n = std::int64_t{1} << e;
+      // The time is the empty launch plus the bytes at the top rate (vec4 a little faster).
+      const double top = variant == StreamVariant::vec4 ? 4.1e12 : 3.5e12;
+      const double ms = empty_ms + stream_bytes(StreamOp::add, n) / top * 1e3;
+      Record r = stream_record(StreamOp::add, variant, n, stream_bytes(StreamOp::add, n) / (ms * 1e-3) / 1e9);
+      annotate_stream_record(r, empty_ms, s.setup.ceilings, double(s.setup.device.l2_bytes), false);
+      s.records.push_back(r);
+    }
+  analyze_bandwidth_sweep(s);
+  return s;
+}
+
+bool any_finding_contains(const std::vector<Finding>& findings, const std::string& text) {
+  for (const auto& f : findings)
+    if (f.text.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(RecordParams, StreamPointRoundTrips) {
+  const Record r = stream_record(StreamOp::triad, StreamVariant::grid_stride, 1 << 20, 100);
+  const StreamPoint p = stream_point(r);
+  EXPECT_EQ(p.op, StreamOp::triad);
+  EXPECT_EQ(p.variant, StreamVariant::grid_stride);
+  EXPECT_EQ(p.n, 1 << 20);
+  EXPECT_EQ(int_param(r, param_key::elements), 1 << 20);
+  EXPECT_EQ(text_param(r, param_key::op), "triad");
+  EXPECT_FALSE(int_param(r, param_key::m));
+  Record not_stream;
+  not_stream.name = "matmul";
+  EXPECT_THROW(stream_point(not_stream), Error);
+}
+
+TEST(RecordParams, GemmShapeRoundTrips) {
+  Record r;
+  r.params = gemm_params(GemmShape{128, 4096, 1024});
+  const GemmShape s = gemm_shape(r);
+  EXPECT_EQ(s.m, 128);
+  EXPECT_EQ(s.n, 4096);
+  EXPECT_EQ(s.k, 1024);
+  EXPECT_EQ(shape_label(s), "128x4096x1024");
+  EXPECT_EQ(shape_label(GemmShape{512, 512, 512}), "512");
+  EXPECT_THROW(gemm_shape(Record{}), Error);
+}
+
+TEST(BandwidthPlan, QuickAndValidation) {
+  const BandwidthPlan quick = plan_bandwidth_sweep(BandwidthSweepOptions{.samples = 20, .quick = true});
+  EXPECT_EQ(quick.ops, std::vector<StreamOp>{StreamOp::add});
+  EXPECT_EQ(quick.options.samples, 10);
+  EXPECT_EQ(quick.sizes.front(), 1 << 10);
+  EXPECT_EQ(quick.sizes.back(), 1 << 28);
+  EXPECT_FALSE(quick.method);
+  EXPECT_THROW(plan_bandwidth_sweep(BandwidthSweepOptions{.samples = 0}), UsageError);
+  EXPECT_THROW(plan_bandwidth_sweep(BandwidthSweepOptions{.ceilings = "maybe"}), UsageError);
+  EXPECT_THROW(plan_bandwidth_sweep(BandwidthSweepOptions{.sizes = "2^35"}), UsageError);
+  EXPECT_THROW(plan_bandwidth_sweep(BandwidthSweepOptions{.variants = "broken_for_tests"}), UsageError);
+}
+
+TEST(BandwidthCeilingsLookup, MeasuredWinsAsTheReference) {
+  CatalogEntry entry;
+  entry.name = "Synthetic";
+  entry.bandwidth_bytes_per_s = 4.8e12;
+  entry.peak_flops["fp32"] = 67e12;
+  MeasuredCeilings measured;
+  measured.hbm_bytes_per_s = 4.2e12;
+  measured.hbm_kernel = "copy";
+  const BandwidthCeilings both = bandwidth_ceilings(entry, measured);
+  EXPECT_DOUBLE_EQ(both.reference_bytes_per_s(), 4.2e12);
+  EXPECT_EQ(both.reference_name(), "measured HBM");
+  EXPECT_DOUBLE_EQ(both.fp32_peak_flops_per_s, 67e12);
+  const BandwidthCeilings sheet = bandwidth_ceilings(entry, std::nullopt, "none cached");
+  EXPECT_DOUBLE_EQ(sheet.reference_bytes_per_s(), 4.8e12);
+  EXPECT_EQ(sheet.reference_name(), "datasheet");
+  EXPECT_EQ(sheet.measured_note, "none cached");
+  const BandwidthCeilings none = bandwidth_ceilings(std::nullopt, std::nullopt);
+  EXPECT_EQ(none.reference_bytes_per_s(), 0);
+  EXPECT_GT(none.fp32_peak_flops_per_s, 0);  // the fastest known GPU's, for the plausibility floor
+}
+
+TEST(BandwidthAnalysis, CurvesRangesKneesAndBest) {
+  const BandwidthSweep s = synthetic_bandwidth_sweep(true);
+  ASSERT_EQ(s.curves.size(), 2u);
+  for (const auto& c : s.curves) {
+    ASSERT_EQ(c.records.size(), 10u);
+    // Sorted by size; at 2^10 (12 KB, ~3 ns of traffic) the call is the empty launch.
+    EXPECT_EQ(stream_point(s.records[c.records.front()]).n, 1 << 10);
+    ASSERT_TRUE(c.launch_bound_up_to);
+    EXPECT_GE(*c.launch_bound_up_to, 1 << 14);
+    EXPECT_LT(*c.launch_bound_up_to, 1 << 24);
+    EXPECT_EQ(c.largest_n, 1 << 28);
+    EXPECT_NEAR(c.fraction_of_measured, c.largest_bytes_per_s / 4.2e12, 1e-12);
+    EXPECT_NEAR(c.fraction_of_datasheet, c.largest_bytes_per_s / 4.8e12, 1e-12);
+    ASSERT_EQ(c.knees.size(), 2u);
+    EXPECT_DOUBLE_EQ(c.knees[0].fraction, 0.7);
+  }
+  // vec4 (4.1 TB/s top) reaches 90% of 4.2 TB/s; scalar (3.5 TB/s) never does.
+  const auto& scalar = s.curves[0];
+  const auto& vec4 = s.curves[1];
+  EXPECT_EQ(scalar.variant, StreamVariant::scalar);
+  EXPECT_FALSE(scalar.knees[1].size);
+  ASSERT_TRUE(vec4.knees[1].size);
+  ASSERT_TRUE(vec4.knees[0].size);
+  EXPECT_LT(*vec4.knees[0].size, *vec4.knees[1].size);
+  ASSERT_EQ(s.best_curve_per_op.size(), 1u);
+  EXPECT_EQ(s.curves[s.best_curve_per_op[0]].variant, StreamVariant::vec4);
+  // The ranges and knees are in every record's extra, as the result files carry them.
+  const Record& r = s.records[vec4.records.back()];
+  EXPECT_EQ(r.extra["launch_bound_up_to_elements"].get<std::int64_t>(), *vec4.launch_bound_up_to);
+  EXPECT_TRUE(r.extra.contains("knee_70_elements"));
+  EXPECT_TRUE(r.extra["knee_90_elements"].is_number());
+  EXPECT_EQ(r.extra["knee_ceiling"], "measured HBM");
+  EXPECT_TRUE(s.records[scalar.records.back()].extra["knee_90_elements"].is_null());
+}
+
+TEST(BandwidthAnalysis, FindingsSayWhatTheTableShows) {
+  const BandwidthSweep s = synthetic_bandwidth_sweep(true);
+  ASSERT_FALSE(s.findings.empty());
+  EXPECT_EQ(s.findings[0].level, 0);
+  EXPECT_NE(s.findings[0].text.find("add: at 2^28 elements the best variant, vec4, moves"), std::string::npos);
+  EXPECT_NE(s.findings[0].text.find("of the 4.80 TB/s datasheet"), std::string::npos) << s.findings[0].text;
+  EXPECT_NE(s.findings[0].text.find("of measured)"), std::string::npos);
+  EXPECT_TRUE(any_finding_contains(s.findings, "Launch overhead dominates up to"));
+  EXPECT_TRUE(any_finding_contains(s.findings, "It reaches 90% of the measured HBM bandwidth from about"));
+  EXPECT_FALSE(any_finding_contains(s.findings, "No bandwidth ceiling known"));
+  for (std::size_t i = 1; i < s.findings.size(); ++i) EXPECT_EQ(s.findings[i].level, 1);
+}
+
+TEST(BandwidthAnalysis, NoCeilingMeansNoKnees) {
+  BandwidthSweep s = synthetic_bandwidth_sweep(false);
+  s.setup.ceilings = BandwidthCeilings{};
+  analyze_bandwidth_sweep(s);
+  for (const auto& c : s.curves) {
+    EXPECT_TRUE(c.knees.empty());
+    EXPECT_TRUE(std::isnan(c.fraction_of_datasheet));
+  }
+  EXPECT_TRUE(any_finding_contains(s.findings, "No bandwidth ceiling known"));
+  EXPECT_FALSE(any_finding_contains(s.findings, "It reaches"));
+}
+
+TEST(BandwidthAnalysis, PlotHasACurvePerVariantAndTheCeilings) {
+  const BandwidthSweep s = synthetic_bandwidth_sweep(true);
+  ASSERT_GE(s.plot.series.size(), 4u);
+  EXPECT_EQ(s.plot.series[0].name, "scalar");
+  EXPECT_EQ(s.plot.series[0].points.size(), 10u);
+  EXPECT_EQ(s.plot.series[2].name, "datasheet 4800 GB/s");
+  EXPECT_EQ(s.plot.series[3].name, "measured HBM 4200 GB/s");
+  EXPECT_FALSE(render_svg(s.plot).empty());
+}
+
+TEST(BandwidthAnalysis, AnnotationFlagsLaunchBoundCacheResidentAndImpossible) {
+  BandwidthCeilings ceilings;
+  ceilings.datasheet_bytes_per_s = 4.8e12;
+  ceilings.fp32_peak_flops_per_s = 67e12;
+  Record small = stream_record(StreamOp::add, StreamVariant::vec4, 1 << 10, 5);
+  annotate_stream_record(small, small.summary.median, ceilings, 60e6, false);
+  EXPECT_TRUE(small.extra["launch_bound"].get<bool>());
+  EXPECT_TRUE(small.extra["cache_resident"].get<bool>());
+  // 20 TB/s from HBM (2^28 elements, far beyond the L2) beats the datasheet: impossible.
+  Record fast = stream_record(StreamOp::add, StreamVariant::vec4, 1 << 28, 20000);
+  annotate_stream_record(fast, 1e-3, ceilings, 60e6, false);
+  EXPECT_FALSE(fast.extra["launch_bound"].get<bool>());
+  EXPECT_FALSE(fast.extra["cache_resident"].get<bool>());
+  EXPECT_NEAR(fast.extra["fraction_of_datasheet"].get<double>(), 20e12 / 4.8e12, 1e-9);
+  EXPECT_FALSE(fast.extra.contains("fraction_of_measured_hbm"));
+  bool impossible = false;
+  for (const auto& w : fast.warnings) impossible |= w.rfind("impossible", 0) == 0;
+  EXPECT_TRUE(impossible);
+}
+
+// ---- matmul ------------------------------------------------------------------------------------
+
+namespace {
+
+Record gemm_record(std::int64_t n, double tflops, const std::string& dtype = "bf16") {
+  Record r;
+  r.name = "matmul";
+  r.method = "cuda_events";
+  r.dtype = dtype;
+  r.params = gemm_params(GemmShape{n, n, n});
+  r.flops = 2.0 * double(n) * double(n) * double(n);
+  r.bytes = 3.0 * double(n) * double(n) * 2;
+  r.samples_ms = std::vector<double>(10, r.flops / (tflops * 1e12) * 1e3);
+  finalize(r);
+  return r;
+}
+
+MatmulCeilings synthetic_gemm_ceilings() {
+  MatmulCeilings c;
+  c.datasheet_name = "Synthetic";
+  c.datasheet[DType::bf16] = GemmRoof{989e12, 4.8e12};
+  c.measured[DType::bf16] = GemmRoof{800e12, 4.2e12};
+  return c;
+}
+
+}  // namespace
+
+TEST(MatmulPlan, QuickShapesAndValidation) {
+  const MatmulPlan quick = plan_matmul_sweep(MatmulSweepOptions{.quick = true});
+  ASSERT_EQ(quick.points.size(), 3u);
+  EXPECT_EQ(quick.points[0].size, 512);
+  EXPECT_EQ(quick.points[2].size, 8192);
+  const MatmulPlan shapes = plan_matmul_sweep(MatmulSweepOptions{.dtypes = "bf16,fp16", .shapes = "128,4096,4096;2048"});
+  EXPECT_FALSE(shapes.square);
+  ASSERT_EQ(shapes.points.size(), 4u);
+  EXPECT_EQ(shapes.points[0].size, 0);  // not square
+  EXPECT_EQ(shapes.points[1].size, 2048);
+  EXPECT_THROW(plan_matmul_sweep(MatmulSweepOptions{.tune_candidates = 0}), UsageError);
+  EXPECT_THROW(plan_matmul_sweep(MatmulSweepOptions{.dtypes = "fp7"}), UsageError);
+  EXPECT_THROW(plan_matmul_sweep(MatmulSweepOptions{.sizes = "70000"}), UsageError);
+}
+
+TEST(MatmulCeilingsLookup, DatasheetAndMeasuredPerDtype) {
+  CatalogEntry entry;
+  entry.name = "Synthetic";
+  entry.bandwidth_bytes_per_s = 4.8e12;
+  entry.peak_flops["bf16"] = 989e12;
+  MeasuredCeilings measured;
+  measured.hbm_bytes_per_s = 4.2e12;
+  measured.fp32_flops_per_s = 50e12;
+  measured.tensor_flops_per_s["bf16"] = 700e12;
+  const MatmulCeilings c = matmul_ceilings(entry, measured, {DType::bf16, DType::fp32});
+  EXPECT_DOUBLE_EQ(c.datasheet_roof(DType::bf16).peak_flops_per_s, 989e12);
+  EXPECT_DOUBLE_EQ(c.measured_roof(DType::bf16).peak_flops_per_s, 700e12);
+  EXPECT_DOUBLE_EQ(c.measured_roof(DType::fp32).peak_flops_per_s, 50e12);  // the FMA peak stands in
+  EXPECT_FALSE(c.datasheet_roof(DType::fp32).known());                     // not in this entry
+  EXPECT_FALSE(c.datasheet_roof(DType::fp16).known());                     // not asked for
+}
+
+TEST(MatmulAnalysis, PlacementOnTheRoofline) {
+  const MatmulCeilings ceilings = synthetic_gemm_ceilings();
+  Record big = gemm_record(8192, 700);
+  const RooflinePlacement p = annotate_gemm_record(big, ceilings, 0.005, 60e6, false);
+  EXPECT_NEAR(p.intensity_flop_per_byte, 8192.0 / 3, 1e-9);  // 2n^3 / (3 n^2 * 2 bytes)
+  EXPECT_EQ(p.bound, "compute");
+  EXPECT_NEAR(p.datasheet_attainable_flops_per_s, 989e12, 1);
+  EXPECT_NEAR(p.fraction_of_datasheet_attainable, 700.0 / 989, 1e-9);
+  EXPECT_NEAR(p.fraction_of_measured_peak, 700.0 / 800, 1e-9);
+  EXPECT_EQ(big.extra["bound"], "compute");
+  EXPECT_NEAR(big.extra["fraction_of_measured_attainable"].get<double>(), 700.0 / 800, 1e-9);
+  EXPECT_FALSE(big.extra["cache_resident"].get<bool>());
+  // A small GEMM sits on the memory slope.
+  Record small = gemm_record(64, 1);
+  const RooflinePlacement q = annotate_gemm_record(small, ceilings, 0.005, 60e6, false);
+  EXPECT_EQ(q.bound, "memory");
+  EXPECT_LT(q.datasheet_attainable_flops_per_s, 989e12);
+  EXPECT_TRUE(small.extra["cache_resident"].get<bool>());
+  // Unknown roofs: NaN, no bound.
+  Record fp32 = gemm_record(4096, 50, "fp32");
+  const RooflinePlacement u = annotate_gemm_record(fp32, ceilings, 0.005, 60e6, false);
+  EXPECT_TRUE(u.bound.empty());
+  EXPECT_TRUE(std::isnan(u.fraction_of_datasheet_attainable));
+  EXPECT_FALSE(fp32.extra.contains("bound"));
+}
+
+TEST(MatmulAnalysis, KneesFindingsAndPlots) {
+  MatmulSweep s;
+  s.setup.plan = plan_matmul_sweep(MatmulSweepOptions{});
+  s.setup.device.name = "Synthetic GPU";
+  s.setup.ceilings = synthetic_gemm_ceilings();
+  // TFLOP/s rising with size: 256 -> 50, ..., 8192 -> 750.
+  const double rates[] = {50, 150, 350, 600, 700, 750};
+  std::int64_t n = 256;
+  for (double t : rates) {
+    s.records.push_back(gemm_record(n, t));
+    n *= 2;
+  }
+  analyze_matmul_sweep(s);
+  ASSERT_EQ(s.knees.size(), 2u);
+  EXPECT_EQ(s.knees[0].ceiling, "datasheet");
+  EXPECT_EQ(s.knees[1].ceiling, "measured");
+  // 70% of 989 = 692 TFLOP/s: between 2048 (600) and 4096 (700).
+  ASSERT_TRUE(s.knees[0].knees[0].size);
+  EXPECT_GT(*s.knees[0].knees[0].size, 2048);
+  EXPECT_LT(*s.knees[0].knees[0].size, 4096);
+  EXPECT_FALSE(s.knees[0].knees[1].size);  // 90% of 989 never
+  EXPECT_DOUBLE_EQ(s.knees[0].best_n, 8192);
+  // The same knee as matmul_knees gives any caller (the report) for its own ceiling.
+  const auto again = matmul_knees(s.records, DType::bf16, 989e12);
+  EXPECT_DOUBLE_EQ(*again[0].size, *s.knees[0].knees[0].size);
+  ASSERT_EQ(s.findings.size(), 2u);
+  EXPECT_NE(s.findings[0].text.find("bf16 reaches 70% at n ≈"), std::string::npos) << s.findings[0].text;
+  EXPECT_NE(s.findings[0].text.find("90% never in this sweep"), std::string::npos);
+  EXPECT_NE(s.findings[0].text.find("of the datasheet peak"), std::string::npos);
+  EXPECT_TRUE(s.records[0].extra.contains("knee_70_of_datasheet_peak_n"));
+  EXPECT_TRUE(s.records[0].extra["knee_90_of_datasheet_peak_n"].is_null());
+  EXPECT_FALSE(s.rate_plot.series.empty());
+  EXPECT_FALSE(s.roofline_plot.series.empty());
+  EXPECT_FALSE(render_svg(s.roofline_plot).empty());
+}
+
+// ---- timing ------------------------------------------------------------------------------------
+
+namespace {
+
+TimedMethod timed(Method method, double ms, std::int64_t n, const std::string& which) {
+  Record r;
+  r.name = "timing";
+  r.method = to_string(method);
+  r.dtype = "fp32";
+  r.params = gemm_params(GemmShape{n, n, n});
+  r.params[std::string(param_key::timing_case)] = which;
+  r.flops = 2.0 * double(n) * double(n) * double(n);
+  r.samples_ms = std::vector<double>(20, ms);
+  finalize(r);
+  return TimedMethod{r, "meaning"};
+}
+
+TimingDemo synthetic_demo(double naive_ms) {
+  TimingDemo d;
+  d.large.dtype = DType::fp32;
+  d.large.methods = {timed(Method::wall_naive, naive_ms, 4096, "large"), timed(Method::wall_sync, 2.75, 4096, "large"),
+                     timed(Method::cuda_events, 2.72, 4096, "large")};
+  d.small.dtype = DType::bf16;
+  d.small.methods = {timed(Method::cuda_events, 0.034, 256, "small"), timed(Method::spin_hold, 0.007, 256, "small"),
+                     timed(Method::graph_replay, 0.006, 256, "small")};
+  return d;
+}
+
+}  // namespace
+
+TEST(TimingAnalysis, TheNaiveReadingIsFlaggedImpossible) {
+  TimingDemo d = synthetic_demo(0.02);  // 137 GFLOP in 20 us: 6.9 PFLOP/s
+  analyze_timing_demo(d);
+  EXPECT_TRUE(d.naive_impossible);
+  EXPECT_GT(d.naive_flops_per_s, d.impossible_above_flops_per_s);
+  EXPECT_NEAR(d.wall_over_naive, 2.75 / 0.02, 1e-9);
+  EXPECT_NEAR(d.wall_vs_events_relative_difference, 0.03 / 2.72, 1e-9);
+  const Record* naive = d.large.find(Method::wall_naive);
+  ASSERT_NE(naive, nullptr);
+  ASSERT_GE(naive->warnings.size(), 2u);
+  EXPECT_EQ(naive->warnings[0].rfind("impossible", 0), 0u);
+  EXPECT_EQ(naive->warnings[1].rfind("wrong method", 0), 0u);
+  EXPECT_NEAR(naive->extra["wall_sync_over_naive"].get<double>(), d.wall_over_naive, 1e-12);
+  EXPECT_NEAR(d.launch_overhead_ms, 0.034 - 0.006, 1e-12);
+  EXPECT_NEAR(d.events_over_launch_free, 0.034 / 0.006, 1e-9);
+  EXPECT_EQ(d.records().size(), 6u);
+  EXPECT_EQ(d.records()[3].method, "cuda_events");
+}
+
+TEST(TimingAnalysis, APlausibleNaiveReadingIsOnlyWrong) {
+  TimingDemo d = synthetic_demo(2.0);  // 69 TFLOP/s: below any GPU's FP32 peak
+  analyze_timing_demo(d);
+  EXPECT_FALSE(d.naive_impossible);
+  const Record* naive = d.large.find(Method::wall_naive);
+  ASSERT_EQ(naive->warnings.size(), 1u);
+  EXPECT_EQ(naive->warnings[0].rfind("wrong method", 0), 0u);
+}
+
+TEST(TimingAnalysis, AnInjectedSlowdownIsLabelledOnEveryLargeRecord) {
+  TimingDemo d = synthetic_demo(0.02);
+  d.options.inject_slowdown_us = 500;
+  analyze_timing_demo(d);
+  for (const auto& m : d.large.methods) {
+    ASSERT_FALSE(m.record.warnings.empty());
+    EXPECT_NE(m.record.warnings[0].find("--inject-slowdown-us"), std::string::npos);
+  }
+  for (const auto& m : d.small.methods)
+    for (const auto& w : m.record.warnings) EXPECT_EQ(w.find("inject"), std::string::npos);
+}
+
+TEST(TimingAnalysis, OptionsAreCheckedWithoutAGpu) {
+  EXPECT_NO_THROW(TimingDemoOptions{}.validate());
+  EXPECT_THROW(TimingDemoOptions{.n = 0}.validate(), UsageError);
+  EXPECT_THROW(TimingDemoOptions{.dtype = "fp7"}.validate(), UsageError);
+  EXPECT_THROW(TimingDemoOptions{.backend = "magma"}.validate(), UsageError);
+  EXPECT_THROW(TimingDemoOptions{.repeats = 0}.validate(), UsageError);
+  EXPECT_THROW(TimingDemoOptions{.inject_slowdown_us = -1}.validate(), UsageError);
+  TimingDemo missing;
+  EXPECT_THROW(analyze_timing_demo(missing), Error);
+}
