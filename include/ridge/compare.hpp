@@ -1,6 +1,6 @@
 #pragma once
 // Comparing two result files: per-record ratios of medians, a rank test on the raw samples, a
-// geometric mean, and verdicts a CI job can act on. CPU only. (Implementation: src/core/compare.cpp.)
+// geometric mean, and verdicts a CI job can act on. CPU only. (Implementation: src/results/compare.cpp.)
 #include <cstddef>
 #include <span>
 #include <string>
@@ -31,6 +31,11 @@ std::pair<double, double> bootstrap_median_ratio_ci(std::span<const double> a, s
                                                     double confidence = 0.95, int resamples = 2000,
                                                     unsigned seed = 12345);
 
+/// Interval of median(b) / median(a) from each side's distribution-free median interval
+/// (Summary::median_ci_low/high), combined in log space as independent errors: O(1), for
+/// comparisons too large to bootstrap. Returns {0, 0} when a median or bound is not positive.
+std::pair<double, double> order_statistic_ratio_ci(const Summary& a, const Summary& b);
+
 enum class Verdict {
   regression,          ///< significantly slower by more than the threshold
   improvement,         ///< significantly faster by more than the threshold
@@ -46,6 +51,11 @@ struct CompareOptions {
   double threshold = 0.05;        ///< relative change of the median that matters (0.05 = 5%)
   double alpha = 0.01;            ///< significance level of the two-sided rank test
   double clock_tolerance = 0.10;  ///< relative SM clock difference reported as "clocks differ"
+  int bootstrap_resamples = 2000;  ///< resamples of each record's ratio interval
+  /// Largest resamples x (all samples of both files) that is bootstrapped (1e8 draws: about 2 s of
+  /// one core; a full report, about 10,000 samples a file, is far below it);
+  /// above it every row's interval is order_statistic_ratio_ci (Comparison::ratio_ci_method).
+  double bootstrap_budget = 1e8;
 };
 
 /// One record matched (or not) between the two files. Times in milliseconds.
@@ -55,7 +65,7 @@ struct RecordComparison {
   std::size_t base_count = 0, new_count = 0;
   double base_median_ms = 0, new_median_ms = 0;
   double ratio = 0;                  ///< new median / base median (> 1: slower); 0 when missing
-  double ratio_ci_low = 0, ratio_ci_high = 0;  ///< bootstrap 95% interval of the ratio
+  double ratio_ci_low = 0, ratio_ci_high = 0;  ///< 95% interval of the ratio (Comparison::ratio_ci_method)
   RankTest test;
   Verdict verdict = Verdict::no_significant_change;
   std::string note;  ///< why the verdict, when not obvious
@@ -65,15 +75,22 @@ struct Comparison {
   CompareOptions options;
   std::vector<RecordComparison> rows;  ///< base order, then records only in the new file
   double geomean_ratio = 0;            ///< over rows judged (neither missing nor informational); 0 if none
-  std::size_t geomean_count = 0;
+  std::size_t geomean_count = 0;     ///< rows judged: matched, with samples, not informational
+  std::size_t matched = 0;           ///< records found in both files (judged or informational)
   std::size_t regressions = 0, improvements = 0, within_threshold = 0, unchanged = 0, missing = 0;
   bool different_devices = false;
   bool different_clocks = false;
-  std::vector<std::string> warnings;  ///< devices, clocks, duplicate records, tool versions
+  std::vector<std::string> warnings;  ///< devices, clocks, duplicate records, tool versions, interval method
+  /// How the rows' ratio intervals were computed: "bootstrap" or, for very large comparisons,
+  /// "order_statistics" (see CompareOptions::bootstrap_budget).
+  std::string ratio_ci_method = "bootstrap";
   std::string base_label, new_label;  ///< e.g. file names
 
   /// True when at least one record regressed significantly beyond the threshold.
   bool has_regression() const { return regressions > 0; }
+  /// True when no record was judged (none matched, or only informational ones did): a gate
+  /// must not pass on that (`ridge compare` exits ExitCode::nothing_compared).
+  bool nothing_compared() const { return geomean_count == 0; }
 };
 
 /// Key that matches a record across files: name, method, dtype and the canonical JSON of params.

@@ -12,6 +12,7 @@ enum class ExitCode : int {
   verification_failed = 3,
   no_gpu = 4,
   regression = 5,  ///< `ridge compare`: a significant regression beyond the threshold
+  nothing_compared = 6,  ///< `ridge compare`: no record was judged (none matched), so there is no verdict
 };
 
 /// Base of every error ridge throws; `code()` is the exit code the tool maps it to.

@@ -92,10 +92,16 @@ nlohmann::json to_json(const ClockReading& c);
 nlohmann::json to_json(const DeviceDescription& d);
 nlohmann::json to_json(const Record& r);
 nlohmann::json to_json(const ResultSet& s);
-ClockReading clock_reading_from_json(const nlohmann::json& j);
-DeviceDescription device_from_json(const nlohmann::json& j);
-Record record_from_json(const nlohmann::json& j);
-/// Parses a ridge result file's JSON; throws UsageError naming what is wrong.
+/// Readers of the JSON that to_json writes. Each checks every field's type and range and throws
+/// UsageError naming the JSON path of the first bad value, prefixed by `where` (e.g.
+/// "records[3].samples_ms[7]: expected a positive finite number, got -1"). Absent or null
+/// optional fields take their defaults.
+ClockReading clock_reading_from_json(const nlohmann::json& j, const std::string& where = "clocks");
+DeviceDescription device_from_json(const nlohmann::json& j, const std::string& where = "device");
+/// A record needs a name and at least one sample; every sample must be a positive finite time in
+/// ms (>= 0 for method "none": a check that carries no time).
+Record record_from_json(const nlohmann::json& j, const std::string& where = "record");
+/// Parses a ridge result file's JSON (docs/results-schema.md); throws UsageError naming what is wrong.
 ResultSet result_set_from_json(const nlohmann::json& j);
 
 /// Context filled with version, git sha, argv, hostname and the current UTC time.

@@ -318,7 +318,6 @@ Trace load_chrome_trace(const std::string& path);
 struct ProgramTraceOptions {
   std::vector<std::string> command;        ///< the program (a path, or a name looked up in PATH) and its arguments
   std::string output = "runs/trace.json";  ///< Chrome/Perfetto trace the program writes when it ends ("" = none)
-  std::string summary;  ///< where the program writes its analysis as JSON ("" = a temporary file, removed after)
   Window window;        ///< what the trace and analysis keep (e.g. warm-up left out); profiler_range also
                         ///< switches CUPTI's kernel, copy and NVTX records off outside the windows
   AnalysisOptions analysis;       ///< rows of the top tables, the NVTX range marking a step

@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -25,7 +26,7 @@ void require_finite(std::span<const double> values, const char* side) {
 // Number of ways each U value arises under the null, for m values of `a` and n of `b` (no ties):
 // build the sorted sequence by adding the largest element last; an `a` placed last beats all n
 // values of `b` so far.
-std::vector<double> exact_u_counts(std::size_t m, std::size_t n) {
+std::vector<double> compute_exact_u_counts(std::size_t m, std::size_t n) {
   // table[i][j] = counts of U for i a-values and j b-values, as a vector over u = 0..i*j.
   std::vector<std::vector<std::vector<double>>> table(m + 1, std::vector<std::vector<double>>(n + 1));
   for (std::size_t i = 0; i <= m; ++i)
@@ -42,6 +43,15 @@ std::vector<double> exact_u_counts(std::size_t m, std::size_t n) {
       for (std::size_t u = 0; u < b_last.size(); ++u) cell[u] += b_last[u];
     }
   return table[m][n];
+}
+
+// The table depends only on the sample sizes, and a comparison's records mostly share them:
+// computed once per (m, n) per thread (m + n <= 40, so at most a few hundred entries).
+const std::vector<double>& exact_u_counts(std::size_t m, std::size_t n) {
+  thread_local std::map<std::pair<std::size_t, std::size_t>, std::vector<double>> cache;
+  auto it = cache.find({m, n});
+  if (it == cache.end()) it = cache.emplace(std::pair{m, n}, compute_exact_u_counts(m, n)).first;
+  return it->second;
 }
 
 double median_of(std::vector<double>& v) {
@@ -124,7 +134,7 @@ RankTest mann_whitney_u(std::span<const double> a, std::span<const double> b) {
   const double mean_u = md * nd / 2.0;
 
   if (!ties && m + n <= 40) {
-    const std::vector<double> counts = exact_u_counts(m, n);
+    const std::vector<double>& counts = exact_u_counts(m, n);
     double all = 0;
     for (double c : counts) all += c;
     const auto u = static_cast<std::size_t>(std::llround(result.u));
@@ -165,6 +175,16 @@ std::pair<double, double> bootstrap_median_ratio_ci(std::span<const double> a, s
   std::sort(ratios.begin(), ratios.end());
   const double tail = (1 - confidence) / 2;
   return {quantile_sorted(ratios, tail), quantile_sorted(ratios, 1 - tail)};
+}
+
+std::pair<double, double> order_statistic_ratio_ci(const Summary& a, const Summary& b) {
+  if (!(a.median > 0 && b.median > 0 && a.median_ci_low > 0 && b.median_ci_low > 0)) return {0, 0};
+  // Half-widths in log space, combined as independent errors (each interval is ~95%).
+  const double half_a = std::log(a.median_ci_high / a.median_ci_low) / 2;
+  const double half_b = std::log(b.median_ci_high / b.median_ci_low) / 2;
+  const double half = std::sqrt(half_a * half_a + half_b * half_b);
+  const double ratio = b.median / a.median;
+  return {ratio * std::exp(-half), ratio * std::exp(half)};
 }
 
 std::string to_string(Verdict v) {
@@ -208,6 +228,7 @@ double parse_threshold(const std::string& text) {
 Comparison compare_results(const ResultSet& base, const ResultSet& next, const CompareOptions& options) {
   if (!(options.threshold >= 0)) throw UsageError("compare: the threshold must be >= 0");
   if (!(options.alpha > 0 && options.alpha < 1)) throw UsageError("compare: alpha must be in (0, 1)");
+  if (options.bootstrap_resamples < 10) throw UsageError("compare: bootstrap_resamples must be >= 10");
   Comparison c;
   c.options = options;
 
@@ -243,9 +264,11 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
                                      base.context.git_sha, next.context.tool_version, next.context.git_sha));
 
   // --- match records: key plus occurrence number, so duplicates pair up in order -------------
-  std::map<std::string, std::vector<std::size_t>> new_by_key;
+  std::unordered_map<std::string, std::vector<std::size_t>> new_by_key;
+  new_by_key.reserve(next.records.size());
   for (std::size_t i = 0; i < next.records.size(); ++i) new_by_key[record_match_key(next.records[i])].push_back(i);
-  std::map<std::string, std::size_t> base_seen;
+  std::unordered_map<std::string, std::size_t> base_seen;
+  base_seen.reserve(base.records.size());
   std::vector<bool> new_used(next.records.size(), false);
   bool duplicates = false;
 
@@ -255,6 +278,20 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
     row.dtype = r.dtype;
     row.params = r.params;
   };
+
+  // The bootstrap costs resamples x (m + n) draws per record: fine for a report (hundreds of
+  // records), hours for 330,000. Above the budget every row gets the interval combined from the
+  // two medians' order-statistic intervals instead (O(1) per record), and the output says so.
+  std::size_t all_samples = 0;
+  for (const Record& r : base.records) all_samples += r.samples_ms.size();
+  for (const Record& r : next.records) all_samples += r.samples_ms.size();
+  c.ratio_ci_method = double(all_samples) * options.bootstrap_resamples <= options.bootstrap_budget ? "bootstrap"
+                                                                                                   : "order_statistics";
+  if (c.ratio_ci_method != "bootstrap")
+    c.warnings.push_back(fmt::format(
+        "{} samples in all: the ratio intervals combine the two medians' order-statistic intervals instead of "
+        "bootstrapping ({} resamples would take too long); the verdicts do not depend on them",
+        all_samples, options.bootstrap_resamples));
 
   double log_sum = 0;
   for (const Record& b : base.records) {
@@ -275,18 +312,22 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
     }
     const std::size_t ni = found->second[occurrence];
     new_used[ni] = true;
+    ++c.matched;
     const Record& n = next.records[ni];
     row.new_count = n.samples_ms.size();
     row.new_median_ms = n.summary.median;
-    if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0) {
+    if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0 || b.method == "none") {
       row.verdict = Verdict::informational;
-      row.note = "no samples to compare";
+      row.note = b.method == "none" ? "a check, not a timing: shown, never judged" : "no samples to compare";
       c.rows.push_back(std::move(row));
       continue;
     }
     row.ratio = row.new_median_ms / row.base_median_ms;
     row.test = mann_whitney_u(b.samples_ms, n.samples_ms);
-    std::tie(row.ratio_ci_low, row.ratio_ci_high) = bootstrap_median_ratio_ci(b.samples_ms, n.samples_ms);
+    std::tie(row.ratio_ci_low, row.ratio_ci_high) =
+        c.ratio_ci_method == "bootstrap"
+            ? bootstrap_median_ratio_ci(b.samples_ms, n.samples_ms, 0.95, options.bootstrap_resamples)
+            : order_statistic_ratio_ci(b.summary, n.summary);
     const double record_clocks = relative_clock_difference(b, n);
     if (record_clocks > options.clock_tolerance)
       row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
@@ -430,6 +471,8 @@ nlohmann::json to_json(const Comparison& c) {
           {"clock_tolerance", c.options.clock_tolerance},
           {"geomean_ratio", c.geomean_ratio},
           {"geomean_count", c.geomean_count},
+          {"ratio_ci_method", c.ratio_ci_method},
+          {"matched", c.matched},
           {"regressions", c.regressions},
           {"improvements", c.improvements},
           {"within_threshold", c.within_threshold},

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdint>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -101,82 +104,197 @@ json to_json(const ResultSet& s) {
               {"records", records}};
 }
 
-ClockReading clock_reading_from_json(const json& j) {
+namespace {
+
+// A JSON value as an error message shows it: short, and never throwing on invalid UTF-8.
+std::string shown(const json& j) {
+  if (j.is_number_float()) return fmt::format("{}", j.get<double>());
+  std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+[[noreturn]] void wrong(const std::string& where, const char* expected, const json& got) {
+  throw UsageError(fmt::format("{}: expected {}, got {}", where, expected, shown(got)));
+}
+
+// Typed access to the fields of one JSON object; each error names the JSON path of the value
+// (e.g. records[3].samples_ms[7]). A missing or null field takes its default.
+class Fields {
+ public:
+  Fields(const json& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!j_.is_object()) wrong(where_, "an object", j_);
+  }
+  std::string path(const char* key) const { return where_.empty() ? key : where_ + "." + key; }
+  const json* find(const char* key) const {
+    const auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  std::string text(const char* key, const std::string& fallback = "") const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_string()) wrong(path(key), "a string", *v);
+    return v->get<std::string>();
+  }
+  std::string required_text(const char* key) const {
+    if (!find(key)) throw UsageError(fmt::format("{}: missing (a string is required)", path(key)));
+    return text(key);
+  }
+  /// A finite number, at least `min`.
+  double number(const char* key, double fallback, double min = -HUGE_VAL) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < min)
+      wrong(path(key), min == 0 ? "a finite number >= 0" : "a finite number", *v);
+    return v->get<double>();
+  }
+  std::int64_t integer(const char* key, std::int64_t fallback, std::int64_t min = INT64_MIN,
+                       std::int64_t max = INT64_MAX) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    // Compared as unsigned or signed as stored, so 2^64-1 is not read as -1.
+    const bool whole =
+        v->is_number_unsigned()
+            ? v->get<std::uint64_t>() <= std::uint64_t(max) && (min <= 0 || v->get<std::uint64_t>() >= std::uint64_t(min))
+            : v->is_number_integer() && v->get<std::int64_t>() >= min && v->get<std::int64_t>() <= max;
+    if (!whole) wrong(path(key), min > 0 ? "a positive integer" : "an integer", *v);
+    return v->get<std::int64_t>();
+  }
+  bool flag(const char* key, bool fallback) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) wrong(path(key), "true or false", *v);
+    return v->get<bool>();
+  }
+  std::vector<std::string> texts(const char* key) const {
+    std::vector<std::string> out;
+    const json* v = find(key);
+    if (!v) return out;
+    if (!v->is_array()) wrong(path(key), "an array of strings", *v);
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) wrong(fmt::format("{}[{}]", path(key), i), "a string", (*v)[i]);
+      out.push_back((*v)[i].get<std::string>());
+    }
+    return out;
+  }
+  /// An object field (absent: an empty object).
+  json object(const char* key) const {
+    const json* v = find(key);
+    if (!v) return json::object();
+    if (!v->is_object()) wrong(path(key), "an object", *v);
+    return *v;
+  }
+
+ private:
+  const json& j_;
+  std::string where_;
+};
+
+ClockReading clock_reading_from_fields(const Fields& f) {
   ClockReading c;
-  c.sm_mhz = j.value("sm_mhz", -1.0);
-  c.memory_mhz = j.value("memory_mhz", -1.0);
-  c.power_w = j.value("power_w", -1.0);
-  c.temperature_c = j.value("temperature_c", -1.0);
-  c.throttle_reasons = j.value("throttle_reasons", std::int64_t{-1});
-  c.source = j.value("source", std::string("none"));
+  c.sm_mhz = f.number("sm_mhz", -1.0);
+  c.memory_mhz = f.number("memory_mhz", -1.0);
+  c.power_w = f.number("power_w", -1.0);
+  c.temperature_c = f.number("temperature_c", -1.0);
+  c.throttle_reasons = f.integer("throttle_reasons", -1);
+  c.source = f.text("source", "none");
   return c;
 }
 
-DeviceDescription device_from_json(const json& j) {
+// Times must be positive; a record whose method is "none" (a check, such as decode.check_logits,
+// that ridge stores with a sample of 0) carries no time, and its samples need only be >= 0.
+std::vector<double> samples_from_json(const json& j, const std::string& where, bool timed) {
+  if (!j.is_array()) wrong(where, "an array of times in ms", j);
+  if (j.empty()) throw UsageError(fmt::format("{}: no samples; a record needs at least one time in ms", where));
+  std::vector<double> samples;
+  samples.reserve(j.size());
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const json& v = j[i];
+    const bool valid = v.is_number() && std::isfinite(v.get<double>()) && (timed ? v.get<double>() > 0 : v.get<double>() >= 0);
+    if (!valid)
+      wrong(fmt::format("{}[{}]", where, i), timed ? "a positive finite number" : "a finite number >= 0", v);
+    samples.push_back(v.get<double>());
+  }
+  return samples;
+}
+
+}  // namespace
+
+ClockReading clock_reading_from_json(const json& j, const std::string& where) {
+  return clock_reading_from_fields(Fields(j, where));
+}
+
+DeviceDescription device_from_json(const json& j, const std::string& where) {
+  const Fields f(j, where);
   DeviceDescription d;
-  d.index = j.value("index", 0);
-  d.name = j.value("name", std::string());
-  d.uuid = j.value("uuid", std::string());
-  const auto cc = j.value("compute_capability", std::string("0.0"));
+  d.index = static_cast<int>(f.integer("index", 0, 0, INT32_MAX));
+  d.name = f.text("name");
+  d.uuid = f.text("uuid");
+  const auto cc = f.text("compute_capability", "0.0");
   if (std::sscanf(cc.c_str(), "%d.%d", &d.compute_capability_major, &d.compute_capability_minor) != 2)
     d.compute_capability_major = d.compute_capability_minor = 0;
-  d.sm_count = j.value("sm_count", 0);
-  d.l2_bytes = j.value("l2_bytes", std::int64_t{0});
-  d.memory_bytes = j.value("memory_bytes", std::int64_t{0});
-  d.memory_bus_bits = j.value("memory_bus_bits", 0);
-  d.max_sm_clock_mhz = j.value("max_sm_clock_mhz", 0.0);
-  d.max_memory_clock_mhz = j.value("max_memory_clock_mhz", 0.0);
-  d.driver_version = j.value("driver_version", 0);
-  d.runtime_version = j.value("runtime_version", 0);
-  d.catalog_key = j.value("catalog_key", std::string());
+  d.sm_count = static_cast<int>(f.integer("sm_count", 0, 0, INT32_MAX));
+  d.l2_bytes = f.integer("l2_bytes", 0, 0);
+  d.memory_bytes = f.integer("memory_bytes", 0, 0);
+  d.memory_bus_bits = static_cast<int>(f.integer("memory_bus_bits", 0, 0, INT32_MAX));
+  d.max_sm_clock_mhz = f.number("max_sm_clock_mhz", 0.0, 0);
+  d.max_memory_clock_mhz = f.number("max_memory_clock_mhz", 0.0, 0);
+  d.driver_version = static_cast<int>(f.integer("driver_version", 0, 0, INT32_MAX));
+  d.runtime_version = static_cast<int>(f.integer("runtime_version", 0, 0, INT32_MAX));
+  d.catalog_key = f.text("catalog_key");
   return d;
 }
 
-Record record_from_json(const json& j) {
-  if (!j.is_object()) throw UsageError("a record must be a JSON object");
+Record record_from_json(const json& j, const std::string& where) {
+  const Fields f(j, where);
   Record r;
-  r.name = j.at("name").get<std::string>();
-  r.method = j.value("method", std::string());
-  r.dtype = j.value("dtype", std::string());
-  r.params = j.value("params", json::object());
-  r.samples_ms = j.at("samples_ms").get<std::vector<double>>();
-  r.repeats_per_sample = j.value("repeats_per_sample", 1);
-  r.l2_flushed = j.value("l2_flushed", false);
-  r.bytes = j.value("bytes", 0.0);
-  r.flops = j.value("flops", 0.0);
-  r.verification = j.value("verification", std::string("not_checked"));
-  r.warnings = j.value("warnings", std::vector<std::string>{});
-  if (j.contains("clocks_start")) r.clocks_start = clock_reading_from_json(j["clocks_start"]);
-  if (j.contains("clocks_end")) r.clocks_end = clock_reading_from_json(j["clocks_end"]);
-  r.extra = j.value("extra", json::object());
-  if (!r.samples_ms.empty()) finalize(r);
+  r.name = f.required_text("name");
+  r.method = f.text("method");
+  r.dtype = f.text("dtype");
+  r.params = f.object("params");
+  const json* samples = f.find("samples_ms");
+  if (!samples) throw UsageError(fmt::format("{}: missing (the record's times in ms are required)", f.path("samples_ms")));
+  r.samples_ms = samples_from_json(*samples, f.path("samples_ms"), r.method != "none");
+  r.repeats_per_sample = static_cast<int>(f.integer("repeats_per_sample", 1, 1, INT32_MAX));
+  r.l2_flushed = f.flag("l2_flushed", false);
+  r.bytes = f.number("bytes", 0.0, 0);
+  r.flops = f.number("flops", 0.0, 0);
+  r.verification = f.text("verification", "not_checked");
+  r.warnings = f.texts("warnings");
+  if (f.find("clocks_start")) r.clocks_start = clock_reading_from_json(*f.find("clocks_start"), f.path("clocks_start"));
+  if (f.find("clocks_end")) r.clocks_end = clock_reading_from_json(*f.find("clocks_end"), f.path("clocks_end"));
+  r.extra = f.object("extra");
+  finalize(r);
   return r;
 }
 
 ResultSet result_set_from_json(const json& j) {
-  if (!j.is_object() || j.value("schema", std::string()) != "ridge.results")
+  if (!j.is_object() || !j.contains("schema") || j["schema"] != "ridge.results")
     throw UsageError("not a ridge result file (missing \"schema\": \"ridge.results\")");
-  const int version = j.value("schema_version", 0);
+  const Fields top(j, "");
+  const std::int64_t version = top.integer("schema_version", 0);
   if (version != result_schema_version)
     throw UsageError(fmt::format("result file has schema_version {}, this ridge reads {}", version,
                                  result_schema_version));
   ResultSet s;
-  try {
-    const auto& c = j.at("context");
-    s.context.tool = c.value("tool", std::string("ridge"));
-    s.context.tool_version = c.value("tool_version", std::string());
-    s.context.git_sha = c.value("git_sha", std::string());
-    s.context.argv = c.value("argv", std::vector<std::string>{});
-    s.context.timestamp_utc = c.value("timestamp_utc", std::string());
-    s.context.hostname = c.value("hostname", std::string());
-    if (c.contains("device") && c["device"].is_object()) s.context.device = device_from_json(c["device"]);
-    if (c.contains("clocks_start")) s.context.clocks_start = clock_reading_from_json(c["clocks_start"]);
-    if (c.contains("clocks_end")) s.context.clocks_end = clock_reading_from_json(c["clocks_end"]);
-    s.context.predictions = c.value("predictions", json::object());
-    for (const auto& r : j.at("records")) s.records.push_back(record_from_json(r));
-  } catch (const json::exception& e) {
-    throw UsageError(fmt::format("malformed ridge result file: {}", e.what()));
-  }
+  if (!top.find("context")) throw UsageError("context: missing (an object is required)");
+  const Fields c(*top.find("context"), "context");
+  s.context.tool = c.text("tool", "ridge");
+  s.context.tool_version = c.text("tool_version");
+  s.context.git_sha = c.text("git_sha");
+  s.context.argv = c.texts("argv");
+  s.context.timestamp_utc = c.text("timestamp_utc");
+  s.context.hostname = c.text("hostname");
+  if (c.find("device")) s.context.device = device_from_json(*c.find("device"), "context.device");
+  if (c.find("clocks_start")) s.context.clocks_start = clock_reading_from_json(*c.find("clocks_start"), "context.clocks_start");
+  if (c.find("clocks_end")) s.context.clocks_end = clock_reading_from_json(*c.find("clocks_end"), "context.clocks_end");
+  s.context.predictions = c.object("predictions");
+  const json* records = top.find("records");
+  if (!records) throw UsageError("records: missing (an array is required)");
+  if (!records->is_array()) wrong("records", "an array of records", *records);
+  s.records.reserve(records->size());
+  for (std::size_t i = 0; i < records->size(); ++i)
+    s.records.push_back(record_from_json((*records)[i], fmt::format("records[{}]", i)));
   return s;
 }
 

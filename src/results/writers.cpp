@@ -1,6 +1,10 @@
 #include "ridge/writers.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cerrno>
 #include <cstdio>
@@ -8,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -73,15 +78,20 @@ std::string to_markdown(const ResultSet& set) {
   if (c.device) out << fmt::format(", {} (CC {}.{}, {} SMs)", c.device->name, c.device->compute_capability_major,
                                    c.device->compute_capability_minor, c.device->sm_count);
   out << "\n\n";
+  // One table per name, names in order of first appearance (hashed: linear in the records).
   std::vector<std::string> names;
-  for (const auto& r : set.records)
-    if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
+  std::unordered_map<std::string, std::vector<const Record*>> by_name;
+  for (const auto& r : set.records) {
+    auto& group = by_name[r.name];
+    if (group.empty()) names.push_back(r.name);
+    group.push_back(&r);
+  }
   for (const auto& name : names) {
     out << "## " << name << "\n\n";
     out << "| params | dtype | method | median ms | min ms | max ms | CV | GB/s | TFLOP/s | check | warnings |\n";
     out << "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|\n";
-    for (const auto& r : set.records) {
-      if (r.name != name) continue;
+    for (const Record* record : by_name[name]) {
+      const Record& r = *record;
       const auto& s = r.summary;
       out << fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f}% | {} | {} | {} | {} |\n", params_text(r.params),
                          r.dtype, r.method, format_ms(s.median), format_ms(s.min), format_ms(s.max), s.cv * 100,
@@ -94,50 +104,208 @@ std::string to_markdown(const ResultSet& set) {
   return out.str();
 }
 
-void write_text(const std::string& path, const std::string& content) {
-  if (path == "-") {
-    std::cout << content << std::flush;
-    return;
-  }
-  const std::filesystem::path target(path);
-  if (target.has_parent_path()) {
+namespace {
+
+// /dev/stdout, /dev/fd/N and /proc/self/fd/N name an open file of this process (their links read
+// "pipe:[123]" and the like): the kernel follows them, ridge must not, and a regular file behind
+// one is appended to, never replaced or truncated (`>> log` keeps the log).
+bool names_a_descriptor(const std::filesystem::path& path) {
+  const std::string& p = path.native();
+  return p.rfind("/proc/", 0) == 0 || p.rfind("/dev/fd/", 0) == 0 || p == "/dev/stdout" || p == "/dev/stderr";
+}
+
+// Follows a chain of symbolic links to the path that gets the content; a dangling link yields
+// the path it points to (which is then created). Relative targets are relative to the link's folder.
+std::filesystem::path follow_links(std::filesystem::path path) {
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (names_a_descriptor(path) || ::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
     std::error_code ec;
-    std::filesystem::create_directories(target.parent_path(), ec);
-    if (ec) throw Error(fmt::format("cannot create folder {}: {}", target.parent_path().string(), ec.message()));
+    const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+    if (ec) throw Error(fmt::format("cannot read the symbolic link {}: {}", path.string(), ec.message()));
+    path = target.is_absolute() ? target : path.parent_path() / target;
   }
-  const std::string tmp = path + fmt::format(".tmp.{}", static_cast<long>(getpid()));
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw Error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-    f << content;
-    f.flush();
-    if (!f) throw Error(fmt::format("writing {} failed (disk full?)", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error(fmt::format("cannot move {} into place as {}: {}", tmp, path, why));
+  throw UsageError(fmt::format("{}: too many levels of symbolic links (a loop?)", path.string()));
+}
+
+void write_all(int fd, const std::string& content, const std::string& shown) {
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw Error(fmt::format("writing {} failed: {}{}", shown, std::strerror(errno),
+                              errno == ENOSPC ? " (the disk is full: free space or write elsewhere)" : ""));
+    done += static_cast<std::size_t>(n);
   }
 }
 
+void write_in_place(const std::filesystem::path& path, const std::string& content, const std::string& shown) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | (names_a_descriptor(path) ? O_APPEND : 0));
+  if (fd < 0) throw Error(fmt::format("cannot open {} for writing: {}", shown, std::strerror(errno)));
+  try {
+    write_all(fd, content, shown);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+// Temporary file beside `target` (same file system, so rename is atomic), then rename over it. A
+// file that existed keeps its permission bits; a new one gets 0666 less the umask, as open() gives.
+void replace_atomically(const std::filesystem::path& target, const std::string& content, const std::string& shown) {
+  const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  static std::atomic<unsigned> counter{0};
+  std::filesystem::path temporary;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    temporary = folder / fmt::format(".{}.tmp.{}.{}", target.filename().string(), static_cast<long>(::getpid()), counter++);
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && (errno != EEXIST || attempt > 100))
+      throw Error(fmt::format("cannot write {}: cannot create a temporary file in {}: {}", shown, folder.string(),
+                              std::strerror(errno)));
+  }
+  try {
+    struct stat old {};
+    if (::stat(target.c_str(), &old) == 0 && ::fchmod(fd, old.st_mode & 07777) != 0)
+      throw Error(fmt::format("cannot give {} the permissions of {}: {}", temporary.string(), shown, std::strerror(errno)));
+    write_all(fd, content, shown);
+    if (::fsync(fd) != 0 && errno != EINVAL)
+      throw Error(fmt::format("writing {} failed: {}", shown, std::strerror(errno)));
+    ::close(fd);
+    fd = -1;
+    if (std::rename(temporary.c_str(), target.c_str()) != 0)
+      throw Error(fmt::format("cannot move {} into place as {}: {}", temporary.string(), shown, std::strerror(errno)));
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(temporary.c_str());
+    throw;
+  }
+}
+
+}  // namespace
+
+OutputTarget resolve_output(const std::string& path) {
+  if (path.empty()) throw UsageError("an output path is empty; give a file name, or '-' for stdout");
+  if (path == "-") return {OutputKind::standard_output, {}};
+  const std::filesystem::path target = follow_links(path);
+  const std::string shown = target.string() == path ? path : fmt::format("{} (the link's target {})", path, target.string());
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) {
+    if (errno != ENOENT)
+      throw UsageError(fmt::format("cannot write {}: {}", shown, std::strerror(errno)));
+    if (path.back() == '/')
+      throw UsageError(fmt::format("{} names a folder; give a file name inside it, e.g. {}results.json", path, path));
+    return {OutputKind::replace_atomically, target};
+  }
+  if (S_ISDIR(st.st_mode))
+    throw UsageError(fmt::format("{} is a folder; give a file name inside it, e.g. {}/results.json", shown,
+                                 path.back() == '/' ? path.substr(0, path.size() - 1) : path));
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return {OutputKind::in_place, target};
+  if (S_ISREG(st.st_mode))
+    return {names_a_descriptor(target) ? OutputKind::in_place : OutputKind::replace_atomically, target};
+  throw UsageError(fmt::format("{} is a {}; ridge writes regular files, character devices (/dev/null) and named pipes",
+                               shown, S_ISBLK(st.st_mode) ? "block device" : "socket"));
+}
+
+void write_text(const std::string& path, const std::string& content) {
+  const OutputTarget target = resolve_output(path);
+  if (target.kind == OutputKind::standard_output) {
+    std::cout << content << std::flush;
+    if (!std::cout) throw Error("writing to stdout failed (closed pipe or full disk?)");
+    return;
+  }
+  if (target.kind == OutputKind::in_place) {
+    write_in_place(target.path, content, path);
+    return;
+  }
+  if (target.path.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(target.path.parent_path(), ec);
+    if (ec)
+      throw Error(fmt::format("cannot create folder {} for {}: {}", target.path.parent_path().string(), path, ec.message()));
+  }
+  replace_atomically(target.path, content, path);
+}
+
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) { write_text(path, json_text(j) + "\n"); }
+
 std::string read_text(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError(fmt::format("cannot read {}: it is a folder, not a file", path.string()));
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::string text;
+  const auto size = std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+  if (!ec && size > 0) {  // one read into place: a 300 MB result file is not copied twice
+    text.resize(size);
+    f.read(text.data(), static_cast<std::streamsize>(size));
+    text.resize(static_cast<std::size_t>(f.gcount()));
+  }
+  if (!f.eof()) {  // FIFOs and devices have no size; a file that grew meanwhile is read to its end
+    std::ostringstream rest;
+    rest << f.rdbuf();
+    text += rest.str();
+  }
+  if (f.bad()) throw UsageError(fmt::format("reading {} failed: {}", path.string(), std::strerror(errno)));
+  return text;
 }
+
+namespace {
+
+// nlohmann's DOM parser, counting how deep objects and arrays nest and stopping past the limit
+// before anything recursive (copy, dump, destruction of a deep tree) can run out of stack.
+class DepthBoundedParser : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
+ public:
+  DepthBoundedParser(nlohmann::json& root, int limit) : json_sax_dom_parser(root), limit_(limit) {}
+  bool start_object(std::size_t n) { return deeper() && json_sax_dom_parser::start_object(n); }
+  bool start_array(std::size_t n) { return deeper() && json_sax_dom_parser::start_array(n); }
+  bool end_object() { --depth_; return json_sax_dom_parser::end_object(); }
+  bool end_array() { --depth_; return json_sax_dom_parser::end_array(); }
+  bool too_deep() const { return too_deep_; }
+
+ private:
+  bool deeper() {
+    if (++depth_ <= limit_) return true;
+    too_deep_ = true;
+    return false;  // stops the parser
+  }
+  int limit_, depth_ = 0;
+  bool too_deep_ = false;
+};
+
+}  // namespace
+
+nlohmann::json parse_json(std::string_view text, const std::string& source) {
+  nlohmann::json j;
+  DepthBoundedParser parser(j, max_json_depth);
+  try {
+    nlohmann::json::sax_parse(text, &parser);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("{} is not valid JSON: {}", source, e.what()));
+  }
+  if (parser.too_deep()) {
+    j = nullptr;
+    throw UsageError(fmt::format("{}: JSON nested deeper than {} levels; ridge's files nest a few levels (see "
+                                 "docs/results-schema.md)",
+                                 source, max_json_depth));
+  }
+  return j;
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path) { return parse_json(read_text(path), path.string()); }
 
 ResultSet load_result_file(const std::filesystem::path& path) {
   std::filesystem::path file = path;
-  if (std::filesystem::is_directory(path)) file = path / "results.json";
-  const std::string text = read_text(file);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(fmt::format("{} is not valid JSON: {}", file.string(), e.what()));
-  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) file = path / "results.json";
+  const nlohmann::json j = read_json_file(file);
   try {
     return result_set_from_json(j);
   } catch (const UsageError& e) {
@@ -147,7 +315,7 @@ ResultSet load_result_file(const std::filesystem::path& path) {
 
 void export_results(const ResultSet& set, const std::string& json_path, const std::string& csv_path,
                     const std::string& markdown_path) {
-  if (!json_path.empty()) write_text(json_path, to_json(set).dump(2) + "\n");
+  if (!json_path.empty()) write_json(json_path, to_json(set));
   if (!csv_path.empty()) write_text(csv_path, to_csv(set));
   if (!markdown_path.empty()) write_text(markdown_path, to_markdown(set));
 }

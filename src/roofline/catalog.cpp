@@ -162,7 +162,7 @@ std::optional<double> CatalogEntry::peak(DType dtype) const {
 std::vector<CatalogEntry> parse_catalog(const std::string& json_text) {
   json j;
   try {
-    j = json::parse(json_text);
+    j = parse_json(json_text, "the catalog");
   } catch (const json::parse_error& e) {
     throw UsageError(fmt::format("the catalog is not valid JSON: {}", e.what()));
   }

@@ -206,7 +206,7 @@ void read_summary(const fs::path& summary, ProgramTrace& result) {
   bool have_summary = false;
   if (fs::exists(summary, ec)) {
     try {
-      j = nlohmann::json::parse(read_text(summary.string()));
+      j = read_json_file(summary);
       have_summary = j.is_object();
     } catch (const std::exception& e) {
       result.notes.push_back(fmt::format("the summary {} is unreadable: {}", summary.string(), e.what()));
@@ -263,9 +263,8 @@ ProgramTrace trace_program(const ProgramTraceOptions& o) {
   const fs::path library = find_inject_library(o.inject_library);
   const fs::path output = o.output.empty() ? fs::path() : fs::absolute(o.output);
   TempDir temp;
-  const fs::path summary = o.summary.empty() ? temp.path / "summary.json" : fs::absolute(o.summary);
+  const fs::path summary = temp.path / "summary.json";  // the program's analysis, read once it ends
   std::error_code ec;
-  fs::remove(summary, ec);  // a summary left by an earlier run must not pass for this one's
   if (!output.empty()) {
     fs::create_directories(output.parent_path(), ec);
     if (ec) throw UsageError(fmt::format("cannot create the folder for {}: {}", output.string(), ec.message()));

@@ -245,3 +245,71 @@ TEST(Compare, JsonCarriesVerdicts) {
   EXPECT_EQ(j["rows"].size(), 3u);
   EXPECT_EQ(j["rows"][2]["verdict"], "REGRESSION");
 }
+
+TEST(CompareScale, NothingMatchedIsReported) {
+  ResultSet a, b;
+  Record r;
+  r.name = "one";
+  r.method = "cuda_events";
+  r.samples_ms = {1, 1.1, 0.9};
+  finalize(r);
+  a.records.push_back(r);
+  r.name = "two";
+  b.records.push_back(r);
+  const Comparison c = compare_results(a, b);
+  EXPECT_EQ(c.matched, 0u);
+  EXPECT_TRUE(c.nothing_compared());
+  EXPECT_EQ(c.missing, 2u);
+  const Comparison same = compare_results(a, a);
+  EXPECT_EQ(same.matched, 1u);
+  EXPECT_FALSE(same.nothing_compared());
+  // Only informational records matched: nothing was judged either.
+  a.records[0].method = "wall_naive";
+  EXPECT_TRUE(compare_results(a, a).nothing_compared());
+}
+
+TEST(CompareScale, LargeComparisonsUseOrderStatisticIntervals) {
+  ResultSet a, b;
+  for (int i = 0; i < 3; ++i) {
+    Record r;
+    r.name = "k";
+    r.method = "cuda_events";
+    r.params = {{"n", i}};
+    for (int j = 0; j < 41; ++j) r.samples_ms.push_back(1.0 + 0.001 * ((j * 7) % 41));
+    finalize(r);
+    a.records.push_back(r);
+    for (auto& v : r.samples_ms) v *= 1.10;
+    finalize(r);
+    b.records.push_back(r);
+  }
+  CompareOptions small_budget;
+  small_budget.bootstrap_budget = 1000;  // 246 samples x 2000 resamples is over it
+  const Comparison big = compare_results(a, b, small_budget);
+  EXPECT_EQ(big.ratio_ci_method, "order_statistics");
+  ASSERT_EQ(big.rows.size(), 3u);
+  for (const auto& row : big.rows) {
+    EXPECT_NEAR(row.ratio, 1.10, 1e-9);
+    EXPECT_LT(row.ratio_ci_low, row.ratio);
+    EXPECT_GT(row.ratio_ci_high, row.ratio);
+    EXPECT_GT(row.ratio_ci_low, 1.08);  // medians' intervals are about +-0.7% each here
+    EXPECT_LT(row.ratio_ci_high, 1.12);
+  }
+  EXPECT_NE(big.warnings.back().find("order-statistic"), std::string::npos);
+  const Comparison usual = compare_results(a, b);
+  EXPECT_EQ(usual.ratio_ci_method, "bootstrap");
+  EXPECT_EQ(usual.rows[0].verdict, big.rows[0].verdict) << "the verdict does not depend on the interval";
+}
+
+TEST(CompareScale, ChecksAreShownNotJudged) {
+  ResultSet a;
+  Record r;
+  r.name = "decode.check_logits";
+  r.method = "none";
+  r.samples_ms = {0.5};  // a check that somehow carries a positive number is still not a timing
+  finalize(r);
+  a.records.push_back(r);
+  const Comparison c = compare_results(a, a);
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::informational);
+  EXPECT_TRUE(c.nothing_compared());
+}

@@ -1,3 +1,4 @@
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -84,4 +85,34 @@ TEST(Stats, QuantileBounds) {
   EXPECT_DOUBLE_EQ(quantile_sorted(v, 0), 1);
   EXPECT_DOUBLE_EQ(quantile_sorted(v, 1), 3);
   EXPECT_THROW(quantile_sorted(v, 1.5), UsageError);
+}
+
+TEST(MedianCi, LinearRanksMatchTheDirectBinomialSum) {
+  // The direct definition: largest k with P(X <= k) <= alpha/2, X ~ Binomial(n, 1/2).
+  const auto direct = [](std::size_t n, double confidence) {
+    const double alpha = 1 - confidence;
+    double cdf = 0;
+    std::size_t k = 0;
+    bool found = false;
+    for (std::size_t j = 0; j < n / 2; ++j) {
+      cdf += std::exp(std::lgamma(n + 1.0) - std::lgamma(j + 1.0) - std::lgamma(n - j + 1.0) + n * std::log(0.5));
+      if (cdf > alpha / 2) break;
+      k = j;
+      found = true;
+    }
+    return found ? std::pair<std::size_t, std::size_t>{k, n - 1 - k} : std::pair<std::size_t, std::size_t>{0, n - 1};
+  };
+  for (std::size_t n : {1u, 2u, 5u, 6u, 9u, 10u, 20u, 31u, 100u, 999u, 1001u, 1500u, 4000u, 20000u})
+    for (double confidence : {0.9, 0.95, 0.99})
+      EXPECT_EQ(median_ci_ranks(n, confidence), direct(n, confidence)) << "n " << n << " confidence " << confidence;
+}
+
+TEST(MedianCi, TenMillionSamplesTakeUnderASecond) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto [lo, hi] = median_ci_ranks(10'000'000, 0.95);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 1.0);
+  // Normal approximation: n/2 -+ 1.96 sqrt(n)/2 = 5,000,000 -+ 3,099.
+  EXPECT_NEAR(double(lo), 5e6 - 3099, 3);
+  EXPECT_EQ(lo + hi, 10'000'000u - 1) << "symmetric";
 }

@@ -31,6 +31,11 @@ void ExportOptions::add_to(CLI::App& app) {
 
 void ExportOptions::write(const ResultSet& set) const { export_results(set, json, csv, markdown); }
 
+void ExportOptions::check() const {
+  for (const std::string* path : {&json, &csv, &markdown})
+    if (!path->empty()) resolve_output(*path);
+}
+
 ResultSet new_result_set(int device) {
   ResultSet set;
   std::vector<const char*> raw;
@@ -59,6 +64,23 @@ void progress_done() {
   if (!isatty(STDERR_FILENO)) return;
   std::fprintf(stderr, "\r\033[K");
   std::fflush(stderr);
+}
+
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& value) {
+        const auto first = value.find_first_not_of(" \t");
+        if (first != std::string::npos && value[first] == '-')
+          return "must be a whole number >= 0, got " + value;
+        return std::string();
+      },
+      "");
+}
+
+void reject_negative_unsigned(CLI::App& app) {
+  for (CLI::Option* option : app.get_options())
+    if (option->get_type_name().rfind("UINT", 0) == 0) option->check(non_negative_integer());
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) reject_negative_unsigned(*sub);
 }
 
 void add_device_option(CLI::App& app, int& device) {

@@ -40,6 +40,9 @@ struct ExportOptions {
   /// True when any export goes to stdout (then human-readable output goes to stderr).
   bool uses_stdout() const { return json == "-" || csv == "-" || markdown == "-"; }
   void write(const ResultSet& set) const;
+  /// Checks each path as the writer will treat it (a folder or block device is a usage error),
+  /// so a bad path fails before the run, not after it.
+  void check() const;
 };
 
 /// A result set whose context holds argv, version, time, and (when device >= 0) the device and
@@ -56,6 +59,7 @@ std::FILE* human_stream(const ExportOptions& exports);
 template <typename Command, typename Run>
 std::function<int()> run_and_export(std::shared_ptr<Command> command, Run run) {
   return [command, run] {
+    command->exports.check();
     const ResultSet set = run(command->options, human_stream(command->exports));
     command->exports.write(set);
     return 0;
@@ -68,5 +72,16 @@ void progress_done();
 
 /// Adds `--device N` (default 0).
 void add_device_option(CLI::App& app, int& device);
+
+/// A validator for options read into unsigned integers: CLI11 reads them with strtoull, which
+/// turns "-1" into 18446744073709551615. This refuses a leading minus sign (exit 2, naming the
+/// option's value). Attach it with ->check(cli::non_negative_integer()).
+CLI::Validator non_negative_integer();
+
+/// Attaches non_negative_integer() to every option of `app` (and its subcommands) whose type is
+/// unsigned (CLI11 type name UINT), so no command can forget it. main() calls it once, after
+/// every command has declared its options. An option whose type name was replaced with
+/// ->type_name() must attach the validator itself.
+void reject_negative_unsigned(CLI::App& app);
 
 }  // namespace ridge::cli

@@ -1,5 +1,6 @@
 // `ridge compare BASE NEW`: per-record ratios of medians with a rank test on the raw samples;
-// exits 5 on a significant regression beyond the threshold, so CI can gate on it.
+// exits 5 on a significant regression beyond the threshold and 6 when nothing was compared, so a
+// CI gate never passes on nothing.
 #include <fmt/format.h>
 
 #include "cli.hpp"
@@ -20,6 +21,9 @@ struct CompareCommand {
 };
 
 int run_compare(const CompareCommand& c) {
+  // Output paths are checked first: a folder given to --json fails before any work.
+  for (const std::string* path : {&c.json, &c.markdown})
+    if (!path->empty()) resolve_output(*path);
   CompareOptions options;
   options.threshold = parse_threshold(c.threshold);
   options.clock_tolerance = parse_threshold(c.clock_tolerance);
@@ -35,8 +39,15 @@ int run_compare(const CompareCommand& c) {
   const bool to_stdout = c.json == "-" || c.markdown == "-";
   std::FILE* out = to_stdout ? stderr : stdout;
   fmt::print(out, "{}", to_text(comparison));
-  if (!c.json.empty()) write_text(c.json, to_json(comparison).dump(2) + "\n");
+  if (!c.json.empty()) write_json(c.json, to_json(comparison));
   if (!c.markdown.empty()) write_text(c.markdown, to_markdown(comparison));
+  if (comparison.nothing_compared()) {
+    fmt::print(stderr,
+               "ridge compare: error: no record was compared ({} matched of {} base and {} new record(s); records "
+               "match by name, method, dtype and params): are these runs of the same commands? (exit code 6)\n",
+               comparison.matched, base.records.size(), next.records.size());
+    return static_cast<int>(ExitCode::nothing_compared);
+  }
   if (comparison.has_regression()) {
     fmt::print(stderr, "ridge compare: {} significant regression(s) beyond {:.1f}% (exit code 5)\n",
                comparison.regressions, options.threshold * 100);
@@ -46,7 +57,7 @@ int run_compare(const CompareCommand& c) {
 }
 
 RIDGE_REGISTER_COMMAND(Command{
-    "compare", "compare two result files (or report folders): ratios, significance, exit 5 on a regression", 95,
+    "compare", "compare two result files (or report folders): ratios, significance, exit 5 on a regression, 6 if nothing matched", 95,
     [](CLI::App& app) {
       auto c = std::make_shared<CompareCommand>();
       app.description(
@@ -54,8 +65,8 @@ RIDGE_REGISTER_COMMAND(Command{
           "Mann-Whitney U test on the raw samples, a bootstrap 95% interval of the ratio and the geometric mean.\n"
           "A record is a REGRESSION when p < alpha and it is slower by more than the threshold. Records timed\n"
           "with wall_naive are shown but never judged. Different GPUs or SM clocks (> clock tolerance) are reported.\n"
-          "Exit codes: 0 no significant regression beyond the threshold, 5 at least one, 2 a file is missing or\n"
-          "malformed (or a bad option).");
+          "Exit codes: 0 no significant regression beyond the threshold, 5 at least one, 6 no record was compared\n"
+          "(none matched, or only records that are never judged), 2 a file is missing or malformed (or a bad option).");
       app.add_option("BASE", c->base, "baseline: a ridge JSON result file, or a report folder holding results.json")
           ->required();
       app.add_option("NEW", c->next, "the run to judge: a result file or report folder")->required();

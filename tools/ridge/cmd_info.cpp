@@ -64,7 +64,7 @@ RIDGE_REGISTER_COMMAND(Command{
       return std::function<int()>([opts] {
         ResultSet set = run_info(opts->device, opts->json == "-" ? stderr : stdout);
         finish_result_set(set, opts->device);
-        if (!opts->json.empty()) write_text(opts->json, to_json(set).dump(2) + "\n");
+        if (!opts->json.empty()) write_json(opts->json, to_json(set));
         return 0;
       });
     }});

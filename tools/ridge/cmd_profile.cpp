@@ -82,6 +82,7 @@ int profile_command(ProfileCommand& c) {
   c.options.dtype = dtype_from_string(c.dtype);
   c.options.kernel = gpt2::step_kernel_from_string(c.kernel);
   c.options.validate();
+  c.exports.check();
   require_gpu(c.options.device);
   ResultSet set = new_result_set(c.options.device);
   set.records = run_profile(c.options, human_stream(c.exports)).records;

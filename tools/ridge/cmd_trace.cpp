@@ -31,7 +31,7 @@ int analyze_file(const TraceCommand& c, std::FILE* out) {
   if (!c.json.empty()) {
     nlohmann::json j = trace::to_json(f.analysis);
     j["trace_file"] = f.file;
-    write_text(c.json, j.dump(2) + "\n");
+    write_json(c.json, j);
   }
   return 0;
 }
@@ -68,7 +68,6 @@ int run_trace(TraceCommand c) {
   o.nvtx = !c.no_nvtx;
   o.validate();  // also before --analyze: the flags contradict each other either way
   if (!c.analyze.empty()) return analyze_file(c, out);
-  if (!json_to_stdout) o.summary = c.json;  // the program writes it; we add "program" below
 
   const trace::ProgramTrace t = trace::trace_program(o);
   std::fflush(stdout);
@@ -86,7 +85,7 @@ int run_trace(TraceCommand c) {
   fmt::print(out, "{}", trace::format_analysis(t.analysis));
   print_collection(t, out);
   if (json_to_stdout) std::printf("%s\n", t.summary.dump(2).c_str());
-  else if (!c.json.empty()) write_text(c.json, t.summary.dump(2) + "\n");
+  else if (!c.json.empty()) write_json(c.json, t.summary);  // only after the run: never a half-made file
   return t.exit_code();
 }
 

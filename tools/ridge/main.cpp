@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
       "ridge: measure GPU work honestly and explain the number.\n"
       "Times are medians of many samples after warm-up, on the GPU's clock unless a command says otherwise.\n"
       "Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 a result failed verification, 4 no usable GPU,\n"
-      "5 `ridge compare` found a significant regression beyond its threshold."};
+      "5 `ridge compare` found a significant regression beyond its threshold, 6 `ridge compare` compared no record."};
   app.require_subcommand(0, 1);
   bool show_version = false;
   app.add_flag("--version", show_version, "print ridge's version, git sha and CUDA versions");
@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(command.name, command.summary);
     runners.emplace_back(sub, command.setup(*sub));
   }
+  ridge::cli::reject_negative_unsigned(app);
 
   try {
     app.parse(argc, argv);

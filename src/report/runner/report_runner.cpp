@@ -236,7 +236,7 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
                  {"ceilings_source", ctx.ceilings_source},
                  {"measured", ctx.measured},
                  {"sections", section_log}};
-  write_text((r.folder / "results.json").string(), j.dump(2) + "\n");
+  write_json((r.folder / "results.json").string(), j);
   write_text((r.folder / "report.md").string(), r.markdown);
   write_text((r.folder / "report.html").string(), markdown_to_html(r.markdown, svgs, "ridge report: " + r.subject));
   r.files = {"report.md", "report.html", "results.json"};

@@ -472,7 +472,7 @@ MeasuredCeilings measured_ceilings(int device, bool refresh) {
   const std::string path = ceilings_cache_path(d.uuid);
   if (!refresh && std::filesystem::exists(path)) {
     try {
-      MeasuredCeilings cached = ceilings_from_json(nlohmann::json::parse(read_text(path)));
+      MeasuredCeilings cached = ceilings_from_json(read_json_file(path));
       if (cached.device_uuid == d.uuid) {
         cached.from_cache = true;
         cached.cache_file = path;
@@ -486,7 +486,7 @@ MeasuredCeilings measured_ceilings(int device, bool refresh) {
   c.cache_file = path;
   try {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    write_text(path, to_json(c).dump(2) + "\n");
+    write_json(path, to_json(c));
   } catch (const std::exception& e) {
     c.notes.push_back(fmt::format("not cached: {}", e.what()));
   }

@@ -32,7 +32,7 @@ MeasuredLookup lookup_measured_ceilings(int device, const DeviceDescription& des
               "No measured ceilings cached for this GPU: percentages are of the datasheet only. "
               "Add --ceilings measure (tens of seconds, then cached) for % of measured."};
     try {
-      return {ceilings_from_json(nlohmann::json::parse(read_text(path.string()))), ""};
+      return {ceilings_from_json(read_json_file(path)), ""};
     } catch (const std::exception& e) {
       return {std::nullopt, fmt::format("Ignoring the cached ceilings in {} ({}); use --ceilings refresh to measure again.",
                                         path.string(), e.what())};

@@ -103,7 +103,7 @@ Config read_config() {
 void write_error_summary(const std::string& path, const std::string& message) {
   if (path.empty()) return;
   try {
-    write_text(path, nlohmann::json{{"error", message}, {"pid", getpid()}}.dump(2) + "\n");
+    write_json(path, nlohmann::json{{"error", message}, {"pid", getpid()}});
   } catch (...) {
   }
 }
@@ -152,7 +152,7 @@ void finish(const char* reason) {
                               {"gate_seconds", stats.gate_seconds},
                               {"cupti_errors", stats.cupti_errors},
                               {"last_cupti_error", stats.last_cupti_error}};
-      write_text(c.summary, j.dump(2) + "\n");
+      write_json(c.summary, j);
     } else if (!c.output.empty()) {
       std::fprintf(stderr, "ridge trace: process %d wrote %s\n", static_cast<int>(g_pid), c.output.c_str());
     }

@@ -401,7 +401,7 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
 Trace parse_chrome_json(const std::string& text) {
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(text);
+    doc = parse_json(text, "the trace");
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("not a JSON trace: {}", e.what()));
   }

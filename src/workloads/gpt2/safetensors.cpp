@@ -13,6 +13,7 @@
 
 #include "ridge/errors.hpp"
 #include "ridge/gpt2/config.hpp"
+#include "ridge/writers.hpp"
 
 namespace ridge::gpt2 {
 
@@ -93,7 +94,7 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
   const std::uint64_t data_size = file_size - data_start_;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(header);
+    j = parse_json(header, fmt::format("'{}': the safetensors header", path_));
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("'{}': the safetensors header is not valid JSON ({})", path_, e.what()));
   }
@@ -262,20 +263,11 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
   }
   std::string text = header.dump();
   while (text.size() % 8 != 0) text.push_back(' ');  // keeps the data 8-byte aligned, as the format recommends
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("cannot write '{}'", temporary));
-    unsigned char length[8];
-    for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>((text.size() >> (8 * i)) & 0xff);
-    out.write(reinterpret_cast<const char*>(length), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& b : blobs) out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-    if (!out) throw Error(fmt::format("failed writing '{}'", temporary));
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) throw Error(fmt::format("cannot rename '{}' to '{}': {}", temporary, path, ec.message()));
+  std::string content(8, '\0');
+  for (int i = 0; i < 8; ++i) content[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  content += text;
+  for (const auto& b : blobs) content.append(reinterpret_cast<const char*>(b.data()), b.size());
+  write_text(path, content);  // the one writer: atomic for a regular file, in place for a FIFO or device
 }
 
 }  // namespace ridge::gpt2

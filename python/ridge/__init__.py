@@ -1,0 +1,40 @@
+"""ridge: measure GPU work honestly and explain the number.
+
+Timers (PyTorch, Triton, CuPy or any callable that queues GPU work)::
+
+    import ridge, torch
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    m = ridge.measure_cuda(lambda: a @ a)        # events on PyTorch's current stream
+    print(m, m.rate(flops=2 * 4096**3).tflops)   # m is its median in ms; .samples, .ci, .meaning ...
+    g = ridge.measure_graph(lambda: a @ a)       # launch-free: CUDA graph replay
+
+Models with no GPU: ``matmul_intensity``, ``attainable_flops``, ``ridge_point``,
+``decode_ceiling``, ``amdahl_speedup`` and its inverse ``amdahl_required_speedup``.
+Result files: :class:`Results` (same JSON/CSV/Markdown as the CLI) and :func:`compare`.
+Tracing: ``with ridge.trace("runs/trace.json", step_range="step") as t: ...`` then ``t.analysis``.
+"""
+from . import _ridge
+from ._ridge import (  # noqa: F401  (re-exported)
+    Error, Method, NoGpuError, Summary, UsageError, VerificationError,
+    amdahl_limit, amdahl_required_speedup, amdahl_speedup, attainable_flops, bound, decode_ceiling,
+    describe_method, device_count, matmul_bytes, matmul_flops, matmul_intensity, no_gpu_reason,
+    require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,
+)
+from ._results import Comparison, Results, compare  # noqa: F401
+from ._trace import TraceAnalysis, analyze_trace, nvtx, trace  # noqa: F401
+from ._timing import (  # noqa: F401
+    CaptureError, Measurement, Rate, measure, measure_cuda, measure_graph, measure_naive, measure_spin,
+    measure_wall, stream_handle,
+)
+
+__version__ = "0.1.0"
+
+
+def describe_device(index: int = 0) -> dict:
+    """The device's properties (name, SMs, L2, memory, clocks, versions, catalog match)."""
+    import json
+
+    return json.loads(_ridge.describe_device(index))
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name != "json"]

@@ -1,0 +1,130 @@
+"""Result files as Python objects: the same JSON, CSV and Markdown the CLI writes, so
+``ridge compare`` reads a file written from Python and the other way round."""
+from __future__ import annotations
+
+import html
+import json
+import os
+from typing import Iterable, List, Optional
+
+from . import _ridge
+from ._timing import Measurement
+
+
+class Results:
+    """A result set: the run's context and its records (dicts of ridge's result schema)."""
+
+    def __init__(self, records: Iterable[dict] = (), context: Optional[dict] = None):
+        skeleton = json.loads(_ridge.new_result_json(context is None))
+        self._schema = {k: v for k, v in skeleton.items() if k not in ("context", "records")}
+        self.context = context if context is not None else skeleton["context"]
+        self.records: List[dict] = list(records)
+
+    @classmethod
+    def load(cls, path: "os.PathLike | str") -> "Results":
+        """Reads a result file (or a report folder); raises UsageError naming what is wrong."""
+        data = json.loads(_ridge.load_result_file(os.fspath(path)))
+        return cls(data["records"], data["context"])
+
+    def add(self, measurement: Measurement, name: str, *, dtype: str = "", params: Optional[dict] = None,
+            bytes: float = 0, flops: float = 0) -> dict:  # noqa: A002
+        """Appends a measurement as a record; returns the record (summary filled in)."""
+        record = measurement.to_record(name, dtype=dtype, params=params, bytes=bytes, flops=flops)
+        self.records.append(record)
+        self.records[-1] = self._normalized()["records"][-1]
+        return self.records[-1]
+
+    def _document(self) -> str:
+        return json.dumps(dict(self._schema, context=self.context, records=self.records), allow_nan=False)
+
+    def _normalized(self) -> dict:
+        return json.loads(self.to_json())
+
+    def to_json(self) -> str:
+        """The result file's JSON text, exactly as the CLI writes it (checked by the C++ reader)."""
+        return _ridge.normalize_result_json(self._document())
+
+    def to_csv(self) -> str:
+        return _ridge.result_csv(self.to_json())
+
+    def to_markdown(self) -> str:
+        return _ridge.result_markdown(self.to_json())
+
+    def write(self, path: "os.PathLike | str", format: Optional[str] = None) -> None:  # noqa: A002
+        """Writes JSON, CSV or Markdown (from the suffix, or `format`); '-' is stdout."""
+        path = os.fspath(path)
+        kind = format or {".csv": "csv", ".md": "markdown"}.get(os.path.splitext(path)[1].lower(), "json")
+        text = {"json": self.to_json, "csv": self.to_csv, "markdown": self.to_markdown}[kind]()
+        _ridge.write_text(path, text)
+
+    def to_pandas(self):
+        """One row per record (name, method, dtype, params..., median_ms, ...); needs pandas."""
+        try:
+            import pandas as pd
+        except ImportError as error:
+            raise ImportError("Results.to_pandas needs pandas: pip install pandas") from error
+        rows = []
+        for r in self._normalized()["records"]:
+            row = {"name": r["name"], "method": r["method"], "dtype": r.get("dtype", "")}
+            row.update({f"param.{k}": v for k, v in r.get("params", {}).items()})
+            row.update({k: v for k, v in r.items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "repeats_per_sample"})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        return f"Results({len(self.records)} records)"
+
+    def _repr_html_(self) -> str:
+        head = "<tr><th>name</th><th>method</th><th>dtype</th><th>params</th><th>median ms</th></tr>"
+        rows = "".join(
+            f"<tr><td>{html.escape(r['name'])}</td><td>{html.escape(r['method'])}</td>"
+            f"<td>{html.escape(r.get('dtype', ''))}</td><td>{html.escape(json.dumps(r.get('params', {})))}</td>"
+            f"<td>{r.get('median_ms', float('nan')):.6g}</td></tr>"
+            for r in self._normalized()["records"])
+        return f"<table>{head}{rows}</table>"
+
+
+class Comparison:
+    """The verdict table of two result sets (see ``ridge compare``)."""
+
+    def __init__(self, json_text: str, markdown: str, text: str):
+        self.data = json.loads(json_text)
+        self.markdown = markdown
+        self.text = text
+
+    @property
+    def rows(self) -> list:
+        """One dict per matched (or missing) record: medians, ratio, interval, p-value, verdict."""
+        return self.data.get("rows", [])
+
+    @property
+    def regressions(self) -> list:
+        return [r for r in self.rows if r.get("verdict") == "REGRESSION"]
+
+    @property
+    def geomean_ratio(self) -> float:
+        return self.data.get("geomean_ratio", float("nan"))
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown
+
+
+def _as_json(results) -> str:
+    if isinstance(results, Results):
+        return results.to_json()
+    if isinstance(results, (str, os.PathLike)):
+        return _ridge.load_result_file(os.fspath(results))
+    raise TypeError(f"expected Results or a path to a result file, got {type(results).__name__}")
+
+
+def compare(base, new, threshold: float = 0.05, alpha: float = 0.01) -> Comparison:
+    """Compares two result sets (Results objects or paths): ratio of medians, Mann-Whitney U,
+    bootstrap interval, a verdict per record. `threshold` is the relative change that matters."""
+    return Comparison(*_ridge.compare_results(_as_json(base), _as_json(new), threshold, alpha))

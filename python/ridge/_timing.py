@@ -1,0 +1,409 @@
+"""The timers, with the caller's stream and PyTorch-aware graph capture.
+
+Names, argument order and defaults follow the C++ library (and the usual notebook helpers:
+``measure_wall(function, samples=10, warmup=3, cuda=None)``, ``measure_cuda(function, warmup=5,
+samples=20, repeats=1)``), so code written against those runs unchanged. Each returns a
+:class:`Measurement`, which *is* its median in milliseconds wherever a number is expected.
+"""
+from __future__ import annotations
+
+import html
+import inspect
+import math
+import sys
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+
+from . import _ridge
+
+Repeats = Union[int, str]
+
+
+class CaptureError(_ridge.UsageError):
+    """The callable could not be captured into a CUDA graph (see the message for why)."""
+
+
+def _torch_if_in_use():
+    """PyTorch's module when the program uses it on the GPU, else None (never imports it)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            return torch
+    except Exception:  # a broken or CPU-only build: treat as not in use
+        return None
+    return None
+
+
+def stream_handle(stream: Any = None) -> int:
+    """The CUDA stream handle (an int) that timing should use.
+
+    None: PyTorch's current stream when PyTorch uses the GPU, else the legacy default stream (0).
+    Also accepts an int handle, a ``torch.cuda.Stream`` (``.cuda_stream``) or any object with
+    ``__cuda_stream__`` (the CUDA stream protocol: returns ``(version, handle)``).
+    """
+    if stream is None:
+        torch = _torch_if_in_use()
+        return int(torch.cuda.current_stream().cuda_stream) if torch is not None else 0
+    if isinstance(stream, bool):
+        raise TypeError("stream must be a stream object or an int handle, not a bool")
+    if isinstance(stream, int):
+        if stream < 0:
+            raise ValueError(f"stream handle must be >= 0, got {stream}")
+        return stream
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        value = protocol() if callable(protocol) else protocol
+        if isinstance(value, tuple) and len(value) == 2:
+            return int(value[1])
+        raise TypeError(f"{type(stream).__name__}.__cuda_stream__ must give (version, handle), got {value!r}")
+    if hasattr(stream, "cuda_stream"):
+        return int(stream.cuda_stream)
+    raise TypeError(
+        f"stream must be None, an int handle, a torch.cuda.Stream or an object with __cuda_stream__; "
+        f"got {type(stream).__name__}")
+
+
+def _check_callable(fn: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable that queues GPU work, got {type(fn).__name__}")
+
+
+def _require_gpu(timer: str) -> None:
+    if _ridge.device_count() == 0:
+        raise _ridge.NoGpuError(f"ridge.{timer} needs a CUDA GPU: {_ridge.no_gpu_reason()}")
+
+
+def _takes_stream(fn: Callable) -> bool:
+    """Whether fn accepts one positional argument (the stream to launch on)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    return len(required) == 1
+
+
+def _stream_adapter(fn: Callable) -> Callable[[int], Any]:
+    if _takes_stream(fn):
+        return fn
+    return lambda _stream: fn()
+
+
+def _repeats_value(repeats: Repeats) -> int:
+    if repeats == "auto":
+        return 0
+    if isinstance(repeats, bool) or not isinstance(repeats, int):
+        raise TypeError(f"repeats must be an int >= 0 or 'auto', got {repeats!r}")
+    return repeats
+
+
+class Rate(tuple):
+    """Throughput of a measurement: ``flops_per_s``, ``bytes_per_s`` (None when not given)."""
+
+    def __new__(cls, flops_per_s: Optional[float], bytes_per_s: Optional[float]):
+        return super().__new__(cls, (flops_per_s, bytes_per_s))
+
+    flops_per_s = property(lambda self: self[0])
+    bytes_per_s = property(lambda self: self[1])
+    tflops = property(lambda self: None if self[0] is None else self[0] / 1e12, doc="TFLOP/s")
+    gb_per_s = property(lambda self: None if self[1] is None else self[1] / 1e9, doc="GB/s")
+
+    def __repr__(self) -> str:
+        parts = []
+        if self.tflops is not None:
+            parts.append(f"{self.tflops:.3g} TFLOP/s")
+        if self.gb_per_s is not None:
+            parts.append(f"{self.gb_per_s:.4g} GB/s")
+        return f"Rate({', '.join(parts) or 'nothing counted'})"
+
+
+class Measurement(float):
+    """A timing result that *is* its median in milliseconds (``float(m)``, ``m * 2``, ``m < 1``,
+    ``f"{m:.3f}"`` all use it), and carries the rest: samples, quantiles, the median's confidence
+    interval, the method and what its number means, and why sampling stopped.
+    """
+
+    def __new__(cls, raw: "_ridge.Measurement", *, method: Optional[str] = None, per_call_divisor: int = 1):
+        divisor = max(1, int(per_call_divisor))
+        self = super().__new__(cls, raw.summary.median / divisor)
+        self._raw = raw
+        self._divisor = divisor
+        self._method = method or _ridge.method_name(raw.method)
+        if divisor == 1:
+            self._summary = raw.summary
+        else:
+            self._summary = _ridge.summarize(list(np.asarray(raw.samples_ms) / divisor))
+        return self
+
+    # ---- the numbers, all in milliseconds per call ---------------------------------------
+    @property
+    def median_ms(self) -> float:
+        return float(self)
+
+    @property
+    def min_ms(self) -> float:
+        return self._summary.min
+
+    @property
+    def max_ms(self) -> float:
+        return self._summary.max
+
+    @property
+    def mean_ms(self) -> float:
+        return self._summary.mean
+
+    @property
+    def summary(self) -> "_ridge.Summary":
+        return self._summary
+
+    @property
+    def quantiles(self) -> dict:
+        """p10, p25, p50, p75, p90 in ms."""
+        s = self._summary
+        return {"p10": s.p10, "p25": s.p25, "p50": s.median, "p75": s.p75, "p90": s.p90}
+
+    @property
+    def ci(self) -> tuple:
+        """Distribution-free confidence interval of the median, (low, high) in ms."""
+        return (self._summary.median_ci_low, self._summary.median_ci_high)
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation of the samples (stddev / mean)."""
+        return self._summary.cv
+
+    @property
+    def samples(self) -> np.ndarray:
+        """Raw samples in ms per call: a read-only view of the C++ buffer when no rescaling applies."""
+        raw = self._raw.samples_ms
+        return raw if self._divisor == 1 else np.asarray(raw) / self._divisor
+
+    @property
+    def method(self) -> str:
+        return self._method
+
+    @property
+    def meaning(self) -> str:
+        """What this method's number means, in one sentence."""
+        return _ridge.describe_method(_ridge.method_from_string(self._method))
+
+    @property
+    def stop_reason(self) -> str:
+        return self._raw.stop_reason
+
+    @property
+    def repeats_per_sample(self) -> int:
+        return self._raw.repeats_per_sample * self._divisor
+
+    @property
+    def l2_flushed(self) -> bool:
+        return self._raw.l2_flushed
+
+    def rate(self, flops: Optional[float] = None, bytes: Optional[float] = None) -> Rate:  # noqa: A002
+        """FLOP/s and bytes/s for `flops` and `bytes` per call (``.tflops``, ``.gb_per_s``)."""
+        seconds = float(self) * 1e-3
+        if not seconds > 0:
+            raise ValueError("the measurement's median is not positive: no rate")
+        return Rate(None if flops is None else flops / seconds, None if bytes is None else bytes / seconds)
+
+    def to_record(self, name: str, *, dtype: str = "", params: Optional[dict] = None, bytes: float = 0,  # noqa: A002
+                  flops: float = 0) -> dict:
+        """A record of ridge's result schema (what the CLI writes), for :class:`ridge.Results`."""
+        return {
+            "name": name, "method": self._method, "dtype": dtype, "params": dict(params or {}),
+            "samples_ms": [float(x) for x in self.samples], "repeats_per_sample": self.repeats_per_sample,
+            "l2_flushed": self.l2_flushed, "bytes": float(bytes), "flops": float(flops),
+            "verification": "not_checked", "warnings": [], "extra": {"stop_reason": self.stop_reason},
+        }
+
+    # ---- display ------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        low, high = self.ci
+        return (f"Measurement({float(self):.6g} ms median, {self._method}, n={self._summary.count}, "
+                f"CI [{low:.6g}, {high:.6g}], cv {self.cv:.2%}, stop: {self.stop_reason or 'samples'})")
+
+    def __str__(self) -> str:
+        return float.__repr__(float(self))
+
+    def _repr_html_(self) -> str:
+        rows = [("median", f"{float(self):.6g} ms"), ("95% CI of median", "[{:.6g}, {:.6g}] ms".format(*self.ci)),
+                ("min / max", f"{self.min_ms:.6g} / {self.max_ms:.6g} ms"), ("cv", f"{self.cv:.2%}"),
+                ("samples", str(self._summary.count)), ("calls per sample", str(self.repeats_per_sample)),
+                ("method", self._method), ("meaning", self.meaning), ("stopped because", self.stop_reason)]
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                       for k, v in rows)
+        return f"<table>{body}</table>"
+
+    def __reduce__(self):  # pickling keeps the number; the samples go with it as a plain float
+        return (float, (float(self),))
+
+
+# ---- the timers ---------------------------------------------------------------------------------
+
+def measure_wall(function: Callable[[], Any], samples: int = 10, warmup: int = 3,
+                 cuda: Optional[bool] = None) -> Measurement:
+    """Wall-clock ms of ``function()``, the GPU synchronized before and after each sample
+    (``cuda=None``: whenever a usable GPU exists). Works without a GPU."""
+    _check_callable(function)
+    return Measurement(_ridge.measure_wall(function, samples, warmup, cuda))
+
+
+def measure_naive(function: Callable[[], Any], samples: int = 10, warmup: int = 3) -> Measurement:
+    """The wrong way, kept for the demonstration: no synchronization, so GPU work is only queued."""
+    _check_callable(function)
+    return Measurement(_ridge.measure_naive(function, samples, warmup))
+
+
+def _check_counts(warmup: int, samples: int, repeats: int, max_samples: int) -> None:
+    """The integer options, checked before any GPU work (the C++ timers check them again)."""
+    for name, value, least in (("warmup", warmup, 0), ("samples", samples, 1), ("repeats", repeats, 0),
+                               ("max_samples", max_samples, 1)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {value!r}")
+        if value < least:
+            raise _ridge.UsageError(f"{name} must be >= {least}, got {value}")
+    if max_samples < samples:
+        raise _ridge.UsageError(f"max_samples ({max_samples}) must be >= samples ({samples})")
+
+
+def _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms) -> dict:
+    for name, value in (("target_ci_relative", target_ci_relative), ("time_budget_s", time_budget_s),
+                        ("target_sample_ms", target_sample_ms)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise _ridge.UsageError(f"{name} must be a finite number, got {value!r}")
+    if target_ci_relative < 0 or time_budget_s <= 0 or target_sample_ms <= 0:
+        raise _ridge.UsageError("target_ci_relative must be >= 0, time_budget_s and target_sample_ms > 0")
+    return dict(stream=stream_handle(stream), flush_l2=bool(flush_l2), target_ci_relative=float(target_ci_relative),
+                time_budget_s=float(time_budget_s), max_samples=max_samples, target_sample_ms=float(target_sample_ms))
+
+
+def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,
+                 stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
+                 time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5) -> Measurement:
+    """GPU ms per call between CUDA events around ``repeats`` calls of ``function`` on the
+    caller's stream (PyTorch's current stream by default). Includes the host's launch latency
+    when the GPU was idle; ``measure_spin`` and ``measure_graph`` remove it.
+
+    repeats: calls per sample, or "auto" (0) for about ``target_sample_ms`` per sample.
+    flush_l2: overwrite the L2 before each sample, outside the timed window (cold cache).
+    target_ci_relative: keep sampling until the median's CI half-width is below this fraction of
+    the median, or ``time_budget_s`` (seconds) runs out.
+    """
+    _check_callable(function)
+    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms)
+    _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
+    _require_gpu("measure_cuda")
+    return Measurement(_ridge.measure_cuda(_stream_adapter(function), warmup, samples, _repeats_value(repeats), **kwargs))
+
+
+def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,
+                 stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
+                 time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5) -> Measurement:
+    """Like :func:`measure_cuda`, with the stream held by a spin kernel while each sample is
+    queued (nvbench's technique): GPU time only, the launch latency stays out."""
+    _check_callable(function)
+    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms)
+    _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
+    _require_gpu("measure_spin")
+    return Measurement(_ridge.measure_spin(_stream_adapter(function), warmup, samples, _repeats_value(repeats), **kwargs))
+
+
+def _auto_graph_repeats(function, stream: int, target_sample_ms: float) -> int:
+    probe = _ridge.measure_cuda(lambda _s: function(), 1, 3, 1, stream=stream)
+    per_call = max(probe.summary.median, 1e-4)
+    return max(1, min(1000, math.ceil(target_sample_ms / per_call)))
+
+
+_CAPTURE_RULES = ("Graph capture needs GPU work only: no host synchronization (.item(), .cpu(), print of a "
+                  "tensor), no new allocations outside PyTorch's allocator, fixed shapes. Use measure_spin instead.")
+
+
+def _check_no_host_sync(torch, function) -> None:
+    """Runs function once with PyTorch's sync debug mode set to error, so a call that would
+    synchronize with the host fails here, before a capture starts: a failed capture can leave
+    PyTorch's stream state broken for the rest of the process."""
+    previous = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        function()
+    except RuntimeError as error:
+        if "synchroniz" not in str(error):
+            raise
+        raise CaptureError(f"the callable synchronizes with the host, so it cannot be captured into a CUDA graph "
+                           f"({error}). {_CAPTURE_RULES}") from error
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+
+
+def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwargs) -> Measurement:
+    """Captures with torch.cuda.graph, so PyTorch's caching allocator knows about the capture."""
+    if repeats == 0:
+        repeats = _auto_graph_repeats(function, stream, kwargs["target_sample_ms"])
+    torch_stream = torch.cuda.ExternalStream(stream) if stream else torch.cuda.current_stream()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch_stream)
+    with torch.cuda.stream(side):  # warm up outside the capture, as PyTorch requires
+        _check_no_host_sync(torch, function)
+        for _ in range(max(1, warmup)):
+            function()
+    torch_stream.wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            for _ in range(repeats):
+                function()
+    except Exception as error:  # noqa: BLE001 - say what failed, keep the cause
+        raise CaptureError(f"the callable could not be captured into a CUDA graph ({type(error).__name__}: "
+                           f"{error}). {_CAPTURE_RULES}") from error
+    with torch.cuda.stream(torch_stream):
+        raw = _ridge.measure_spin(lambda _s: graph.replay(), warmup, samples, 1, **dict(kwargs, stream=stream))
+    return Measurement(raw, method="graph_replay", per_call_divisor=repeats)
+
+
+def measure_graph(function: Callable[..., Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 10, *,
+                  stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
+                  time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5) -> Measurement:
+    """``repeats`` calls captured in one CUDA graph, its replays timed behind a held stream: GPU
+    ms per call with no launch cost (``triton.testing.do_bench_cudagraph``'s idea).
+
+    With PyTorch the capture goes through ``torch.cuda.graph`` (its allocator must know); other
+    code must launch on the stream it is given: ``function(stream_handle)``. Raises
+    :class:`CaptureError` when the callable cannot be captured.
+    """
+    _check_callable(function)
+    if flush_l2:
+        raise _ridge.UsageError("flush_l2 cannot apply inside one graph replay; use measure_cuda or measure_spin")
+    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms)
+    repeats = _repeats_value(repeats)
+    _check_counts(warmup, samples, repeats, max_samples)
+    _require_gpu("measure_graph")
+    torch = _torch_if_in_use()
+    if torch is not None and not _takes_stream(function):
+        return _measure_graph_torch(torch, function, warmup, samples, repeats, kwargs["stream"], kwargs)
+    try:
+        return Measurement(_ridge.measure_graph(_stream_adapter(function), warmup, samples, repeats, **kwargs))
+    except _ridge.NoGpuError:
+        raise
+    except _ridge.Error as error:
+        raise CaptureError(f"{error}. Without PyTorch, the callable must take the stream handle and launch on it: "
+                           "function(stream).") from error
+
+
+_METHODS = {"wall_sync": None, "wall_naive": None, "cuda_events": measure_cuda, "events": measure_cuda,
+            "spin_hold": measure_spin, "spin": measure_spin, "graph_replay": measure_graph, "graph": measure_graph}
+
+
+def measure(method: str, function: Callable[..., Any], *args, **kwargs) -> Measurement:
+    """Dispatches to the timer of ``method``: "events", "spin", "graph", "wall_sync", "wall_naive"."""
+    if method in ("wall_sync", "wall"):
+        return measure_wall(function, *args, **kwargs)
+    if method in ("wall_naive", "naive"):
+        return measure_naive(function, *args, **kwargs)
+    timer = _METHODS.get(method)
+    if timer is None:
+        raise _ridge.UsageError(f"unknown method {method!r}: use events, spin, graph, wall_sync or wall_naive")
+    return timer(function, *args, **kwargs)

@@ -1,0 +1,99 @@
+"""The tracer as a context manager, NVTX ranges, and the analysis of saved traces."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import Iterator, Optional
+
+from . import _ridge
+
+
+class TraceAnalysis:
+    """What ``ridge trace`` reports, as data: kernel count, top kernels (count, total, avg, min, max,
+    % of GPU time), per-NVTX-step kernel counts, GPU busy and idle time, the idle time the GPU
+    spent waiting on the host, launch latency, findings. Times in the JSON are nanoseconds; the
+    ``*_ms`` properties convert the usual ones."""
+
+    def __init__(self, json_text: str, text: str):
+        self.data = json.loads(json_text)
+        self.text = text
+
+    def __getattr__(self, name: str):
+        try:
+            return self.__dict__["data"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    kernels = property(lambda self: self.data.get("top_kernels", []), doc="top kernels, as dicts")
+    steps = property(lambda self: self.data.get("steps", []), doc="one dict per NVTX step range")
+    gpu_busy_ms = property(lambda self: self.data.get("gpu_busy_ns", 0) / 1e6)
+    idle_ms = property(lambda self: self.data.get("idle_time_ns", 0) / 1e6)
+    idle_waiting_on_host_ms = property(lambda self: self.data.get("idle_waiting_on_host_ns", 0) / 1e6)
+
+    @property
+    def kernels_per_step(self) -> list:
+        return [s.get("kernels", 0) for s in self.steps]
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return "```\n" + self.text + "\n```"
+
+
+class TraceSession:
+    """The object ``with ridge.trace(...) as t`` gives: ``t.analysis`` once the block ends."""
+
+    def __init__(self, path: Optional[str], step_range: str, top: int, all_api_calls: bool):
+        self.path = path
+        self.step_range = step_range
+        self.top = top
+        self._tracer = _ridge.Tracer(all_api_calls=all_api_calls)
+        self.analysis: Optional[TraceAnalysis] = None
+
+    @property
+    def dropped_records(self) -> int:
+        return self._tracer.dropped_records
+
+    def _finish(self) -> None:
+        self._tracer.stop()
+        if self.path:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            self._tracer.write(self.path)
+        self.analysis = TraceAnalysis(self._tracer.analysis_json(self.top, self.step_range),
+                                      self._tracer.analysis_text(self.top, self.step_range))
+
+
+@contextlib.contextmanager
+def trace(path: Optional[str] = "runs/trace.json", *, step_range: str = "", top: int = 10,
+          all_api_calls: bool = False) -> Iterator[TraceSession]:
+    """Traces the CUDA work of the block (kernels, copies, API calls, NVTX ranges) with CUPTI.
+
+    Writes the Chrome/Perfetto trace to ``path`` (None: write nothing) and sets ``.analysis``.
+    ``step_range``: the NVTX range name that marks one step, for per-step kernel counts. Raises
+    ridge.Error if another profiler (torch.profiler, Nsight) holds CUPTI. The trace is written even
+    when the block raises.
+    """
+    session = TraceSession(os.fspath(path) if path is not None else None, step_range, top, all_api_calls)
+    session._tracer.start()
+    try:
+        yield session
+    finally:
+        session._finish()
+
+
+@contextlib.contextmanager
+def nvtx(name: str) -> Iterator[None]:
+    """An NVTX range around the block (a step or an operator in the trace)."""
+    scope = _ridge.NvtxScope(name)
+    scope.enter()
+    try:
+        yield
+    finally:
+        scope.exit()
+
+
+def analyze_trace(path: "os.PathLike | str", *, step_range: str = "", top: int = 10) -> TraceAnalysis:
+    """Analyzes a trace file ridge wrote (``ridge trace``, ``ridge profile``, ``ridge.trace``)."""
+    return TraceAnalysis(*_ridge.analyze_trace_file(os.fspath(path), top, step_range))

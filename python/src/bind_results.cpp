@@ -1,0 +1,68 @@
+// Result files, writers and compare, plus the device queries. Records cross the boundary as the
+// JSON of ridge's result schema (docs/results-schema.md): the Python layer turns it into objects,
+// and a file written from Python is byte-for-byte what the CLI writes.
+#include <string>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.hpp"
+#include "ridge/compare.hpp"
+#include "ridge/device.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/result.hpp"
+#include "ridge/writers.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace ridge::python {
+namespace {
+
+ResultSet parse_result_set(const std::string& json_text) {
+  return result_set_from_json(parse_json(json_text, "the result JSON"));  // depth-bounded; UsageError when invalid
+}
+
+}  // namespace
+
+void bind_results(nb::module_& m) {
+  m.def("load_result_file", [](const std::string& path) { return to_json(load_result_file(path)).dump(); }, "path"_a,
+        "Reads a ridge result file (or a report folder's results.json); returns its JSON text, checked.");
+  m.def("normalize_result_json", [](const std::string& text) { return to_json(parse_result_set(text)).dump(); },
+        "json_text"_a, "Parses, checks and re-serializes result JSON (fills each record's summary from its samples).");
+  m.def("result_csv", [](const std::string& text) { return to_csv(parse_result_set(text)); }, "json_text"_a,
+        "CSV of a result set: one row per record, as `ridge ... --csv` writes.");
+  m.def("result_markdown", [](const std::string& text) { return to_markdown(parse_result_set(text)); }, "json_text"_a,
+        "Markdown tables of a result set, as `ridge ... --markdown` writes.");
+  m.def("write_text", &write_text, "path"_a, "content"_a, "Writes a file the way ridge writes every output ('-' = stdout).");
+  m.def(
+      "new_result_json",
+      [](bool with_device) {
+        ResultSet set{make_context(0, nullptr), {}};
+        if (with_device && device_count() > 0) set.context.device = describe_device(0);
+        return to_json(set).dump();
+      },
+      "with_device"_a = true,
+      "An empty result file's JSON: schema, and a context with version, git sha, host, time and (when a GPU "
+      "is usable) device 0.");
+  m.def(
+      "compare_results",
+      [](const std::string& base, const std::string& next, double threshold, double alpha) {
+        CompareOptions options;
+        options.threshold = threshold;
+        options.alpha = alpha;
+        const Comparison c = compare_results(parse_result_set(base), parse_result_set(next), options);
+        return nb::make_tuple(to_json(c).dump(), to_markdown(c), to_text(c));
+      },
+      "base_json"_a, "new_json"_a, "threshold"_a = 0.05, "alpha"_a = 0.01,
+      "Matches records; ratio of medians, Mann-Whitney U test, bootstrap interval, verdicts. "
+      "Returns (json_text, markdown, text).");
+
+  m.def("device_count", &device_count, "Number of usable CUDA devices (0 without a driver or GPU).");
+  m.def("no_gpu_reason", &no_gpu_reason, "Why no GPU is usable, in words (empty when one is).");
+  m.def("require_gpu", &require_gpu, "index"_a = 0, "Raises NoGpuError when device `index` is not usable.");
+  m.def("describe_device", [](int index) { return to_json(describe_device(index)).dump(); }, "index"_a = 0,
+        "The device's properties as JSON (name, SMs, L2, memory, clocks, versions, catalog match).");
+}
+
+}  // namespace ridge::python

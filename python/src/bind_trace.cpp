@@ -1,0 +1,84 @@
+// The tracer (CUPTI, in-process), NVTX ranges, and the analysis of saved traces. Analyses cross
+// the boundary as the JSON `ridge trace --json` writes; the Python layer wraps it.
+#include <optional>
+#include <string>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.hpp"
+#include "ridge/trace.hpp"
+#include "ridge/tracer.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace ridge::python {
+namespace {
+
+trace::AnalysisOptions analysis_options(std::size_t top, const std::string& step_range) {
+  trace::AnalysisOptions options;
+  options.top = top;
+  options.step_range = step_range;
+  return options;
+}
+
+// An NVTX range a `with` block can open and close (NvtxRange itself is scope-bound).
+class NvtxScope {
+ public:
+  explicit NvtxScope(std::string name) : name_(std::move(name)) {}
+  void enter() {
+    if (!range_) range_.emplace(name_);
+  }
+  void exit() { range_.reset(); }
+
+ private:
+  std::string name_;
+  std::optional<NvtxRange> range_;
+};
+
+}  // namespace
+
+void bind_trace(nb::module_& m) {
+  nb::class_<Tracer>(m, "Tracer", "Traces this process's CUDA activity (CUPTI) between start() and stop().")
+      .def(
+          "__init__",
+          [](Tracer* self, bool all_api_calls, std::size_t buffer_bytes) {
+            new (self) Tracer(TracerOptions{all_api_calls, buffer_bytes});
+          },
+          "all_api_calls"_a = false, "buffer_bytes"_a = std::size_t{8} << 20)
+      .def("start", &Tracer::start, "Begins recording; raises Error if CUPTI cannot start (another profiler attached).")
+      .def("stop", &Tracer::stop, "Synchronizes the device, stops recording and flushes every record.")
+      .def_prop_ro("running", &Tracer::running)
+      .def_prop_ro("dropped_records", &Tracer::dropped_records, "records CUPTI dropped for lack of buffer space")
+      .def("write", &Tracer::write, "path"_a, "Writes the Chrome/Perfetto trace JSON (atomically).")
+      .def(
+          "analysis_json",
+          [](const Tracer& t, std::size_t top, const std::string& step_range) {
+            return to_json(t.summary(analysis_options(top, step_range))).dump();
+          },
+          "top"_a = 10, "step_range"_a = "")
+      .def(
+          "analysis_text",
+          [](const Tracer& t, std::size_t top, const std::string& step_range) {
+            return trace::format_analysis(t.summary(analysis_options(top, step_range)));
+          },
+          "top"_a = 10, "step_range"_a = "");
+
+  nb::class_<NvtxScope>(m, "NvtxScope", "An NVTX range opened by enter() and closed by exit().")
+      .def(nb::init<std::string>(), "name"_a)
+      .def("enter", &NvtxScope::enter)
+      .def("exit", &NvtxScope::exit);
+  m.def("nvtx_mark", [](const std::string& name) { nvtx_mark(name.c_str()); }, "name"_a, "An instantaneous NVTX marker.");
+
+  m.def(
+      "analyze_trace_file",
+      [](const std::string& path, std::size_t top, const std::string& step_range) {
+        const auto analysis = trace::analyze(trace::load_chrome_trace(path), analysis_options(top, step_range));
+        return nb::make_tuple(to_json(analysis).dump(), trace::format_analysis(analysis));
+      },
+      "path"_a, "top"_a = 10, "step_range"_a = "",
+      "Analyzes a trace ridge wrote: returns (analysis JSON, the summary `ridge trace` prints).");
+}
+
+}  // namespace ridge::python

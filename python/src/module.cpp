@@ -1,0 +1,54 @@
+// ridge._ridge: the C++ library, bound with nanobind. The pure-Python layer (python/ridge/)
+// resolves streams, wraps results as Python objects and adds the PyTorch-aware pieces; this
+// module only exposes the library's functions with their names and defaults.
+#include <string>
+
+#include <nanobind/nanobind.h>
+
+#include "bindings.hpp"
+#include "ridge/errors.hpp"
+
+namespace nb = nanobind;
+
+namespace {
+// A new exception class ridge._ridge.NAME deriving from `bases` (a class or a tuple of classes).
+// The reference returned is kept for the life of the process (the translator below uses it).
+PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases) {
+  const std::string qualified = std::string("ridge._ridge.") + name;
+  PyObject* type = PyErr_NewException(qualified.c_str(), bases, nullptr);
+  if (!type) throw nb::python_error();
+  m.attr(name) = nb::borrow(type);
+  return type;
+}
+}  // namespace
+
+NB_MODULE(_ridge, m) {
+  m.doc() = "ridge: measure GPU work honestly and explain the number (C++ core)";
+
+  // One Python exception per ridge error class. UsageError is also a ValueError, so code that
+  // catches ValueError for bad arguments keeps working; NoGpuError is what GPU functions raise on
+  // a machine without a usable GPU.
+  static PyObject* error = new_exception(m, "Error", PyExc_RuntimeError);
+  static PyObject* usage_error =
+      new_exception(m, "UsageError", nb::make_tuple(nb::handle(error), nb::handle(PyExc_ValueError)).ptr());
+  static PyObject* verification_error = new_exception(m, "VerificationError", error);
+  static PyObject* no_gpu_error = new_exception(m, "NoGpuError", error);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const ridge::UsageError& e) {
+      PyErr_SetString(usage_error, e.what());
+    } catch (const ridge::VerificationError& e) {
+      PyErr_SetString(verification_error, e.what());
+    } catch (const ridge::NoGpuError& e) {
+      PyErr_SetString(no_gpu_error, e.what());
+    } catch (const ridge::Error& e) {
+      PyErr_SetString(error, e.what());
+    }
+  });
+
+  ridge::python::bind_measure(m);
+  ridge::python::bind_model(m);
+  ridge::python::bind_results(m);
+  ridge::python::bind_trace(m);
+}

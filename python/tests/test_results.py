@@ -1,0 +1,81 @@
+"""Result files from Python: the CLI's schema, writers and compare."""
+import json
+import os
+import pathlib
+
+import pytest
+
+import ridge
+
+SOURCE = pathlib.Path(__file__).resolve().parents[2]
+CLI_DATA = SOURCE / "tests" / "cli" / "data"
+
+
+def sample_results(scale=1.0):
+    results = ridge.Results()
+    for n in (1000, 2000):
+        m = ridge.measure_wall(lambda: sum(range(n)), samples=15)
+        results.add(m, "python.sum", dtype="int", params={"n": n}, flops=n)
+    if scale != 1.0:
+        for r in results.records:
+            r["samples_ms"] = [x * scale for x in r["samples_ms"]]
+    return results
+
+
+def test_results_round_trip_through_the_cli_schema(tmp_path):
+    results = sample_results()
+    path = tmp_path / "py.json"
+    results.write(path)
+    data = json.loads(path.read_text())
+    assert data["schema"] == "ridge.results"
+    assert [r["params"]["n"] for r in data["records"]] == [1000, 2000]
+    assert data["records"][0]["median_ms"] > 0
+    again = ridge.Results.load(path)
+    assert len(again) == 2 and again.records[1]["params"] == {"n": 2000}
+
+
+def test_csv_and_markdown_writers(tmp_path):
+    results = sample_results()
+    results.write(tmp_path / "r.csv")
+    results.write(tmp_path / "r.md")
+    csv = (tmp_path / "r.csv").read_text().splitlines()
+    assert csv[0].startswith("name,method") and len(csv) == 3
+    assert "python.sum" in (tmp_path / "r.md").read_text()
+
+
+def test_cli_files_load_in_python():
+    base = ridge.Results.load(CLI_DATA / "base.json")
+    assert len(base) > 0 and all("name" in r for r in base.records)
+
+
+def test_compare_flags_a_slower_run():
+    base, slow = sample_results(), sample_results(scale=3.0)
+    c = ridge.compare(base, slow)
+    assert len(c.rows) == 2
+    assert len(c.regressions) == 2 and c.geomean_ratio > 2
+    assert "regression" in c.text
+
+
+def test_compare_accepts_paths_of_cli_files():
+    c = ridge.compare(CLI_DATA / "base.json", CLI_DATA / "slower.json")
+    assert c.regressions
+
+
+@pytest.mark.parametrize("name", ["not_ridge.json", "malformed.json"])
+def test_files_that_are_not_ridge_results(name):
+    with pytest.raises(ridge.UsageError):
+        ridge.Results.load(CLI_DATA / name)
+
+
+def test_missing_file_and_wrong_types(tmp_path):
+    with pytest.raises(ridge.Error):
+        ridge.Results.load(tmp_path / "absent.json")
+    with pytest.raises(TypeError):
+        ridge.compare(42, 43)
+
+
+def test_to_pandas_has_one_row_per_record():
+    pd = pytest.importorskip("pandas")
+    frame = sample_results().to_pandas()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == 2
+    assert list(frame["param.n"]) == [1000, 2000]

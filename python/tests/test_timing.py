@@ -1,0 +1,175 @@
+"""Timers: the CPU path everywhere, the GPU timers' argument checks and errors, and (marker gpu)
+the GPU timers themselves on PyTorch work."""
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import ridge
+
+
+def busy():
+    return sum(range(2000))
+
+
+def test_measure_wall_behaves_as_its_median_in_ms():
+    m = ridge.measure_wall(busy)
+    assert isinstance(m, float)
+    assert float(m) == m.median_ms == m.summary.median
+    assert m.min_ms <= float(m) <= m.max_ms
+    assert m * 2 == pytest.approx(2 * m.median_ms)
+    assert m < m.max_ms + 1
+    assert f"{m:.3f}" == f"{m.median_ms:.3f}"
+    assert m.method == ("wall_sync" if ridge.device_count() else "cpu_wall") and "wall clock" in m.meaning
+    assert m.stop_reason == "samples"
+    assert pickle.loads(pickle.dumps(m)) == float(m)
+
+
+def test_measure_wall_keeps_the_usual_positional_order():
+    calls = []
+    m = ridge.measure_wall(lambda: calls.append(1), 4, 2)  # function, samples, warmup
+    assert len(calls) == 6 and m.summary.count == 4
+    assert isinstance(ridge.measure_wall(busy, 3, 1, False), float)  # cuda as the fourth
+
+
+def test_samples_are_a_read_only_numpy_view():
+    m = ridge.measure_wall(busy, samples=7)
+    s = m.samples
+    assert isinstance(s, np.ndarray) and s.shape == (7,) and s.dtype == np.float64
+    assert not s.flags.writeable
+    assert np.median(s) == pytest.approx(float(m))
+    assert m.samples.__array_interface__["data"][0] == s.__array_interface__["data"][0]  # no copy
+
+
+def test_quantiles_ci_and_rate():
+    m = ridge.measure_wall(busy, samples=20)
+    q = m.quantiles
+    assert q["p10"] <= q["p25"] <= q["p50"] <= q["p75"] <= q["p90"]
+    low, high = m.ci
+    assert low <= float(m) <= high
+    rate = m.rate(flops=2e9, bytes=1e9)
+    assert rate.tflops == pytest.approx(2e9 / (float(m) * 1e-3) / 1e12)
+    assert rate.gb_per_s == pytest.approx(1e9 / (float(m) * 1e-3) / 1e9)
+    assert m.rate(bytes=1).flops_per_s is None
+    assert "median" in m._repr_html_() and "Measurement(" in repr(m)
+
+
+def test_exceptions_in_the_callable_propagate():
+    def boom():
+        raise KeyError("inside")
+    with pytest.raises(KeyError, match="inside"):
+        ridge.measure_wall(boom)
+
+
+@pytest.mark.parametrize("bad", [None, 3, "x @ x"])
+def test_non_callables_are_type_errors(bad):
+    for timer in (ridge.measure_wall, ridge.measure_cuda, ridge.measure_spin, ridge.measure_graph):
+        with pytest.raises(TypeError):
+            timer(bad)
+
+
+@pytest.mark.parametrize("stream", [-1, True, object(), "0", 1.5])
+def test_bad_stream_objects_are_rejected(stream):
+    with pytest.raises((TypeError, ValueError)):
+        ridge.stream_handle(stream)
+
+
+def test_stream_objects_resolve_to_handles():
+    class Protocol:
+        def __cuda_stream__(self):
+            return (0, 1234)
+
+    class TorchLike:
+        cuda_stream = 77
+
+    assert ridge.stream_handle(0) == 0
+    assert ridge.stream_handle(Protocol()) == 1234
+    assert ridge.stream_handle(TorchLike()) == 77
+
+
+@pytest.mark.parametrize("option", [
+    dict(target_ci_relative=float("nan")), dict(time_budget_s=float("inf")), dict(time_budget_s=0.0),
+    dict(target_sample_ms=float("nan")), dict(repeats="many"), dict(repeats=-1), dict(samples=0), dict(warmup=-1),
+])
+def test_bad_options_fail_before_any_gpu_work(option):
+    with pytest.raises((ValueError, TypeError)):
+        ridge.measure_cuda(lambda: None, **option)
+
+
+def test_bad_wall_options():
+    with pytest.raises(ridge.UsageError):
+        ridge.measure_wall(busy, samples=0)
+
+
+def test_unknown_method():
+    with pytest.raises(ridge.UsageError, match="unknown method"):
+        ridge.measure("stopwatch", busy)
+    assert ridge.measure("wall_sync", busy, 3, 1).method in ("cpu_wall", "wall_sync")
+
+
+@pytest.mark.skipif(ridge.device_count() > 0, reason="checks the no-GPU error")
+def test_gpu_timers_raise_no_gpu_error_without_a_gpu():
+    for timer in (ridge.measure_cuda, ridge.measure_spin, ridge.measure_graph):
+        with pytest.raises(ridge.NoGpuError, match="needs a CUDA GPU"):
+            timer(lambda: None)
+
+
+# ---- on a GPU ------------------------------------------------------------------------------
+
+torch = pytest.importorskip("torch") if ridge.device_count() > 0 else None
+
+
+@pytest.mark.gpu
+def test_torch_matmul_by_every_gpu_timer():
+    a = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+    flops = 2 * 1024 ** 3
+    events = ridge.measure_cuda(lambda: a @ a)
+    spin = ridge.measure_spin(lambda: a @ a)
+    graph = ridge.measure_graph(lambda: a @ a)
+    for m, method in ((events, "cuda_events"), (spin, "spin_hold"), (graph, "graph_replay")):
+        assert m.method == method
+        assert 0 < float(m) < 5, m  # a 1024^3 bf16 matmul takes microseconds on any datacenter GPU
+        assert m.rate(flops=flops).tflops < 2000  # no GPU does 2 PFLOP/s dense bf16
+    # Launch-free methods cannot be slower than per-sample events by more than noise.
+    assert float(graph) <= float(events) * 1.2
+
+
+@pytest.mark.gpu
+def test_timers_follow_the_current_torch_stream():
+    a = torch.randn(512, 512, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert ridge.stream_handle() == side.cuda_stream
+        m = ridge.measure_cuda(lambda: a @ a)
+    assert float(m) > 0
+    assert ridge.stream_handle(side) == side.cuda_stream
+
+
+@pytest.mark.gpu
+def test_graph_capture_failure_is_explained_and_leaves_torch_usable():
+    a = torch.randn(64, device="cuda")
+    with pytest.raises(ridge.CaptureError, match="synchronizes with the host"):
+        ridge.measure_graph(lambda: (a * 2).sum().item())
+    torch.randn(1 << 10, device="cuda").sum().item()  # PyTorch still samples and synchronizes
+    assert float(ridge.measure_graph(lambda: a * 2)) > 0  # capture still works afterwards
+
+
+@pytest.mark.gpu
+def test_cold_l2_and_adaptive_stop():
+    a = torch.randn(1 << 24, device="cuda")
+    cold = ridge.measure_cuda(lambda: a.add_(1), flush_l2=True, repeats=1)
+    assert cold.l2_flushed
+    adaptive = ridge.measure_spin(lambda: a.add_(1), target_ci_relative=0.01, time_budget_s=2)
+    assert adaptive.stop_reason in ("converged", "time_budget", "max_samples")
+    assert math.isfinite(float(adaptive))
+
+
+@pytest.mark.gpu
+def test_probe_kernels_without_torch():
+    # ridge's own busy-wait kernel: 20 us of GPU time per call, launched on the stream it is given.
+    spin = ridge.measure_spin(lambda s: ridge._ridge.launch_busy_wait(s, 20_000), stream=0)
+    assert 0.018 < float(spin) < 0.040, spin
+    graph = ridge.measure_graph(lambda s: ridge._ridge.launch_busy_wait(s, 20_000), stream=0)
+    assert 0.018 < float(graph) < 0.040, graph
+    assert graph.method == "graph_replay"

@@ -1,0 +1,45 @@
+"""The tracer from Python: saved-trace analysis everywhere, live tracing on a GPU."""
+import pathlib
+
+import pytest
+
+import ridge
+
+SOURCE = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_analyze_a_saved_trace_that_is_not_ridges():
+    with pytest.raises(ridge.UsageError):
+        ridge.analyze_trace(SOURCE / "tests" / "cli" / "data" / "base.json")
+
+
+def test_analyze_missing_trace():
+    with pytest.raises(ridge.Error):
+        ridge.analyze_trace(SOURCE / "no-such-trace.json")
+
+
+def test_nvtx_ranges_are_harmless_without_a_profiler():
+    with ridge.nvtx("outside any trace"):
+        pass
+
+
+torch = pytest.importorskip("torch") if ridge.device_count() > 0 else None
+
+
+@pytest.mark.gpu
+def test_trace_counts_kernels_per_step_and_writes_perfetto_json(tmp_path):
+    x = torch.randn(256, 256, device="cuda")
+    torch.cuda.synchronize()
+    path = tmp_path / "trace.json"
+    with ridge.trace(path, step_range="step") as t:
+        for _ in range(3):
+            with ridge.nvtx("step"):
+                y = x @ x
+                y = torch.relu(y)
+    a = t.analysis
+    assert path.exists() and path.stat().st_size > 0
+    assert a.kernel_count >= 6
+    assert a.kernels_per_step == [2, 2, 2]
+    assert a.gpu_busy_ms > 0 and a.kernels
+    again = ridge.analyze_trace(path, step_range="step")
+    assert again.kernel_count == a.kernel_count
