@@ -1,5 +1,6 @@
 #include "ridge/compare.hpp"
 
+#include <optional>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -225,16 +226,12 @@ double parse_threshold(const std::string& text) {
   return value;
 }
 
-Comparison compare_results(const ResultSet& base, const ResultSet& next, const CompareOptions& options) {
-  if (!(options.threshold >= 0)) throw UsageError("compare: the threshold must be >= 0");
-  if (!(options.alpha > 0 && options.alpha < 1)) throw UsageError("compare: alpha must be in (0, 1)");
-  if (options.bootstrap_resamples < 10) throw UsageError("compare: bootstrap_resamples must be >= 10");
-  Comparison c;
-  c.options = options;
+namespace {
 
-  // --- context: devices and clocks -----------------------------------------------------------
-  const auto& bd = base.context.device;
-  const auto& nd = next.context.device;
+// Warnings about what differs between the two runs' contexts: devices, clocks, builds.
+void compare_contexts(const RunContext& base, const RunContext& next, const CompareOptions& options, Comparison& c) {
+  const auto& bd = base.device;
+  const auto& nd = next.device;
   if (bd && nd) {
     if (bd->name != nd->name) {
       c.different_devices = true;
@@ -250,38 +247,23 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
     c.warnings.push_back(fmt::format("only the {} file names its GPU; cannot tell whether both ran on the same device",
                                      bd ? "base" : "new"));
   }
-  const double clock_diff = relative_clock_difference(base.context, next.context);
+  const double clock_diff = relative_clock_difference(base, next);
   if (clock_diff > options.clock_tolerance) {
     c.different_clocks = true;
     c.warnings.push_back(fmt::format(
         "SM clocks differ by {:.0f}% between the runs (base {:.0f} MHz, new {:.0f} MHz at start); lock clocks "
         "(nvidia-smi -lgc) or compare runs taken under the same conditions",
-        clock_diff * 100, base.context.clocks_start.sm_mhz, next.context.clocks_start.sm_mhz));
+        clock_diff * 100, base.clocks_start.sm_mhz, next.clocks_start.sm_mhz));
   }
-  if (!base.context.tool_version.empty() && !next.context.tool_version.empty() &&
-      base.context.git_sha != next.context.git_sha)
-    c.warnings.push_back(fmt::format("different ridge builds: base {} ({}), new {} ({})", base.context.tool_version,
-                                     base.context.git_sha, next.context.tool_version, next.context.git_sha));
+  if (!base.tool_version.empty() && !next.tool_version.empty() && base.git_sha != next.git_sha)
+    c.warnings.push_back(fmt::format("different ridge builds: base {} ({}), new {} ({})", base.tool_version,
+                                     base.git_sha, next.tool_version, next.git_sha));
+}
 
-  // --- match records: key plus occurrence number, so duplicates pair up in order -------------
-  std::unordered_map<std::string, std::vector<std::size_t>> new_by_key;
-  new_by_key.reserve(next.records.size());
-  for (std::size_t i = 0; i < next.records.size(); ++i) new_by_key[record_match_key(next.records[i])].push_back(i);
-  std::unordered_map<std::string, std::size_t> base_seen;
-  base_seen.reserve(base.records.size());
-  std::vector<bool> new_used(next.records.size(), false);
-  bool duplicates = false;
-
-  auto fill_identity = [](RecordComparison& row, const Record& r) {
-    row.name = r.name;
-    row.method = r.method;
-    row.dtype = r.dtype;
-    row.params = r.params;
-  };
-
-  // The bootstrap costs resamples x (m + n) draws per record: fine for a report (hundreds of
-  // records), hours for 330,000. Above the budget every row gets the interval combined from the
-  // two medians' order-statistic intervals instead (O(1) per record), and the output says so.
+// The bootstrap costs resamples x (m + n) draws per record: fine for a report (hundreds of
+// records), hours for 330,000. Above the budget every row gets the interval combined from the
+// two medians' order-statistic intervals instead (O(1) per record), and the output says so.
+void choose_ratio_ci_method(const ResultSet& base, const ResultSet& next, const CompareOptions& options, Comparison& c) {
   std::size_t all_samples = 0;
   for (const Record& r : base.records) all_samples += r.samples_ms.size();
   for (const Record& r : next.records) all_samples += r.samples_ms.size();
@@ -292,11 +274,84 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
         "{} samples in all: the ratio intervals combine the two medians' order-statistic intervals instead of "
         "bootstrapping ({} resamples would take too long); the verdicts do not depend on them",
         all_samples, options.bootstrap_resamples));
+}
 
+RecordComparison row_for(const Record& r) {
+  RecordComparison row;
+  row.name = r.name;
+  row.method = r.method;
+  row.dtype = r.dtype;
+  row.params = r.params;
+  return row;
+}
+
+// Judges one matched pair: ratio, rank test, interval and verdict, counted into `c`. Returns
+// log(ratio) when the pair enters the geometric mean.
+std::optional<double> judge_pair(RecordComparison& row, const Record& b, const Record& n, const CompareOptions& options,
+                                 Comparison& c) {
+  row.new_count = n.samples_ms.size();
+  row.new_median_ms = n.summary.median;
+  if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0 || b.method == "none") {
+    row.verdict = Verdict::informational;
+    row.note = b.method == "none" ? "a check, not a timing: shown, never judged" : "no samples to compare";
+    return std::nullopt;
+  }
+  row.ratio = row.new_median_ms / row.base_median_ms;
+  row.test = mann_whitney_u(b.samples_ms, n.samples_ms);
+  std::tie(row.ratio_ci_low, row.ratio_ci_high) =
+      c.ratio_ci_method == "bootstrap"
+          ? bootstrap_median_ratio_ci(b.samples_ms, n.samples_ms, 0.95, options.bootstrap_resamples)
+          : order_statistic_ratio_ci(b.summary, n.summary);
+  const double record_clocks = relative_clock_difference(b, n);
+  if (record_clocks > options.clock_tolerance)
+    row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
+  if (b.method == "wall_naive") {
+    row.verdict = Verdict::informational;
+    row.note = "wall_naive times the launch queue, not the work: shown, never judged";
+    return std::nullopt;
+  }
+  const bool significant = row.test.p_value < options.alpha;
+  if (significant && row.ratio > 1 + options.threshold) {
+    row.verdict = Verdict::regression;
+    ++c.regressions;
+  } else if (significant && row.ratio < 1 - options.threshold) {
+    row.verdict = Verdict::improvement;
+    ++c.improvements;
+  } else if (significant) {
+    row.verdict = Verdict::within_threshold;
+    ++c.within_threshold;
+  } else {
+    row.verdict = Verdict::no_significant_change;
+    ++c.unchanged;
+    if (row.note.empty() && smallest_possible_p(row.base_count, row.new_count) >= options.alpha)
+      row.note = fmt::format("too few samples ({} vs {}) to reach significance at alpha {}", row.base_count,
+                             row.new_count, options.alpha);
+  }
+  return std::log(row.ratio);
+}
+
+}  // namespace
+
+Comparison compare_results(const ResultSet& base, const ResultSet& next, const CompareOptions& options) {
+  if (!(options.threshold >= 0)) throw UsageError("compare: the threshold must be >= 0");
+  if (!(options.alpha > 0 && options.alpha < 1)) throw UsageError("compare: alpha must be in (0, 1)");
+  if (options.bootstrap_resamples < 10) throw UsageError("compare: bootstrap_resamples must be >= 10");
+  Comparison c;
+  c.options = options;
+  compare_contexts(base.context, next.context, options, c);
+  choose_ratio_ci_method(base, next, options, c);
+
+  // Match records by key plus occurrence number, so duplicates pair up in order (hashed: n log n).
+  std::unordered_map<std::string, std::vector<std::size_t>> new_by_key;
+  new_by_key.reserve(next.records.size());
+  for (std::size_t i = 0; i < next.records.size(); ++i) new_by_key[record_match_key(next.records[i])].push_back(i);
+  std::unordered_map<std::string, std::size_t> base_seen;
+  base_seen.reserve(base.records.size());
+  std::vector<bool> new_used(next.records.size(), false);
+  bool duplicates = false;
   double log_sum = 0;
   for (const Record& b : base.records) {
-    RecordComparison row;
-    fill_identity(row, b);
+    RecordComparison row = row_for(b);
     row.base_count = b.samples_ms.size();
     row.base_median_ms = b.summary.median;
     const std::string key = record_match_key(b);
@@ -313,57 +368,16 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
     const std::size_t ni = found->second[occurrence];
     new_used[ni] = true;
     ++c.matched;
-    const Record& n = next.records[ni];
-    row.new_count = n.samples_ms.size();
-    row.new_median_ms = n.summary.median;
-    if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0 || b.method == "none") {
-      row.verdict = Verdict::informational;
-      row.note = b.method == "none" ? "a check, not a timing: shown, never judged" : "no samples to compare";
-      c.rows.push_back(std::move(row));
-      continue;
+    if (const auto log_ratio = judge_pair(row, b, next.records[ni], options, c)) {
+      log_sum += *log_ratio;
+      ++c.geomean_count;
     }
-    row.ratio = row.new_median_ms / row.base_median_ms;
-    row.test = mann_whitney_u(b.samples_ms, n.samples_ms);
-    std::tie(row.ratio_ci_low, row.ratio_ci_high) =
-        c.ratio_ci_method == "bootstrap"
-            ? bootstrap_median_ratio_ci(b.samples_ms, n.samples_ms, 0.95, options.bootstrap_resamples)
-            : order_statistic_ratio_ci(b.summary, n.summary);
-    const double record_clocks = relative_clock_difference(b, n);
-    if (record_clocks > options.clock_tolerance)
-      row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
-
-    if (b.method == "wall_naive") {
-      row.verdict = Verdict::informational;
-      row.note = "wall_naive times the launch queue, not the work: shown, never judged";
-      c.rows.push_back(std::move(row));
-      continue;
-    }
-    const bool significant = row.test.p_value < options.alpha;
-    if (significant && row.ratio > 1 + options.threshold) {
-      row.verdict = Verdict::regression;
-      ++c.regressions;
-    } else if (significant && row.ratio < 1 - options.threshold) {
-      row.verdict = Verdict::improvement;
-      ++c.improvements;
-    } else if (significant) {
-      row.verdict = Verdict::within_threshold;
-      ++c.within_threshold;
-    } else {
-      row.verdict = Verdict::no_significant_change;
-      ++c.unchanged;
-      if (row.note.empty() && smallest_possible_p(row.base_count, row.new_count) >= options.alpha)
-        row.note = fmt::format("too few samples ({} vs {}) to reach significance at alpha {}", row.base_count,
-                               row.new_count, options.alpha);
-    }
-    log_sum += std::log(row.ratio);
-    ++c.geomean_count;
     c.rows.push_back(std::move(row));
   }
   for (std::size_t i = 0; i < next.records.size(); ++i) {
     if (new_used[i]) continue;
     const Record& n = next.records[i];
-    RecordComparison row;
-    fill_identity(row, n);
+    RecordComparison row = row_for(n);
     row.new_count = n.samples_ms.size();
     row.new_median_ms = n.summary.median;
     row.verdict = Verdict::missing_in_base;
