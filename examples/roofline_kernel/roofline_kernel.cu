@@ -102,13 +102,13 @@ int run(int argc, char** argv) {
   const auto entry = ridge::match_device(device);
   if (entry && entry->peak(ridge::DType::fp32)) {
     peak = *entry->peak(ridge::DType::fp32);
-    bandwidth = entry->bandwidth_bytes_per_s;
+    bandwidth = entry->ceilings.memory_bytes_per_s;
     ceilings_from = "datasheet, " + entry->name;
   } else {
     std::fprintf(stderr, "no datasheet entry matches %s: measuring its ceilings (cached afterwards)\n", device.name.c_str());
     const ridge::MeasuredCeilings c = ridge::measured_ceilings(0);
-    peak = c.fp32_flops_per_s;
-    bandwidth = c.hbm_bytes_per_s;
+    peak = c.ceilings.peak_flops("fp32");
+    bandwidth = c.ceilings.memory_bytes_per_s;
     ceilings_from = "measured on this GPU";
   }
 

@@ -1,28 +1,86 @@
 #pragma once
-// Measured ceilings of a device: what its memory and arithmetic units actually deliver.
-// (Implementation: src/gpu/ceilings*.)
+// A device's ceilings: what its memory and arithmetic units deliver at most. One type for the
+// datasheet's figures (the catalog, catalog.hpp) and for measured ones (the probes), plus the
+// cache of measured ceilings. The lookup that picks what a command compares with is in catalog.hpp.
+// (Implementation: src/roofline/ceilings.cpp; the probes: src/roofline/cuda/ceilings.cpp.)
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "ridge/dtype.hpp"
 #include "ridge/result.hpp"
 
 namespace ridge {
 
+/// Where a set of ceilings comes from.
+enum class CeilingsSource {
+  datasheet,  ///< the vendor's published figures (the catalog)
+  measured,   ///< measured on this GPU by ridge's probes
+  user,       ///< given by the user (e.g. `ridge decode --bandwidth`)
+};
+std::string to_string(CeilingsSource source);
+
+/// The dtypes ceilings tables, ridge points and roofline plots list, in this order:
+/// fp64, fp32, tf32, fp16, bf16, fp8_e4m3.
+const std::vector<std::string>& ceiling_dtypes();
+
+/// A dtype name as ceilings tables and roofline plots show it: "bf16" -> "BF16", "fp8_e4m3" -> "FP8".
+std::string dtype_title(const std::string& dtype);
+
+/// The ceilings of one device, whether from its datasheet or measured: the same fields either way.
+struct DeviceCeilings {
+  CeilingsSource source = CeilingsSource::datasheet;
+  /// Says where the figures come from, for messages: "datasheet of NVIDIA H200 SXM",
+  /// "measured on this GPU (2026-11-29T10:00:00Z)".
+  std::string source_text;
+  /// Device-memory (HBM/GDDR) bandwidth in bytes/s, counting reads + writes; 0 = unknown.
+  double memory_bytes_per_s = 0;
+  /// L2 bandwidth in bytes/s; 0 = unknown (datasheets do not publish it).
+  double l2_bytes_per_s = 0;
+  /// Dense peak FLOP/s per dtype name ("fp64", "fp64_vector", "fp32", "tf32", "fp16", "bf16",
+  /// "fp8_e4m3", "fp4"); absent = unsupported, unpublished or not measured. fp16/bf16/fp8 are with
+  /// FP32 accumulate, as ridge's GEMMs run them.
+  std::map<std::string, double> peak_flops_per_s;
+  /// Cost of an empty kernel launch in microseconds (stream held by a spin kernel); 0 = unknown.
+  double empty_launch_us = 0;
+
+  /// Peak FLOP/s for a dtype name; 0 when absent.
+  double peak_flops(const std::string& dtype) const;
+  /// Peak FLOP/s for a dtype; nullopt when absent.
+  std::optional<double> peak(DType dtype) const;
+  /// The highest peak of any dtype (FLOP/s); 0 when none is known.
+  double highest_peak_flops() const;
+  /// The roof an operation of `dtype` is placed under (FLOP/s): its own peak, else FP32's, else the
+  /// highest known ("fp8" means fp8_e4m3); 0 when no peak is known.
+  double roof_for(const std::string& dtype) const;
+  /// Ridge point I* = peak / memory bandwidth (FLOP/byte) for a dtype name; 0 when either is unknown.
+  double ridge_point(const std::string& dtype) const;
+  /// True when both a memory bandwidth and at least one peak are known.
+  bool usable() const;
+};
+
+/// JSON form: {"source", "source_text", "memory_bytes_per_s", "l2_bytes_per_s",
+/// "peak_flops_per_s": {dtype: FLOP/s}, "empty_launch_us"}; unknown values are left out.
+nlohmann::json to_json(const DeviceCeilings& c);
+/// Reads to_json's form; throws UsageError naming what is wrong.
+DeviceCeilings device_ceilings_from_json(const nlohmann::json& j);
+
+/// What the device's measurements are specific to: ceilings plus how they were measured.
 struct MeasuredCeilings {
   std::string device_uuid;
   std::string device_name;
   std::string measured_at_utc;
-  double hbm_bytes_per_s = 0;  ///< best of copy / read-only / triad on >= 8x L2, bytes = reads + writes
-  std::string hbm_kernel;      ///< which kernel reached it
-  double l2_bytes_per_s = 0;   ///< working set well inside the L2
-  double fp32_flops_per_s = 0; ///< FMA peak (2 FLOP per FMA)
+  /// The measured figures (source measured): memory = best of copy / read-only / triad on >= 8x L2,
+  /// bytes = reads + writes; L2 with a working set well inside it; fp32 = FMA peak (2 FLOP per
+  /// FMA); tensor dtypes from large cuBLASLt GEMMs; empty launch with the stream held by a spin kernel.
+  DeviceCeilings ceilings;
+  std::string hbm_kernel;      ///< which kernel reached the memory bandwidth
   /// SM clock during the FMA kernel, from its own cycle counter over the global timer (MHz).
   double fp32_observed_sm_mhz = 0;
   double max_sm_clock_mhz = 0;  ///< the device's rated maximum SM clock (cudaDevAttrClockRate)
-  std::map<std::string, double> tensor_flops_per_s;  ///< per dtype, from large cuBLASLt GEMMs
-  double empty_launch_us = 0;        ///< an empty kernel, stream held by a spin kernel (per launch)
-  double empty_launch_graph_us = 0;  ///< the same kernel replayed from a CUDA graph (per node)
+  double empty_launch_graph_us = 0;  ///< an empty kernel replayed from a CUDA graph (per node)
   ClockReading clocks;          ///< during the measurement
   std::vector<std::string> notes;  ///< e.g. dtypes skipped because the device lacks them
   std::vector<Record> records;  ///< the raw measurements behind each number
@@ -31,16 +89,27 @@ struct MeasuredCeilings {
   std::string cache_file;       ///< where it is cached (not saved)
 };
 
-/// Where the ceilings of the device with `uuid` are cached: $RIDGE_CACHE_DIR, else
-/// $XDG_CACHE_HOME/ridge, else ~/.cache/ridge; file ceilings-<uuid>.json.
+/// The folder ridge caches measurements in: $RIDGE_CACHE_DIR, else $XDG_CACHE_HOME/ridge, else
+/// $HOME/.cache/ridge, else <temp>/ridge-cache. Not created here.
+std::filesystem::path cache_folder();
+
+/// Where the ceilings of the device with `uuid` are cached: cache_folder()/ceilings-<uuid>.json
+/// (characters other than letters, digits, '-' and '_' in the UUID become '_').
 std::string ceilings_cache_path(const std::string& uuid);
 
-/// Measured ceilings of `device`: from the cache (~/.cache/ridge/ceilings-<uuid>.json, or
-/// $RIDGE_CACHE_DIR) unless `refresh` or absent; otherwise measured (seconds) and cached. Every
-/// probe's output is checked before it is timed (VerificationError when wrong).
+/// The cached measured ceilings of the device with `uuid`, without measuring anything. nullopt
+/// when there is no cache file, or when it cannot be used: then `problem` (if given) says why.
+std::optional<MeasuredCeilings> cached_ceilings(const std::string& uuid, std::string* problem = nullptr);
+
+/// Measured ceilings of `device`: from the cache (ceilings_cache_path) unless `refresh` or absent;
+/// otherwise measured (seconds) and cached. Every probe's output is checked before it is timed
+/// (VerificationError when wrong). A cache file that cannot be read is measured over, with a note.
 MeasuredCeilings measured_ceilings(int device, bool refresh = false);
 
+/// The cache file's form (schema "ridge-ceilings-1": the keys hbm_bytes_per_s, l2_bytes_per_s,
+/// fp32_flops_per_s, tensor_flops_per_s, empty_launch_us... at the top level).
 nlohmann::json to_json(const MeasuredCeilings& c);
+/// Reads the cache file's form; throws UsageError when it is another schema or lacks a figure.
 MeasuredCeilings ceilings_from_json(const nlohmann::json& j);
 
 }  // namespace ridge

@@ -2,6 +2,7 @@
 #include <memory>
 #include <string>
 
+#include "ridge/catalog.hpp"
 #include "ridge/result.hpp"
 
 namespace ridge {
@@ -54,5 +55,18 @@ std::string nvml_status();
 
 /// Names of the throttle-reason bits set in an NVML mask (empty when none or unknown).
 std::string throttle_reason_names(long long mask);
+
+/// What `ridge info` shows about one GPU.
+struct DeviceInfo {
+  DeviceDescription device;  ///< properties from the CUDA runtime (catalog_key set when matched)
+  std::optional<CatalogEntry> datasheet;  ///< the catalog entry it matched; nullopt when none
+  ClockReading clocks;       ///< current clocks, power, temperature (source "none" without NVML)
+  std::string nvml_status;   ///< "loaded", or why NVML could not be used
+  std::string clock_limits;  ///< names of the clock limits (throttle reasons) active now; empty = none
+};
+
+/// `ridge info`: device `index`'s description, its datasheet match and its clocks now. Throws
+/// NoGpuError (with what to do) when the device is not usable.
+DeviceInfo device_info(int index = 0);
 
 }  // namespace ridge

@@ -71,8 +71,10 @@ struct MatmulSetup {
   MatmulCeilings ceilings;
 };
 
-/// Where one GEMM record sits on the roofline. Fractions and rates are NaN when the roof is unknown.
-struct RooflinePlacement {
+/// Where one GEMM record sits under the datasheet and measured roofs (the placement under one set
+/// of ceilings is RooflinePlacement, ridge/roofline.hpp). Fractions and rates are NaN when the roof
+/// is unknown.
+struct GemmPlacement {
   double intensity_flop_per_byte = 0;
   double datasheet_attainable_flops_per_s = 0;
   double fraction_of_datasheet_attainable = 0;
@@ -96,7 +98,7 @@ struct MatmulKnees {
 struct MatmulSweep {
   MatmulSetup setup;
   std::vector<Record> records;                ///< in measuring order
-  std::vector<RooflinePlacement> placements;  ///< one per record
+  std::vector<GemmPlacement> placements;  ///< one per record
   std::vector<MatmulKnees> knees;             ///< per dtype, datasheet then measured
   std::vector<Finding> findings;
   Plot rate_plot;      ///< TFLOP/s against n (or FLOPs per call for shapes), with the peaks
@@ -117,7 +119,7 @@ MatmulSweep run_matmul_sweep(const MatmulSweepOptions& options, const SweepCallb
 /// Places a measured GEMM record on the roofs of its dtype, writes the placement and the derived
 /// values (tflop_per_s, empty_launch_ms, cache_resident) into its extra and adds its plausibility
 /// warnings. `empty_launch_ms`: an empty launch timed the same way.
-RooflinePlacement annotate_gemm_record(Record& record, const MatmulCeilings& ceilings, double empty_launch_ms,
+GemmPlacement annotate_gemm_record(Record& record, const MatmulCeilings& ceilings, double empty_launch_ms,
                                        double l2_bytes, bool cold);
 /// The 70% and 90% knees of the square records of `dtype` against `peak_flops_per_s`.
 std::vector<Knee> matmul_knees(const std::vector<Record>& records, DType dtype, double peak_flops_per_s);

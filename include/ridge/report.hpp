@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ridge/catalog.hpp"
+#include "ridge/ceilings.hpp"
 #include "ridge/result.hpp"
 
 namespace ridge {
@@ -38,11 +39,9 @@ struct ReportContext {
   /// The datasheet entry: --model, or the running device's match. nullopt when none matched.
   std::optional<CatalogEntry> datasheet;
   /// Ceilings the roofline and decode sections use: measured when the ceilings section ran,
-  /// else the datasheet's. Bytes/s and FLOP/s per dtype; 0/empty = unknown.
-  double bandwidth_bytes_per_s = 0;
-  std::map<std::string, double> peak_flops;
-  std::string ceilings_source;  ///< e.g. "measured on this GPU" or "datasheet of NVIDIA H100 SXM"
-  double memory_bytes = 0;      ///< device memory, for "does it fit" checks
+  /// else the datasheet's (source_text says which); 0/empty = unknown.
+  DeviceCeilings ceilings;
+  double memory_bytes = 0;  ///< device memory, for "does it fit" checks
 
   /// Values that --predict keys are compared with (keys: prediction_keys(), constants in ridge::prediction).
   std::map<std::string, double> measured;

@@ -1,6 +1,17 @@
 #pragma once
+// The roofline model: the math (intensity, attainable rate, ridge point, floors, Amdahl), placing
+// operations under a device's ceilings, the one roofline plot builder, and `ridge roofline` as a
+// library call. (Implementation: src/roofline/roofline.cpp, roofline_plot.cpp, roofline_analysis.cpp,
+// cuda/roofline_run.cpp.)
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "ridge/catalog.hpp"
+#include "ridge/ceilings.hpp"
+#include "ridge/plot.hpp"
+#include "ridge/result.hpp"
 
 namespace ridge {
 
@@ -46,5 +57,114 @@ double roofline_efficiency(double measured_flops_per_s, double intensity, double
 /// Fastest physically possible time, in seconds, for an op moving `bytes` and doing `flops` on a
 /// device with the given ceilings: max(bytes / bandwidth, flops / peak_flops).
 double roofline_floor_s(double bytes, double flops, double peak_flops, double bandwidth);
+
+// ---- operations on a roofline --------------------------------------------------------------------
+
+/// An operation to place on a roofline.
+struct RooflineOperation {
+  std::string label;  ///< e.g. "matmul bf16 n=4096"; drawn beside its marker
+  std::string dtype;  ///< picks its roof (DeviceCeilings::roof_for): "fp32", "bf16", ...
+  double intensity_flop_per_byte = 0;
+  double flops_per_s = 0;  ///< achieved FLOP/s (for a model: the attainable rate)
+  std::string series;      ///< plot series it is drawn in; empty = the plot's default series
+  std::string file;        ///< the result file it was read from, if any
+};
+
+/// A record with counted FLOPs and bytes as an operation: label "<name> <dtype> n=<n>" (or the
+/// m x n x k shape, or 2^k elements); nullopt when it lacks FLOPs, bytes or a time.
+std::optional<RooflineOperation> roofline_operation(const Record& record);
+
+/// The records with FLOPs and bytes of ridge result files, as operations (file set on each).
+/// Throws UsageError for a file that is not a ridge result file.
+std::vector<RooflineOperation> load_roofline_operations(const std::vector<std::string>& files);
+
+/// An operation placed under a set of ceilings.
+struct RooflinePlacement {
+  RooflineOperation operation;
+  double roof_flops_per_s = 0;        ///< the peak of the roof it runs under
+  double attainable_flops_per_s = 0;  ///< min(roof, intensity x memory bandwidth)
+  double efficiency = 0;              ///< achieved / attainable; above 1 is impossible
+  Bound bound = Bound::memory;
+  /// More than 5% above the attainable rate: the measurement is wrong (or the ceilings are).
+  bool above_roof() const { return efficiency > 1.05; }
+};
+
+/// Places an operation under `ceilings` (roof: DeviceCeilings::roof_for its dtype); nullopt when
+/// the ceilings lack a memory bandwidth or any roof, or the operation has no intensity.
+std::optional<RooflinePlacement> place_on_roofline(const DeviceCeilings& ceilings, const RooflineOperation& op);
+
+/// Ridge points I* (FLOP/byte) of one dtype under two sets of ceilings; 0 = unknown.
+struct RidgePoints {
+  std::string dtype;
+  double datasheet = 0, measured = 0;
+};
+/// Ridge points of fp64, fp32, tf32, fp16, bf16, fp8_e4m3, for each dtype either set knows.
+std::vector<RidgePoints> ridge_points(const std::optional<DeviceCeilings>& datasheet,
+                                      const std::optional<DeviceCeilings>& measured);
+
+// ---- the roofline plot -----------------------------------------------------------------------------
+
+struct RooflinePlotOptions {
+  std::string title;
+  /// Roofs to draw, by dtype name; empty = each of fp64, fp32, tf32, fp16, bf16, fp8_e4m3 the
+  /// ceilings know.
+  std::vector<std::string> dtypes;
+  /// A second set drawn dashed grey behind the first (e.g. the datasheet behind measured ceilings):
+  /// its memory slope and its highest 16-bit roof, for scale.
+  std::optional<DeviceCeilings> overlay;
+  /// Intensity range (FLOP/byte); 0 = from 0.01 to 1e4, widened to the operations' decades.
+  double x_min = 0, x_max = 0;
+  std::string operations_name = "measured operations";  ///< legend entry of operations with no series
+  int width = 900, height = 560;
+};
+
+/// The log-log roofline (x: FLOP/byte, y: FLOP/s): the memory slope (and the L2 slope when known)
+/// up to the highest roof, one flat roof per dtype from its ridge point (roofs within 8% share a
+/// label, which carries I*), the ridge points as markers, the overlay, and the operations (one
+/// series per RooflineOperation::series). Render it with render_svg.
+Plot roofline_plot(const DeviceCeilings& ceilings, const std::vector<RooflineOperation>& operations,
+                   const RooflinePlotOptions& options = {});
+
+// ---- `ridge roofline` as a library call ------------------------------------------------------------
+
+struct RooflineOptions {
+  /// A GPU index ("0") to measure, or a catalog key ("h100-sxm") for a model-only roofline.
+  std::string device = "0";
+  bool refresh = false;                  ///< measure the ceilings again instead of using the cache
+  std::vector<std::string> point_files;  ///< ridge result files whose records are placed
+  std::string catalog;                   ///< a catalog file replacing the built-in one
+  /// True when `device` is a catalog key rather than a GPU index.
+  bool model_only() const;
+  /// Throws UsageError for --refresh with a catalog key, or a GPU index that cannot be one.
+  void validate() const;
+};
+
+/// What `ridge roofline` shows: the ceilings, the ridge points, the placed operations, the plot.
+struct RooflineAnalysis {
+  std::optional<DeviceDescription> device;  ///< the GPU measured; nullopt when model-only
+  std::optional<CatalogEntry> datasheet;    ///< nullopt when the GPU is not in the catalog
+  std::optional<MeasuredCeilings> measured; ///< nullopt when model-only
+  std::vector<CeilingComparison> ceilings;  ///< datasheet vs measured, row by row
+  std::vector<RidgePoints> ridge_points;
+  /// The operations placed under the measured ceilings, else the datasheet's ("placed_on" says which).
+  std::vector<RooflinePlacement> placements;
+  std::string placed_on;  ///< "measured" or "datasheet"
+  Plot plot;
+  /// The measured ceilings' raw records, with extra.datasheet_bytes_per_s / datasheet_flops_per_s.
+  std::vector<Record> records;
+  bool model_only() const { return !device; }
+};
+
+/// The analysis from ceilings already at hand (no GPU needed). Needs `datasheet` or `measured`.
+RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device,
+                                  const std::optional<CatalogEntry>& datasheet,
+                                  const std::optional<MeasuredCeilings>& measured,
+                                  const std::vector<RooflineOperation>& operations);
+
+/// `ridge roofline`: loads the catalog file and the operations (usage errors before any GPU work),
+/// then for a catalog key the datasheet alone, for a GPU index its datasheet match and its measured
+/// ceilings (cached, or measured: seconds). `on_progress` hears what is being done ("" when done).
+RooflineAnalysis run_roofline(const RooflineOptions& options,
+                              const std::function<void(const std::string&)>& on_progress = {});
 
 }  // namespace ridge

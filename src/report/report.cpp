@@ -117,9 +117,7 @@ std::string predictions_markdown(const std::vector<PredictionOutcome>& outcomes)
 }
 
 void use_datasheet_ceilings(ReportContext& ctx, const CatalogEntry& entry) {
-  ctx.bandwidth_bytes_per_s = entry.bandwidth_bytes_per_s;
-  ctx.peak_flops = entry.peak_flops;
-  ctx.ceilings_source = "datasheet of " + entry.name;
+  ctx.ceilings = entry.ceilings;
   if (ctx.memory_bytes <= 0) ctx.memory_bytes = entry.memory_bytes;
 }
 

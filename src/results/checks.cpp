@@ -46,18 +46,21 @@ double fastest_known_peak_flops(DType dtype) {
   return best;
 }
 
-std::vector<std::string> add_plausibility_warnings(Record& r, const std::optional<Ceilings>& ceilings, double l2_bytes,
-                                                   double cv_limit) {
+std::vector<std::string> add_plausibility_warnings(Record& r, const std::optional<DeviceCeilings>& ceilings,
+                                                   double l2_bytes, double cv_limit) {
   std::vector<std::string> added;
-  if (ceilings && ceilings->bandwidth_bytes_per_s > 0 && ceilings->peak_flops_per_s > 0 && r.summary.median > 0 &&
+  // The record's own dtype roof; without one the highest roof, so an unknown dtype never looks impossible.
+  const double peak = !ceilings ? 0
+                      : ceilings->peak_flops(r.dtype) > 0 ? ceilings->peak_flops(r.dtype)
+                                                          : ceilings->highest_peak_flops();
+  if (ceilings && ceilings->memory_bytes_per_s > 0 && peak > 0 && r.summary.median > 0 &&
       (r.bytes > 0 || r.flops > 0)) {
-    const double floor_s =
-        roofline_floor_s(r.bytes, r.flops, ceilings->peak_flops_per_s, ceilings->bandwidth_bytes_per_s);
+    const double floor_s = roofline_floor_s(r.bytes, r.flops, peak, ceilings->memory_bytes_per_s);
     // 5% slack: datasheet ceilings are rounded, and clocks can boost a little above them.
     if (r.median_s() < floor_s * 0.95)
       added.push_back(fmt::format(
           "impossible: {} is faster than the roofline floor {} ({}); you timed the launch queue, not the work",
-          format_ms(r.summary.median), format_ms(floor_s * 1e3), ceilings->source));
+          format_ms(r.summary.median), format_ms(floor_s * 1e3), ceilings->source_text));
   }
   if (r.summary.count > 2 && r.summary.cv > cv_limit)
     added.push_back(fmt::format("high spread: CV {:.1f}% (> {:.0f}%); take more samples or check for other load",

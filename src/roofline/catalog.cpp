@@ -111,13 +111,15 @@ CatalogEntry read_entry(const json& j, std::size_t index) {
   if (sm != std::floor(sm)) r.fail("sm_count", "must be a whole number");
   e.sm_count = static_cast<int>(sm);
   e.memory_bytes = r.positive("memory_gb", true) * 1e9;
-  e.bandwidth_bytes_per_s = r.positive("bandwidth_gb_per_s", true) * 1e9;
   e.l2_bytes = r.positive("l2_mib", false) * 1024.0 * 1024.0;
-  e.peak_flops = r.peaks("peak_tflops", true);
+  e.ceilings.source = CeilingsSource::datasheet;
+  e.ceilings.source_text = "datasheet of " + e.name;
+  e.ceilings.memory_bytes_per_s = r.positive("bandwidth_gb_per_s", true) * 1e9;
+  e.ceilings.peak_flops_per_s = r.peaks("peak_tflops", true);
   e.sparse_peak_flops = r.peaks("sparse_peak_tflops", false);
   for (const auto& [name, sparse] : e.sparse_peak_flops) {
-    auto dense = e.peak_flops.find(name);
-    if (dense != e.peak_flops.end() && sparse < dense->second)
+    auto dense = e.ceilings.peak_flops_per_s.find(name);
+    if (dense != e.ceilings.peak_flops_per_s.end() && sparse < dense->second)
       r.fail(fmt::format("sparse_peak_tflops.{}", name),
              fmt::format("({:g}) is below the dense peak ({:g}); dense figures must exclude sparsity", sparse / 1e12,
                          dense->second / 1e12));
@@ -152,12 +154,6 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
-
-std::optional<double> CatalogEntry::peak(DType dtype) const {
-  auto it = peak_flops.find(to_string(dtype));
-  if (it == peak_flops.end()) return std::nullopt;
-  return it->second;
-}
 
 std::vector<CatalogEntry> parse_catalog(const std::string& json_text) {
   json j;

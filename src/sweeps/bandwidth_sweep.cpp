@@ -112,13 +112,13 @@ BandwidthCeilings bandwidth_ceilings(const std::optional<CatalogEntry>& datashee
                                      const std::optional<MeasuredCeilings>& measured, std::string measured_note) {
   BandwidthCeilings c;
   if (datasheet) {
-    c.datasheet_bytes_per_s = datasheet->bandwidth_bytes_per_s;
+    c.datasheet_bytes_per_s = datasheet->ceilings.memory_bytes_per_s;
     c.datasheet_name = datasheet->name;
   }
   const auto fp32 = datasheet ? datasheet->peak(DType::fp32) : std::nullopt;
   c.fp32_peak_flops_per_s = fp32 ? *fp32 : fastest_known_peak_flops(DType::fp32);
   if (measured) {
-    c.measured_bytes_per_s = measured->hbm_bytes_per_s;
+    c.measured_bytes_per_s = measured->ceilings.memory_bytes_per_s;
     c.measured_kernel = measured->hbm_kernel;
     c.measured_at_utc = measured->measured_at_utc;
   }
@@ -140,11 +140,14 @@ void annotate_stream_record(Record& r, double empty_ms, const BandwidthCeilings&
   r.extra["empty_launch_ms"] = empty_ms;
   r.extra["launch_bound"] = r.summary.median <= launch_bound_factor * empty_ms;
   // The roofline floor holds for HBM traffic; a hot, cache-resident working set may beat it.
-  std::optional<Ceilings> roof;
+  std::optional<DeviceCeilings> roof;
   const double floor_bw = std::max(ceilings.datasheet_bytes_per_s, ceilings.measured_bytes_per_s);
-  if (!cache_resident && floor_bw > 0)
-    roof = Ceilings{floor_bw, ceilings.fp32_peak_flops_per_s,
-                    !ceilings.datasheet_name.empty() ? "datasheet " + ceilings.datasheet_name : "measured"};
+  if (!cache_resident && floor_bw > 0) {
+    roof.emplace();
+    roof->source_text = !ceilings.datasheet_name.empty() ? "datasheet of " + ceilings.datasheet_name : "measured";
+    roof->memory_bytes_per_s = floor_bw;
+    roof->peak_flops_per_s["fp32"] = ceilings.fp32_peak_flops_per_s;
+  }
   add_plausibility_warnings(r, roof, l2);
 }
 

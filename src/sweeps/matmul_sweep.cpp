@@ -99,26 +99,19 @@ MatmulCeilings matmul_ceilings(const std::optional<CatalogEntry>& datasheet, con
   MatmulCeilings c;
   if (datasheet) c.datasheet_name = datasheet->name;
   for (DType d : dtypes) {
-    if (datasheet) c.datasheet[d] = GemmRoof{datasheet->peak(d).value_or(0), datasheet->bandwidth_bytes_per_s};
-    if (measured) {
-      GemmRoof roof{0, measured->hbm_bytes_per_s};
-      const auto it = measured->tensor_flops_per_s.find(to_string(d));
-      if (it != measured->tensor_flops_per_s.end())
-        roof.peak_flops_per_s = it->second;
-      else if (d == DType::fp32)
-        roof.peak_flops_per_s = measured->fp32_flops_per_s;
-      c.measured[d] = roof;
-    }
+    if (datasheet) c.datasheet[d] = GemmRoof{datasheet->peak(d).value_or(0), datasheet->ceilings.memory_bytes_per_s};
+    if (measured)
+      c.measured[d] = GemmRoof{measured->ceilings.peak_flops(to_string(d)), measured->ceilings.memory_bytes_per_s};
   }
   c.measured_note = std::move(measured_note);
   return c;
 }
 
-RooflinePlacement annotate_gemm_record(Record& r, const MatmulCeilings& ceilings, double empty_ms, double l2, bool cold) {
+GemmPlacement annotate_gemm_record(Record& r, const MatmulCeilings& ceilings, double empty_ms, double l2, bool cold) {
   const DType dtype = dtype_from_string(r.dtype);
   const GemmRoof ds = ceilings.datasheet_roof(dtype), me = ceilings.measured_roof(dtype);
   const double rate = r.flops_per_s();
-  RooflinePlacement p;
+  GemmPlacement p;
   p.intensity_flop_per_byte = r.intensity_flop_per_byte();
   const bool cache_resident = !cold && l2 > 0 && r.bytes <= l2;  // the working set is A, B and C once
   r.extra["tflop_per_s"] = rate / 1e12;
@@ -148,9 +141,11 @@ RooflinePlacement annotate_gemm_record(Record& r, const MatmulCeilings& ceilings
   if (floor_peak <= 0) floor_peak = fastest_known_peak_flops(dtype);
   double floor_bw = std::max(ds.bandwidth_bytes_per_s, me.bandwidth_bytes_per_s);
   if (cache_resident || floor_bw <= 0) floor_bw = 1e18;  // no memory floor to hold it to
-  add_plausibility_warnings(
-      r, Ceilings{floor_bw, floor_peak, !ceilings.datasheet_name.empty() ? "datasheet " + ceilings.datasheet_name : "fastest known GPU"},
-      l2);
+  DeviceCeilings floor;
+  floor.source_text = !ceilings.datasheet_name.empty() ? "datasheet of " + ceilings.datasheet_name : "fastest known GPU";
+  floor.memory_bytes_per_s = floor_bw;
+  floor.peak_flops_per_s[to_string(dtype)] = floor_peak;
+  add_plausibility_warnings(r, floor, l2);
   return p;
 }
 

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
 
 namespace ridge {
@@ -369,10 +370,7 @@ std::string method_label(Method method, bool automatic) {
   return automatic ? label + ", chosen by --method auto" : label;
 }
 
-void validate_ceilings_mode(const std::string& mode) {
-  if (mode != "auto" && mode != "measure" && mode != "refresh" && mode != "none")
-    throw UsageError(fmt::format("--ceilings must be auto, measure, refresh or none, got '{}'", mode));
-}
+void validate_ceilings_mode(const std::string& mode) { ceilings_mode_from_string(mode); }
 
 PlotSeries line_series(std::string name, std::vector<PlotPoint> points, bool dashed, std::string color) {
   PlotSeries s;

@@ -68,10 +68,10 @@ TEST(Catalog, EveryEntryIsCompleteAndConsistent) {
     EXPECT_FALSE(e.match_names.empty());
     EXPECT_GT(e.sm_count, 0);
     EXPECT_GT(e.memory_bytes, 1e9);
-    EXPECT_GT(e.bandwidth_bytes_per_s, 100e9);
+    EXPECT_GT(e.ceilings.memory_bytes_per_s, 100e9);
     ASSERT_TRUE(e.peak(DType::fp32).has_value()) << "every GPU has an FP32 peak";
     for (const auto& [name, sparse] : e.sparse_peak_flops)
-      if (e.peak_flops.count(name)) EXPECT_LE(e.peak_flops.at(name), sparse) << name;
+      if (e.ceilings.peak_flops(name) > 0) EXPECT_LE(e.ceilings.peak_flops(name), sparse) << name;
     // Tensor peaks sit above the FP32 FMA peak; FP8 is at least BF16's rate.
     if (auto bf16 = e.peak(DType::bf16)) EXPECT_GT(*bf16, *e.peak(DType::fp32));
     if (auto fp8 = e.peak(DType::fp8_e4m3)) EXPECT_GE(*fp8, *e.peak(DType::bf16));
@@ -85,9 +85,9 @@ TEST(Catalog, EveryEntryIsCompleteAndConsistent) {
 
 TEST(Catalog, SeedH100RidgePointFromTheCatalog) {
   const auto& h100 = catalog_entry("h100-sxm");
-  EXPECT_NEAR(ridge_point(*h100.peak(DType::bf16), h100.bandwidth_bytes_per_s), 295, 1.0);
+  EXPECT_NEAR(ridge_point(*h100.peak(DType::bf16), h100.ceilings.memory_bytes_per_s), 295, 1.0);
   const auto& h200 = catalog_entry("h200-sxm");
-  EXPECT_NEAR(h200.bandwidth_bytes_per_s, 4.8e12, 1e9);
+  EXPECT_NEAR(h200.ceilings.memory_bytes_per_s, 4.8e12, 1e9);
   EXPECT_NEAR(*h200.peak(DType::bf16), 989.5e12, 1e12);
 }
 

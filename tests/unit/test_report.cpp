@@ -238,9 +238,9 @@ TEST(ReportContext, DatasheetCeilingsFillWhatWasNotMeasured) {
   const CatalogEntry& h100 = catalog_entry("h100-sxm");
   ReportContext ctx;
   use_datasheet_ceilings(ctx, h100);
-  EXPECT_EQ(ctx.bandwidth_bytes_per_s, h100.bandwidth_bytes_per_s);
-  EXPECT_EQ(ctx.peak_flops, h100.peak_flops);
-  EXPECT_EQ(ctx.ceilings_source, "datasheet of " + h100.name);
+  EXPECT_EQ(ctx.ceilings.memory_bytes_per_s, h100.ceilings.memory_bytes_per_s);
+  EXPECT_EQ(ctx.ceilings.source_text, "datasheet of " + h100.name);
+  EXPECT_GT(ctx.ceilings.memory_bytes_per_s, 0);
   EXPECT_EQ(ctx.memory_bytes, h100.memory_bytes);
   ctx.memory_bytes = 1e9;  // the running device's own memory is kept
   use_datasheet_ceilings(ctx, h100);

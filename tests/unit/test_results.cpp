@@ -116,7 +116,7 @@ TEST(Checks, ImpossibleResultIsFlagged) {
   r.flops = 2.0 * 4096 * 4096 * 4096;
   r.bytes = 3.0 * 4096 * 4096 * 4;
   finalize(r);
-  const auto w = add_plausibility_warnings(r, Ceilings{4.8e12, 67e12, "datasheet"});
+  const auto w = add_plausibility_warnings(r, DeviceCeilings{.source_text = "datasheet", .memory_bytes_per_s = 4.8e12, .peak_flops_per_s = {{"fp32", 67e12}}});
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NE(w[0].find("impossible"), std::string::npos);
 }
@@ -127,7 +127,7 @@ TEST(Checks, PlausibleResultHasNoWarning) {
   r.flops = 2.0 * 4096 * 4096 * 4096;
   r.bytes = 3.0 * 4096 * 4096 * 4;
   finalize(r);
-  EXPECT_TRUE(add_plausibility_warnings(r, Ceilings{4.8e12, 67e12, "datasheet"}).empty());
+  EXPECT_TRUE(add_plausibility_warnings(r, DeviceCeilings{.source_text = "datasheet", .memory_bytes_per_s = 4.8e12, .peak_flops_per_s = {{"fp32", 67e12}}}).empty());
 }
 
 TEST(Checks, SpreadCacheAndClockWarnings) {

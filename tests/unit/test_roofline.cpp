@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "ridge/checks.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/roofline.hpp"
+#include "ridge/writers.hpp"
 
 using namespace ridge;
 
@@ -67,4 +69,235 @@ TEST(Roofline, FloorAndEfficiency) {
   const double n = 1 << 28;
   EXPECT_NEAR(roofline_floor_s(12 * n, n, 67e12, 4e12), 12 * n / 4e12, 1e-12);
   EXPECT_NEAR(roofline_efficiency(0.5e12, 1.0, 990e12, 1e12), 0.5, 1e-12);
+}
+
+// ---- operations placed on a roofline, and the one plot builder --------------------------------
+
+namespace {
+
+DeviceCeilings test_ceilings(CeilingsSource source = CeilingsSource::measured) {
+  DeviceCeilings c;
+  c.source = source;
+  c.source_text = "test";
+  c.memory_bytes_per_s = 4e12;
+  c.l2_bytes_per_s = 10e12;
+  c.peak_flops_per_s = {{"fp32", 50e12}, {"bf16", 700e12}, {"fp16", 720e12}};
+  return c;
+}
+
+const PlotSeries* series_named(const Plot& plot, const std::string& prefix) {
+  for (const auto& s : plot.series)
+    if (s.name.rfind(prefix, 0) == 0) return &s;
+  return nullptr;
+}
+
+Record gemm_record(double n, double ms, const std::string& dtype) {
+  Record r;
+  r.name = "matmul";
+  r.dtype = dtype;
+  const auto size = static_cast<std::int64_t>(n);  // as the matmul sweep records it
+  r.params = {{"m", size}, {"n", size}, {"k", size}};
+  r.samples_ms = {ms};
+  r.flops = matmul_flops(n, n, n);
+  r.bytes = matmul_bytes(n, n, n);
+  finalize(r);
+  return r;
+}
+
+}  // namespace
+
+TEST(RooflinePlacement, UnderTheDtypesRoofOrFp32s) {
+  const DeviceCeilings c = test_ceilings();
+  // Memory-bound BF16 at 10 FLOP/byte: attainable 40 TFLOP/s; 20 achieved is half of it.
+  const auto low = place_on_roofline(c, {.label = "x", .dtype = "bf16", .intensity_flop_per_byte = 10, .flops_per_s = 20e12});
+  ASSERT_TRUE(low.has_value());
+  EXPECT_DOUBLE_EQ(low->roof_flops_per_s, 700e12);
+  EXPECT_DOUBLE_EQ(low->attainable_flops_per_s, 40e12);
+  EXPECT_DOUBLE_EQ(low->efficiency, 0.5);
+  EXPECT_EQ(low->bound, Bound::memory);
+  EXPECT_FALSE(low->above_roof());
+  // An unknown dtype runs under FP32's roof; above it by 10% is flagged.
+  const auto high = place_on_roofline(c, {.dtype = "int8", .intensity_flop_per_byte = 1000, .flops_per_s = 55e12});
+  ASSERT_TRUE(high.has_value());
+  EXPECT_DOUBLE_EQ(high->roof_flops_per_s, 50e12);
+  EXPECT_EQ(high->bound, Bound::compute);
+  EXPECT_TRUE(high->above_roof());
+  // Nothing to place under ceilings without a bandwidth, or an operation without intensity.
+  DeviceCeilings no_memory = c;
+  no_memory.memory_bytes_per_s = 0;
+  EXPECT_FALSE(place_on_roofline(no_memory, {.dtype = "bf16", .intensity_flop_per_byte = 10, .flops_per_s = 1}));
+  EXPECT_FALSE(place_on_roofline(c, {.dtype = "bf16", .intensity_flop_per_byte = 0, .flops_per_s = 1}));
+}
+
+TEST(RooflinePlacement, OperationsFromRecords) {
+  const auto op = roofline_operation(gemm_record(4096, 0.2, "bf16"));
+  ASSERT_TRUE(op.has_value());
+  EXPECT_EQ(op->label, "matmul bf16 n=4096");
+  EXPECT_NEAR(op->intensity_flop_per_byte, 1365.3, 0.1);
+  EXPECT_NEAR(op->flops_per_s, matmul_flops(4096, 4096, 4096) / 0.2e-3, 1e6);
+  Record stream;
+  stream.name = "bandwidth.add";
+  stream.dtype = "fp32";
+  stream.params = {{"elements", 1 << 20}};
+  stream.samples_ms = {0.01};
+  stream.flops = 1 << 20;
+  stream.bytes = 12.0 * (1 << 20);
+  finalize(stream);
+  EXPECT_EQ(roofline_operation(stream)->label, "bandwidth.add fp32 2^20 elements");
+  Record no_flops = stream;
+  no_flops.flops = 0;
+  EXPECT_FALSE(roofline_operation(no_flops).has_value());
+}
+
+TEST(RooflinePlacement, RidgePointsPerDtype) {
+  const auto rows = ridge_points(catalog_entry("h100-sxm").ceilings, test_ceilings());
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.front().dtype, "fp64");
+  EXPECT_DOUBLE_EQ(rows.front().measured, 0);  // not measured
+  for (const auto& r : rows)
+    if (r.dtype == "bf16") {
+      EXPECT_NEAR(r.datasheet, 295, 1);
+      EXPECT_DOUBLE_EQ(r.measured, 175);
+    }
+}
+
+TEST(RooflinePlot, DrawsSlopesRoofsRidgePointsAndOperations) {
+  const DeviceCeilings c = test_ceilings();
+  const std::vector<RooflineOperation> ops{
+      {.label = "a", .dtype = "bf16", .intensity_flop_per_byte = 5, .flops_per_s = 10e12},
+      {.label = "b", .dtype = "bf16", .intensity_flop_per_byte = 50000, .flops_per_s = 600e12},
+      {.label = "c", .dtype = "fp32", .intensity_flop_per_byte = 2, .flops_per_s = 1e12, .series = "stream"},
+  };
+  const Plot plot = roofline_plot(c, ops, {.title = "t"});
+  EXPECT_EQ(plot.title, "t");
+  EXPECT_TRUE(plot.log_x && plot.log_y);
+  EXPECT_DOUBLE_EQ(plot.x_min, 0.01);
+  EXPECT_DOUBLE_EQ(plot.x_max, 1e5);  // widened to the decade of the 50,000 FLOP/byte operation
+
+  // The memory slope rises from the left edge to the highest roof, at the bandwidth.
+  const PlotSeries* memory = series_named(plot, "measured memory");
+  ASSERT_TRUE(memory);
+  ASSERT_EQ(memory->points.size(), 2u);
+  EXPECT_DOUBLE_EQ(memory->points[0].x, 0.01);
+  EXPECT_DOUBLE_EQ(memory->points[0].y, 0.01 * 4e12);
+  EXPECT_DOUBLE_EQ(memory->points[1].y, 720e12);
+  EXPECT_DOUBLE_EQ(memory->points[1].x, 720e12 / 4e12);
+  ASSERT_TRUE(series_named(plot, "measured L2"));
+  EXPECT_TRUE(series_named(plot, "measured L2")->dashed);
+
+  // One flat roof per dtype from its ridge point to the right edge; FP16 and BF16 (within 8%)
+  // share one end label, which carries I*.
+  int roofs = 0;
+  for (const auto& s : plot.series) {
+    if (s.line && s.points.size() == 2 && s.points[0].y == s.points[1].y) {
+      ++roofs;
+      EXPECT_DOUBLE_EQ(s.points[1].x, 1e5);
+      EXPECT_DOUBLE_EQ(s.points[0].x, s.points[0].y / 4e12);
+    }
+  }
+  EXPECT_EQ(roofs, 3);
+  bool shared = false;
+  for (const auto& s : plot.series) shared = shared || s.end_label.find("FP16 720 TFLOP/s, BF16 700 TFLOP/s") == 0;
+  EXPECT_TRUE(shared);
+
+  const PlotSeries* knees = series_named(plot, "ridge points");
+  ASSERT_TRUE(knees);
+  EXPECT_EQ(knees->points.size(), 3u);  // 12.5, 175 and 180 FLOP/byte
+  EXPECT_FALSE(knees->line);
+
+  // Operations: the default series and a named one, each point where it was given.
+  const PlotSeries* measured = series_named(plot, "measured operations");
+  ASSERT_TRUE(measured);
+  ASSERT_EQ(measured->points.size(), 2u);
+  EXPECT_EQ(measured->points[1].label, "b");
+  EXPECT_DOUBLE_EQ(measured->points[1].x, 50000);
+  EXPECT_DOUBLE_EQ(measured->points[1].y, 600e12);
+  const PlotSeries* stream = series_named(plot, "stream");
+  ASSERT_TRUE(stream);
+  EXPECT_FALSE(stream->line);
+  EXPECT_EQ(stream->points.size(), 1u);
+  EXPECT_FALSE(render_svg(plot).empty());
+}
+
+TEST(RooflinePlot, DtypesRangeAndOverlay) {
+  DeviceCeilings sheet = test_ceilings(CeilingsSource::datasheet);
+  sheet.memory_bytes_per_s = 4.8e12;
+  sheet.peak_flops_per_s["bf16"] = 990e12;
+  const Plot plot = roofline_plot(test_ceilings(), {},
+                                  {.dtypes = {"fp32"}, .overlay = sheet, .x_min = 0.05, .x_max = 2000});
+  EXPECT_DOUBLE_EQ(plot.x_min, 0.05);
+  EXPECT_DOUBLE_EQ(plot.x_max, 2000);
+  int roofs = 0;
+  for (const auto& s : plot.series)
+    if (!s.end_label.empty()) {
+      ++roofs;
+      EXPECT_NE(s.end_label.find("FP32"), std::string::npos);
+    }
+  EXPECT_EQ(roofs, 1) << "only the dtypes asked for";
+  const PlotSeries* overlay_memory = series_named(plot, "datasheet memory");
+  ASSERT_TRUE(overlay_memory);
+  EXPECT_TRUE(overlay_memory->dashed);
+  // The measured memory slope goes up to the highest roof drawn of either set (the datasheet's FP32).
+  EXPECT_DOUBLE_EQ(series_named(plot, "measured memory")->points[1].y, 50e12);
+  const PlotSeries* overlay_roof = series_named(plot, "datasheet BF16");
+  ASSERT_TRUE(overlay_roof);
+  EXPECT_DOUBLE_EQ(overlay_roof->points[0].y, 990e12);
+  EXPECT_FALSE(series_named(plot, "measured operations")) << "no operations, no series";
+}
+
+TEST(RooflineAnalysis, ModelOnlyAndMeasured) {
+  const CatalogEntry& h200 = catalog_entry("h200-sxm");
+  const std::vector<RooflineOperation> ops{*roofline_operation(gemm_record(4096, 0.25, "bf16"))};
+  const RooflineAnalysis model = analyze_roofline(std::nullopt, h200, std::nullopt, ops);
+  EXPECT_TRUE(model.model_only());
+  EXPECT_EQ(model.placed_on, "datasheet");
+  ASSERT_EQ(model.placements.size(), 1u);
+  EXPECT_DOUBLE_EQ(model.placements[0].roof_flops_per_s, h200.ceilings.peak_flops("bf16"));
+  EXPECT_EQ(model.plot.title, "Roofline: " + h200.name + " (datasheet)");
+  EXPECT_TRUE(model.records.empty());
+
+  MeasuredCeilings m;
+  m.ceilings = test_ceilings();
+  Record hbm;
+  hbm.name = "ceiling.hbm.copy";
+  m.records.push_back(hbm);
+  DeviceDescription d;
+  d.name = "NVIDIA H200";
+  const RooflineAnalysis measured = analyze_roofline(d, h200, m, ops);
+  EXPECT_FALSE(measured.model_only());
+  EXPECT_EQ(measured.placed_on, "measured");
+  EXPECT_DOUBLE_EQ(measured.placements[0].roof_flops_per_s, 700e12);
+  EXPECT_TRUE(series_named(measured.plot, "datasheet memory")) << "the datasheet drawn behind";
+  ASSERT_EQ(measured.records.size(), 1u);
+  EXPECT_DOUBLE_EQ(measured.records[0].extra["datasheet_bytes_per_s"].get<double>(), 4.8e12);
+  EXPECT_THROW(analyze_roofline(std::nullopt, std::nullopt, std::nullopt, ops), UsageError);
+}
+
+TEST(RooflineAnalysis, OptionsAreCheckedBeforeAnyWork) {
+  RooflineOptions o;
+  EXPECT_FALSE(o.model_only());
+  EXPECT_NO_THROW(o.validate());
+  o.device = "h100-sxm";
+  EXPECT_TRUE(o.model_only());
+  o.refresh = true;
+  EXPECT_THROW(o.validate(), UsageError);
+  o.device = "123456";
+  EXPECT_THROW(o.validate(), UsageError);
+}
+
+TEST(RooflinePlausibility, FloorUsesTheRecordsDtypeRoofElseTheHighest) {
+  // 4096^3 in 0.2 ms is 687 TFLOP/s: possible at BF16's 700, impossible at FP32's 50.
+  const DeviceCeilings c = test_ceilings();
+  Record bf16 = gemm_record(4096, 0.2, "bf16");
+  EXPECT_TRUE(add_plausibility_warnings(bf16, c).empty());
+  Record fp32 = gemm_record(4096, 0.2, "fp32");
+  const auto w = add_plausibility_warnings(fp32, c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("impossible"), std::string::npos);
+  EXPECT_NE(w[0].find("(test)"), std::string::npos) << "names where the ceilings come from: " << w[0];
+  // A dtype the ceilings lack is held to the highest roof (720 TFLOP/s), never to a lower one.
+  Record fp8 = gemm_record(4096, 0.2, "fp8_e4m3");
+  EXPECT_TRUE(add_plausibility_warnings(fp8, c).empty());
+  Record too_fast = gemm_record(4096, 0.1, "fp8_e4m3");  // 1.37 PFLOP/s
+  EXPECT_FALSE(add_plausibility_warnings(too_fast, c).empty());
 }

@@ -166,7 +166,7 @@ TEST(Accounting, PerDtypeAndWorkingSet) {
 }
 
 TEST(Plausibility, BandwidthAboveTheDatasheetIsImpossible) {
-  const Ceilings h200{4.8e12, 67e12, "datasheet H200"};
+  const DeviceCeilings h200{.source_text = "datasheet H200", .memory_bytes_per_s = 4.8e12, .peak_flops_per_s = {{"fp32", 67e12}}};
   const double bytes = 12.0 * (1 << 28);  // x + y at 2^28: 3.2 GB
   Record fast = synthetic(bytes, 0.5, bytes);  // 6.4 TB/s
   EXPECT_TRUE(has_warning(add_plausibility_warnings(fast, h200, 50e6), "impossible"));

@@ -110,10 +110,10 @@ TEST(BandwidthPlan, QuickAndValidation) {
 TEST(BandwidthCeilingsLookup, MeasuredWinsAsTheReference) {
   CatalogEntry entry;
   entry.name = "Synthetic";
-  entry.bandwidth_bytes_per_s = 4.8e12;
-  entry.peak_flops["fp32"] = 67e12;
+  entry.ceilings.memory_bytes_per_s = 4.8e12;
+  entry.ceilings.peak_flops_per_s["fp32"] = 67e12;
   MeasuredCeilings measured;
-  measured.hbm_bytes_per_s = 4.2e12;
+  measured.ceilings.memory_bytes_per_s = 4.2e12;
   measured.hbm_kernel = "copy";
   const BandwidthCeilings both = bandwidth_ceilings(entry, measured);
   EXPECT_DOUBLE_EQ(both.reference_bytes_per_s(), 4.2e12);
@@ -263,12 +263,12 @@ TEST(MatmulPlan, QuickShapesAndValidation) {
 TEST(MatmulCeilingsLookup, DatasheetAndMeasuredPerDtype) {
   CatalogEntry entry;
   entry.name = "Synthetic";
-  entry.bandwidth_bytes_per_s = 4.8e12;
-  entry.peak_flops["bf16"] = 989e12;
+  entry.ceilings.memory_bytes_per_s = 4.8e12;
+  entry.ceilings.peak_flops_per_s["bf16"] = 989e12;
   MeasuredCeilings measured;
-  measured.hbm_bytes_per_s = 4.2e12;
-  measured.fp32_flops_per_s = 50e12;
-  measured.tensor_flops_per_s["bf16"] = 700e12;
+  measured.ceilings.memory_bytes_per_s = 4.2e12;
+  measured.ceilings.peak_flops_per_s["fp32"] = 50e12;
+  measured.ceilings.peak_flops_per_s["bf16"] = 700e12;
   const MatmulCeilings c = matmul_ceilings(entry, measured, {DType::bf16, DType::fp32});
   EXPECT_DOUBLE_EQ(c.datasheet_roof(DType::bf16).peak_flops_per_s, 989e12);
   EXPECT_DOUBLE_EQ(c.measured_roof(DType::bf16).peak_flops_per_s, 700e12);
@@ -280,7 +280,7 @@ TEST(MatmulCeilingsLookup, DatasheetAndMeasuredPerDtype) {
 TEST(MatmulAnalysis, PlacementOnTheRoofline) {
   const MatmulCeilings ceilings = synthetic_gemm_ceilings();
   Record big = gemm_record(8192, 700);
-  const RooflinePlacement p = annotate_gemm_record(big, ceilings, 0.005, 60e6, false);
+  const GemmPlacement p = annotate_gemm_record(big, ceilings, 0.005, 60e6, false);
   EXPECT_NEAR(p.intensity_flop_per_byte, 8192.0 / 3, 1e-9);  // 2n^3 / (3 n^2 * 2 bytes)
   EXPECT_EQ(p.bound, "compute");
   EXPECT_NEAR(p.datasheet_attainable_flops_per_s, 989e12, 1);
@@ -291,13 +291,13 @@ TEST(MatmulAnalysis, PlacementOnTheRoofline) {
   EXPECT_FALSE(big.extra["cache_resident"].get<bool>());
   // A small GEMM sits on the memory slope.
   Record small = gemm_record(64, 1);
-  const RooflinePlacement q = annotate_gemm_record(small, ceilings, 0.005, 60e6, false);
+  const GemmPlacement q = annotate_gemm_record(small, ceilings, 0.005, 60e6, false);
   EXPECT_EQ(q.bound, "memory");
   EXPECT_LT(q.datasheet_attainable_flops_per_s, 989e12);
   EXPECT_TRUE(small.extra["cache_resident"].get<bool>());
   // Unknown roofs: NaN, no bound.
   Record fp32 = gemm_record(4096, 50, "fp32");
-  const RooflinePlacement u = annotate_gemm_record(fp32, ceilings, 0.005, 60e6, false);
+  const GemmPlacement u = annotate_gemm_record(fp32, ceilings, 0.005, 60e6, false);
   EXPECT_TRUE(u.bound.empty());
   EXPECT_TRUE(std::isnan(u.fraction_of_datasheet_attainable));
   EXPECT_FALSE(fp32.extra.contains("bound"));

@@ -1,21 +1,19 @@
+// `ridge info`: prints device_info() (ridge/device.hpp): properties, the datasheet entry it
+// matched, clocks and NVML state.
 #include <fmt/format.h>
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "ridge/catalog.hpp"
 #include "ridge/device.hpp"
 #include "ridge/format.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::cli {
 
-ResultSet run_info(int device, std::FILE* out) {
-  require_gpu(device);
-  ResultSet set = new_result_set(device);
-  const auto entry = match_device(*set.context.device);
-  if (entry) set.context.device->catalog_key = entry->key;
-  const auto& d = *set.context.device;
-  const auto& c = set.context.clocks_start;
+DeviceInfo run_info(int device, std::FILE* out) {
+  const DeviceInfo info = device_info(device);
+  const auto& d = info.device;
+  const auto& c = info.clocks;
   auto cuda = [](int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); };
   fmt::print(out, "device {}: {}\n", d.index, d.name);
   fmt::print(out, "  uuid                {}\n", d.uuid);
@@ -29,23 +27,21 @@ ResultSet run_info(int device, std::FILE* out) {
   if (c.source == "nvml") {
     fmt::print(out, "  current clocks      SM {:.0f} MHz, memory {:.0f} MHz (NVML)\n", c.sm_mhz, c.memory_mhz);
     fmt::print(out, "  power, temperature  {:.0f} W, {:.0f} C\n", c.power_w, c.temperature_c);
-    const std::string reasons = throttle_reason_names(c.throttle_reasons);
-    fmt::print(out, "  clock limits now    {}\n", reasons.empty() ? "none" : reasons);
+    fmt::print(out, "  clock limits now    {}\n", info.clock_limits.empty() ? "none" : info.clock_limits);
   } else {
-    fmt::print(out, "  current clocks      unavailable: NVML {}\n", nvml_status());
+    fmt::print(out, "  current clocks      unavailable: NVML {}\n", info.nvml_status);
   }
   fmt::print(out, "  driver / runtime    CUDA {} / CUDA {}\n", cuda(d.driver_version), cuda(d.runtime_version));
-  if (entry) {
+  if (const auto& entry = info.datasheet) {
     fmt::print(out, "  datasheet entry     {} (`{}`): {} memory bandwidth", entry->name, entry->key,
-               format_bytes_per_s(entry->bandwidth_bytes_per_s));
+               format_bytes_per_s(entry->ceilings.memory_bytes_per_s));
     for (const char* t : {"fp32", "tf32", "bf16", "fp8_e4m3"})
-      if (auto p = entry->peak_flops.find(t); p != entry->peak_flops.end())
-        fmt::print(out, ", {} {}", t, format_flops(p->second));
+      if (double p = entry->ceilings.peak_flops(t); p > 0) fmt::print(out, ", {} {}", t, format_flops(p));
     fmt::print(out, " (dense)\n  datasheet source    {}\n", entry->source);
   } else {
     fmt::print(out, "  datasheet entry     none matched: ridge works from measured ceilings (`ridge roofline`)\n");
   }
-  return set;
+  return info;
 }
 
 namespace {
@@ -62,7 +58,10 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--json", opts->json, "write the device description as JSON to FILE ('-' for stdout)")
           ->type_name("FILE");
       return std::function<int()>([opts] {
-        ResultSet set = run_info(opts->device, opts->json == "-" ? stderr : stdout);
+        const DeviceInfo info = run_info(opts->device, opts->json == "-" ? stderr : stdout);
+        ResultSet set = new_result_set(opts->device);
+        set.context.device = info.device;  // with its catalog key
+        set.context.clocks_start = info.clocks;
         finish_result_set(set, opts->device);
         if (!opts->json.empty()) write_json(opts->json, to_json(set));
         return 0;

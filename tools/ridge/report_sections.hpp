@@ -45,10 +45,5 @@ std::string warnings_markdown(const std::vector<Record>& records);
 /// name + method + dtype.
 ReportSvg rate_vs_size_svg(const std::string& file, const std::string& title, const std::vector<Record>& records,
                            const std::string& x_param, bool flops);
-/// A log-log roofline over intensities [x_min, x_max] (FLOP/byte): one roof per dtype of `peaks`
-/// (FLOP/s; fp8, bf16, tf32 and fp32 where present) under the memory slope of `bandwidth` (bytes/s).
-/// Add point series to it and render with render_svg.
-Plot roofline_plot(const std::string& title, double bandwidth, const std::map<std::string, double>& peaks,
-                   double x_min, double x_max);
 
 }  // namespace ridge::cli

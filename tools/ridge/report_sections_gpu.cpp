@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "report_sections.hpp"
+#include "ridge/catalog.hpp"
 #include "ridge/ceilings.hpp"
 #include "ridge/device.hpp"
 #include "ridge/format.hpp"
@@ -25,9 +26,9 @@ std::string cuda_version(int v) { return v ? fmt::format("{}.{}", v / 1000, (v %
 // ---- 10: device info ---------------------------------------------------------------------------
 
 SectionOutput info_section(ReportContext& ctx) {
-  ResultSet set = run_info(ctx.device, ctx.log);
-  const auto& d = *set.context.device;
-  const auto& clocks = set.context.clocks_start;
+  const DeviceInfo info = run_info(ctx.device, ctx.log);
+  const auto& d = info.device;
+  const auto& clocks = info.clocks;
   SectionOutput out;
   std::string& md = out.markdown;
   md += "| property | value |\n|---|---|\n";
@@ -38,20 +39,19 @@ SectionOutput info_section(ReportContext& ctx) {
                     format_bytes(double(d.memory_bytes)), d.memory_bus_bits);
   md += fmt::format("| max clocks | SM {:.0f} MHz, memory {:.0f} MHz |\n", d.max_sm_clock_mhz, d.max_memory_clock_mhz);
   if (clocks.source == "nvml") {
-    const std::string reasons = throttle_reason_names(clocks.throttle_reasons);
     md += fmt::format("| clocks at start | SM {:.0f} MHz, memory {:.0f} MHz; {:.0f} W, {:.0f} C; limits: {} |\n",
                       clocks.sm_mhz, clocks.memory_mhz, clocks.power_w, clocks.temperature_c,
-                      reasons.empty() ? "none" : reasons);
+                      info.clock_limits.empty() ? "none" : info.clock_limits);
   } else {
-    md += fmt::format("| clocks at start | unavailable: NVML {} |\n", nvml_status());
+    md += fmt::format("| clocks at start | unavailable: NVML {} |\n", info.nvml_status);
   }
   md += fmt::format("| driver / runtime | CUDA {} / CUDA {} |\n", cuda_version(d.driver_version),
                     cuda_version(d.runtime_version));
   if (ctx.datasheet) {
     const auto& e = *ctx.datasheet;
+    const double bf16 = e.ceilings.peak_flops("bf16");
     md += fmt::format("| datasheet entry | {} (`{}`): {} HBM, {} dense BF16 |\n", e.name, e.key,
-                      format_bytes_per_s(e.bandwidth_bytes_per_s),
-                      e.peak_flops.count("bf16") ? format_flops(e.peak_flops.at("bf16")) : "n/a");
+                      format_bytes_per_s(e.ceilings.memory_bytes_per_s), bf16 > 0 ? format_flops(bf16) : "n/a");
     if (!e.source.empty()) md += fmt::format("| datasheet source | {} |\n", e.source);
   } else {
     md += "| datasheet entry | none matched: percentages of datasheet figures are left out |\n";
@@ -127,22 +127,26 @@ RIDGE_REGISTER_REPORT_SECTION(ReportSection{"timing", "Timing: three clocks, one
 
 // ---- 30: measured ceilings -----------------------------------------------------------------------
 
+// The comparison's rows under the names this report has always used; rows with nothing measured
+// (e.g. the datasheet's FP64) are left out: the section is about what was measured.
+std::string ceilings_row_name(const CeilingComparison& row, const MeasuredCeilings& m) {
+  if (row.ceiling == "memory bandwidth") return fmt::format("HBM bandwidth ({})", m.hbm_kernel);
+  if (row.bandwidth) return row.ceiling;
+  if (row.dtype == "fp32") return "FP32 (FMA)";
+  return row.dtype + " tensor (GEMM)";
+}
+
 SectionOutput ceilings_section(ReportContext& ctx) {
-  const MeasuredCeilings m = measured_ceilings(ctx.device, false);
+  const CeilingsLookup lookup = ceilings_for(ctx.device, describe_device(ctx.device), CeilingsMode::measure);
+  const MeasuredCeilings& m = *lookup.measured;
+  const DeviceCeilings& c = m.ceilings;
   SectionOutput out;
   out.records = m.records;
-  const auto datasheet = ctx.datasheet;  // before the measured values replace the context's ceilings
-  if (m.hbm_bytes_per_s > 0) {
-    ctx.bandwidth_bytes_per_s = m.hbm_bytes_per_s;
-    ctx.measured[prediction::hbm_tb_per_s] = m.hbm_bytes_per_s / 1e12;
-  }
-  for (const auto& [dtype, flops] : m.tensor_flops_per_s)
-    if (flops > 0) ctx.peak_flops[dtype] = flops;
-  if (m.fp32_flops_per_s > 0) ctx.peak_flops["fp32"] = m.fp32_flops_per_s;
-  ctx.ceilings_source = fmt::format("measured on this GPU ({})", m.measured_at_utc);
-  if (auto bf16 = m.tensor_flops_per_s.find("bf16"); bf16 != m.tensor_flops_per_s.end() && bf16->second > 0) {
-    ctx.measured[prediction::bf16_tflop_per_s] = bf16->second / 1e12;
-    if (m.hbm_bytes_per_s > 0) ctx.measured[prediction::ridge_point_bf16] = bf16->second / m.hbm_bytes_per_s;
+  ctx.ceilings = c;  // later sections compare with the measured ceilings
+  if (c.memory_bytes_per_s > 0) ctx.measured[prediction::hbm_tb_per_s] = c.memory_bytes_per_s / 1e12;
+  if (const double bf16 = c.peak_flops("bf16"); bf16 > 0) {
+    ctx.measured[prediction::bf16_tflop_per_s] = bf16 / 1e12;
+    if (c.memory_bytes_per_s > 0) ctx.measured[prediction::ridge_point_bf16] = c.ridge_point("bf16");
   }
 
   std::string& md = out.markdown;
@@ -150,20 +154,16 @@ SectionOutput ceilings_section(ReportContext& ctx) {
                     "`ridge roofline --refresh` measures again).\n\n",
                     m.measured_at_utc);
   md += "| ceiling | measured | datasheet | measured / datasheet |\n|---|---:|---:|---:|\n";
-  auto row = [&](const std::string& what, double measured, double sheet, bool bytes) {
-    const auto f = [&](double v) { return bytes ? format_bytes_per_s(v) : format_flops(v); };
-    md += fmt::format("| {} | {} | {} | {} |\n", what, measured > 0 ? f(measured) : "-", sheet > 0 ? f(sheet) : "-",
-                      measured > 0 && sheet > 0 ? fmt::format("{:.0f}%", 100 * measured / sheet) : "-");
-  };
-  row(fmt::format("HBM bandwidth ({})", m.hbm_kernel), m.hbm_bytes_per_s,
-      datasheet ? datasheet->bandwidth_bytes_per_s : 0, true);
-  row("L2 bandwidth", m.l2_bytes_per_s, 0, true);
-  row("FP32 (FMA)", m.fp32_flops_per_s, datasheet && datasheet->peak_flops.count("fp32") ? datasheet->peak_flops.at("fp32") : 0,
-      false);
-  for (const auto& [dtype, flops] : m.tensor_flops_per_s)
-    row(dtype + " tensor (GEMM)", flops,
-        datasheet && datasheet->peak_flops.count(dtype) ? datasheet->peak_flops.at(dtype) : 0, false);
-  md += fmt::format("\nAn empty kernel takes {:.2f} us (launch-free timing).\n\n", m.empty_launch_us);
+  for (const auto& row : compare_ceilings(ctx.datasheet, m)) {
+    if (!(row.measured > 0) && !row.bandwidth) continue;
+    const auto f = [&](double v) {
+      if (!(v > 0)) return std::string("-");
+      return row.bandwidth ? format_bytes_per_s(v) : format_flops(v);
+    };
+    md += fmt::format("| {} | {} | {} | {} |\n", ceilings_row_name(row, m), f(row.measured), f(row.datasheet),
+                      format_percent(row.fraction_of_datasheet(), 0));
+  }
+  md += fmt::format("\nAn empty kernel takes {:.2f} us (launch-free timing).\n\n", c.empty_launch_us);
   if (ctx.measured.count(prediction::ridge_point_bf16))
     md += fmt::format("Measured BF16 ridge point: **{:.0f} FLOP/byte**: below it an operation is memory-bound.\n\n",
                       ctx.measured[prediction::ridge_point_bf16]);
@@ -186,47 +186,44 @@ RIDGE_REGISTER_REPORT_SECTION(ReportSection{"ceilings", "Measured ceilings", 30,
 SectionOutput roofline_section(ReportContext& ctx) {
   SectionOutput out;
   std::string& md = out.markdown;
-  if (ctx.bandwidth_bytes_per_s <= 0 || ctx.peak_flops.empty()) {
+  const DeviceCeilings& c = ctx.ceilings;
+  if (!c.usable()) {
     md += "No ceilings are known for this GPU (nothing measured, no datasheet match): no roofline.\n\n";
     return out;
   }
+  // Every record with counted FLOPs and bytes, one plot series per name, method and dtype.
+  std::vector<RooflineOperation> operations;
   std::vector<const Record*> placed;
-  double lo = 0.05, hi = 2000;
+  RooflinePlotOptions plot_options{.title = fmt::format("Roofline ({})", c.source_text),
+                                   .dtypes = {"fp8_e4m3", "bf16", "tf32", "fp32"},
+                                   .x_min = 0.05,
+                                   .x_max = 2000};
   for (const auto& r : ctx.results->records) {
-    const double intensity = r.intensity_flop_per_byte();
-    if (intensity <= 0 || r.flops_per_s() <= 0) continue;
+    auto op = roofline_operation(r);
+    if (!op) continue;
+    op->series = r.name + " " + r.method + (r.dtype.empty() ? "" : " " + r.dtype);
+    op->label = r.params.contains("n") ? "n=" + r.params["n"].dump() : "";
+    plot_options.x_min = std::min(plot_options.x_min, op->intensity_flop_per_byte / 2);
+    plot_options.x_max = std::max(plot_options.x_max, op->intensity_flop_per_byte * 2);
+    operations.push_back(*op);
     placed.push_back(&r);
-    lo = std::min(lo, intensity / 2);
-    hi = std::max(hi, intensity * 2);
   }
-  Plot plot = roofline_plot(fmt::format("Roofline ({})", ctx.ceilings_source), ctx.bandwidth_bytes_per_s, ctx.peak_flops,
-                            lo, hi);
-  std::map<std::string, std::size_t> series;
-  for (const Record* r : placed) {
-    const std::string key = r->name + " " + r->method + (r->dtype.empty() ? "" : " " + r->dtype);
-    if (!series.count(key)) {
-      series[key] = plot.series.size();
-      plot.series.push_back(PlotSeries{.name = key, .line = false, .markers = true});
-    }
-    std::string label;
-    if (r->params.contains("n")) label = "n=" + r->params["n"].dump();
-    plot.series[series[key]].points.push_back({r->intensity_flop_per_byte(), r->flops_per_s() / 1e12, label});
-  }
-  out.svgs.push_back({"roofline.svg", render_svg(plot)});
+  out.svgs.push_back({"roofline.svg", render_svg(roofline_plot(c, operations, plot_options))});
   md += fmt::format("Ceilings: {}. Every measured record with counted FLOPs and bytes is placed at its intensity.\n\n",
-                    ctx.ceilings_source);
+                    c.source_text);
   md += "![roofline with every measured point](roofline.svg)\n\n";
   if (!placed.empty()) {
     md += "| record | params | intensity (FLOP/byte) | achieved | attainable | of the roof |\n|---|---|---:|---:|---:|---:|\n";
-    for (const Record* r : placed) {
-      const auto peak = ctx.peak_flops.find(r->dtype == "tf32" ? "tf32" : r->dtype);
-      if (peak == ctx.peak_flops.end()) continue;
-      const double roof = attainable_flops(r->intensity_flop_per_byte(), peak->second, ctx.bandwidth_bytes_per_s);
-      const double share = r->flops_per_s() / roof;
-      md += fmt::format("| {} `{}` | {} | {:.1f} | {} | {} | {:.0f}%{} |\n", r->name, r->method,
+    for (std::size_t i = 0; i < placed.size(); ++i) {
+      const Record* r = placed[i];
+      if (!(c.peak_flops(r->dtype) > 0)) continue;  // no roof of its own dtype: not placed
+      const auto p = place_on_roofline(c, operations[i]);
+      if (!p) continue;
+      md += fmt::format("| {} `{}` | {} | {:.1f} | {} | {} | {}{} |\n", r->name, r->method,
                         r->params.contains("n") ? "n=" + r->params["n"].dump() : r->params.dump(),
-                        r->intensity_flop_per_byte(), format_flops(r->flops_per_s()), format_flops(roof), share * 100,
-                        share > 1.05 ? " (**impossible**: above the roof)" : "");
+                        p->operation.intensity_flop_per_byte, format_flops(p->operation.flops_per_s),
+                        format_flops(p->attainable_flops_per_s), format_percent(p->efficiency, 0),
+                        p->above_roof() ? " (**impossible**: above the roof)" : "");
     }
     md += "\n";
   }
@@ -237,7 +234,7 @@ RIDGE_REGISTER_REPORT_SECTION(ReportSection{"roofline", "Roofline", 55, SectionM
 
 // ---- REGISTRATION POINT 60: decode eager vs graph with the ceiling -------------------------------------
 // When run_decode exists: "decode", "Decode: GPT-2 eager vs CUDA graph", order 60; compare tokens/s with
-// decode_ceiling(weight bytes, ctx.bandwidth_bytes_per_s) and set ctx.measured["decode_tokens_per_s"],
+// decode_ceiling(weight bytes, ctx.ceilings.memory_bytes_per_s) and set ctx.measured["decode_tokens_per_s"],
 // ["decode_fraction_of_ceiling"].
 
 // ---- REGISTRATION POINT 70: profile summary -----------------------------------------------------------

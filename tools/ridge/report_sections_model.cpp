@@ -14,33 +14,6 @@
 
 namespace ridge::cli {
 
-Plot roofline_plot(const std::string& title, double bandwidth, const std::map<std::string, double>& peaks,
-                   double x_min, double x_max) {
-  Plot plot;
-  plot.title = title;
-  plot.x_label = "arithmetic intensity (FLOP/byte)";
-  plot.y_label = "attainable TFLOP/s";
-  plot.x_min = x_min;
-  plot.x_max = x_max;
-  static const std::vector<std::pair<std::string, std::string>> roofs{
-      {"fp8_e4m3", "#7c3aed"}, {"bf16", "#2563eb"}, {"tf32", "#0891b2"}, {"fp32", "#059669"}};
-  for (const auto& [dtype, color] : roofs) {
-    const auto peak = peaks.find(dtype);
-    if (peak == peaks.end() || peak->second <= 0) continue;
-    const double ridge = ridge_point(peak->second, bandwidth);
-    PlotSeries roof{.name = fmt::format("{} roof: {}, ridge {:.0f} FLOP/B", dtype, format_flops(peak->second), ridge),
-                    .line = true,
-                    .markers = false,
-                    .dashed = dtype != "bf16",
-                    .color = color};
-    roof.points.push_back({x_min, attainable_flops(x_min, peak->second, bandwidth) / 1e12, ""});
-    if (ridge > x_min && ridge < x_max) roof.points.push_back({ridge, peak->second / 1e12, ""});
-    roof.points.push_back({x_max, attainable_flops(x_max, peak->second, bandwidth) / 1e12, ""});
-    plot.series.push_back(std::move(roof));
-  }
-  return plot;
-}
-
 namespace {
 
 // 12345.6 -> "12,346": tokens/s read better with separators.
@@ -55,7 +28,7 @@ std::string grouped(double value) {
 
 // ---- 110: the catalog device's roofline (model-only) ---------------------------------------------
 
-struct SeedOp {
+struct ExampleOp {
   std::string name;
   std::string dtype;  ///< which roof applies
   double flops, bytes;
@@ -64,24 +37,24 @@ struct SeedOp {
 SectionOutput model_roofline_section(ReportContext& ctx) {
   SectionOutput out;
   std::string& md = out.markdown;
-  if (!ctx.datasheet || ctx.bandwidth_bytes_per_s <= 0) {
+  if (!ctx.datasheet || ctx.ceilings.memory_bytes_per_s <= 0) {
     md += "No catalog entry: no model roofline.\n\n";
     return out;
   }
   const CatalogEntry& e = *ctx.datasheet;
+  const DeviceCeilings& c = e.ceilings;
   md += fmt::format("Datasheet figures of the **{}** (dense, no sparsity){}:\n\n", e.name,
                     e.source.empty() ? "" : "; source: " + e.source);
   md += "| figure | value | ridge point (FLOP/byte) |\n|---|---:|---:|\n";
-  md += fmt::format("| HBM bandwidth | {} | |\n| memory | {} | |\n", format_bytes_per_s(e.bandwidth_bytes_per_s),
+  md += fmt::format("| HBM bandwidth | {} | |\n| memory | {} | |\n", format_bytes_per_s(c.memory_bytes_per_s),
                     format_bytes(e.memory_bytes));
-  for (const auto& [dtype, flops] : e.peak_flops)
-    md += fmt::format("| {} peak | {} | {:.0f} |\n", dtype, format_flops(flops),
-                      ridge_point(flops, e.bandwidth_bytes_per_s));
+  for (const auto& [dtype, flops] : c.peak_flops_per_s)
+    md += fmt::format("| {} peak | {} | {:.0f} |\n", dtype, format_flops(flops), c.ridge_point(dtype));
   md += "\n";
 
   // The chapter's example operations, placed on the roof (what the best possible kernel would reach).
   const double k = 4096;
-  std::vector<SeedOp> ops{
+  std::vector<ExampleOp> ops{
       {"x + y, FP32 (any size)", "fp32", 1, 12},
       {"decode: [1,4096] @ [4096,4096] BF16", "bf16", matmul_flops(1, k, k), matmul_bytes(1, k, k)},
       {"batched decode, B = 8", "bf16", matmul_flops(8, k, k), matmul_bytes(8, k, k)},
@@ -89,37 +62,45 @@ SectionOutput model_roofline_section(ReportContext& ctx) {
       {"batched decode, B = 512", "bf16", matmul_flops(512, k, k), matmul_bytes(512, k, k)},
       {"prefill: 4096^3 BF16 GEMM", "bf16", matmul_flops(k, k, k), matmul_bytes(k, k, k)},
   };
-  Plot plot = roofline_plot(fmt::format("Roofline of the {} (datasheet)", e.name), e.bandwidth_bytes_per_s,
-                            e.peak_flops, 0.05, 5000);
-  PlotSeries points{.name = "example operations (best possible)", .line = false, .markers = true, .color = "#dc2626"};
+  std::vector<RooflineOperation> points;
   md += "Example operations placed on it. These are not measurements: each sits on the roof, the most any "
         "kernel could reach.\n\n";
   md += "| operation | intensity (FLOP/byte) | bound | attainable | of that dtype's peak | fastest possible time |\n"
         "|---|---:|---|---:|---:|---:|\n";
   for (const auto& op : ops) {
-    const auto peak = e.peak_flops.find(op.dtype);
-    if (peak == e.peak_flops.end()) continue;
-    const double intensity = op.flops / op.bytes;
-    const double roof = attainable_flops(intensity, peak->second, e.bandwidth_bytes_per_s);
-    const double floor_s = roofline_floor_s(op.bytes, op.flops, peak->second, e.bandwidth_bytes_per_s);
-    md += fmt::format("| {} | {:.3g} | {} | {} | {:.1f}% | {} |\n", op.name, intensity,
-                      to_string(classify(intensity, peak->second, e.bandwidth_bytes_per_s)), format_flops(roof),
-                      100 * roof / peak->second, op.name.rfind("x + y", 0) == 0 ? "-" : format_ms(floor_s * 1e3));
+    const double peak = c.peak_flops(op.dtype);
+    if (!(peak > 0)) continue;
+    // At the roof: the attainable rate is the rate the operation is placed at.
+    RooflineOperation point{.dtype = op.dtype, .intensity_flop_per_byte = op.flops / op.bytes};
+    point.flops_per_s = attainable_flops(point.intensity_flop_per_byte, peak, c.memory_bytes_per_s);
+    const auto placed = place_on_roofline(c, point);
+    const double floor_s = roofline_floor_s(op.bytes, op.flops, peak, c.memory_bytes_per_s);
+    md += fmt::format("| {} | {:.3g} | {} | {} | {} | {} |\n", op.name, point.intensity_flop_per_byte,
+                      to_string(placed->bound), format_flops(placed->attainable_flops_per_s),
+                      format_percent(placed->attainable_flops_per_s / peak, 1),
+                      op.name.rfind("x + y", 0) == 0 ? "-" : format_ms(floor_s * 1e3));
     std::string label = op.name.substr(0, op.name.find(':'));
     if (label.rfind("batched decode, ", 0) == 0) label = label.substr(16);
     if (label.rfind("x + y", 0) == 0) label = "x + y";
-    points.points.push_back({intensity, roof / 1e12, label});
+    point.label = label;
+    point.series = "example operations (best possible)";
+    points.push_back(point);
   }
-  plot.series.push_back(std::move(points));
+  const Plot plot = roofline_plot(c, points,
+                                  {.title = fmt::format("Roofline of the {} (datasheet)", e.name),
+                                   .dtypes = {"fp8_e4m3", "bf16", "tf32", "fp32"},
+                                   .x_min = 0.05,
+                                   .x_max = 5000});
   out.svgs.push_back({"roofline-model.svg", render_svg(plot)});
   md += "\n![roofline of the catalog device with example operations](roofline-model.svg)\n\n";
+  const double bf16_ridge = c.ridge_point("bf16");
   md += fmt::format("Below the BF16 ridge point ({:.0f} FLOP/byte) no kernel can use the tensor cores fully: decode at "
                     "batch 1 is memory-bound by a factor of about {:.0f}.\n\n",
-                    e.peak_flops.count("bf16") ? ridge_point(e.peak_flops.at("bf16"), e.bandwidth_bytes_per_s) : 0.0,
-                    e.peak_flops.count("bf16") ? ridge_point(e.peak_flops.at("bf16"), e.bandwidth_bytes_per_s) /
-                                                     matmul_intensity(1, k, k)
-                                               : 0.0);
-  out.data = {{"catalog_key", e.key}, {"bandwidth_bytes_per_s", e.bandwidth_bytes_per_s}, {"peak_flops", e.peak_flops}};
+                    bf16_ridge, bf16_ridge / matmul_intensity(1, k, k));
+  out.data = {{"catalog_key", e.key},
+              {"bandwidth_bytes_per_s", c.memory_bytes_per_s},
+              {"peak_flops", c.peak_flops_per_s},
+              {"ceilings", to_json(c)}};
   return out;
 }
 
@@ -131,7 +112,7 @@ RIDGE_REGISTER_REPORT_SECTION(ReportSection{"model_roofline", "Roofline (datashe
 SectionOutput decode_ceilings_section(ReportContext& ctx) {
   SectionOutput out;
   std::string& md = out.markdown;
-  const double bw = ctx.bandwidth_bytes_per_s;
+  const double bw = ctx.ceilings.memory_bytes_per_s;
   if (bw <= 0) {
     md += "No bandwidth is known for this GPU: no decode ceilings.\n\n";
     return out;
@@ -142,7 +123,7 @@ SectionOutput decode_ceilings_section(ReportContext& ctx) {
       "produce when it must read every weight once (shared by the batch) plus each sequence's own KV cache, at {} "
       "({}). Tokens/s are summed over the batch; every sequence holds a full context of the stated length "
       "(tokens).\n\n",
-      format_bytes_per_s(bw), ctx.ceilings_source);
+      format_bytes_per_s(bw), ctx.ceilings.source_text);
   md += "| model | dtype | weights / step | KV / sequence | context |";
   for (int b : batches) md += fmt::format(" batch {} |", b);
   md += "\n|---|---|---:|---:|---:|";
@@ -158,7 +139,7 @@ SectionOutput decode_ceilings_section(ReportContext& ctx) {
     const double kv = m.kv_bytes_per_sequence();
     md += fmt::format("| {} | {} | {} | {} | {} |", m.name, m.dtype, format_bytes(m.weight_bytes_read()),
                       format_bytes(kv), m.context);
-    const auto peak = ctx.peak_flops.find(m.dtype);
+    const double peak = ctx.ceilings.peak_flops(m.dtype);
     nlohmann::json row{{"model", m.name}, {"dtype", m.dtype}, {"weight_bytes_read", m.weight_bytes_read()},
                        {"kv_bytes_per_sequence", kv}, {"context", m.context}};
     for (int b : batches) {
@@ -171,8 +152,8 @@ SectionOutput decode_ceilings_section(ReportContext& ctx) {
       }
       const double tps = decode_ceiling(m.weight_bytes_read(), bw, b, kv);
       // Compute time of the step at the dtype's peak: 2 FLOPs per weight per token.
-      const bool compute_bound = peak != ctx.peak_flops.end() &&
-                                 2 * m.parameters_read_per_step * b / peak->second >
+      const bool compute_bound = peak > 0 &&
+                                 2 * m.parameters_read_per_step * b / peak >
                                      (m.weight_bytes_read() + b * kv) / bw;
       any_compute_bound |= compute_bound;
       md += fmt::format(" {}{} |", grouped(tps), compute_bound ? " †" : "");
@@ -201,7 +182,7 @@ SectionOutput decode_ceilings_section(ReportContext& ctx) {
     out.svgs.push_back({"decode-ceilings.svg", render_svg(plot)});
     md += "![decode ceilings over batch size](decode-ceilings.svg)\n\n";
   }
-  out.data = {{"bandwidth_bytes_per_s", bw}, {"source", ctx.ceilings_source}, {"models", data}};
+  out.data = {{"bandwidth_bytes_per_s", bw}, {"source", ctx.ceilings.source_text}, {"models", data}};
   return out;
 }
 

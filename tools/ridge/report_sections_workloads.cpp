@@ -71,15 +71,15 @@ SectionOutput matmul_section(ReportContext& ctx) {
         "choices), each checked against an fp64 reference before it is timed.\n\n";
   md += "![TFLOP/s against size](matmul.svg)\n\n";
   // The report's ceilings (measured when the ceilings section ran, else the datasheet's).
-  const double peak = ctx.peak_flops.count("bf16") ? ctx.peak_flops.at("bf16") : 0;
+  const double peak = ctx.ceilings.peak_flops("bf16");
   const auto knees = matmul_knees(sweep.records, DType::bf16, peak);
   if (!knees.empty()) {
     if (knees.front().size) {
       ctx.measured[prediction::matmul_70pct_n] = *knees.front().size;
-      md += fmt::format("BF16 reaches 70% of the {} ceiling ({}) at **n ≈ {:.0f}**.\n\n", ctx.ceilings_source,
+      md += fmt::format("BF16 reaches 70% of the {} ceiling ({}) at **n ≈ {:.0f}**.\n\n", ctx.ceilings.source_text,
                         format_flops(peak), *knees.front().size);
     } else {
-      md += fmt::format("BF16 never reaches 70% of the {} ceiling ({}) in this sweep.\n\n", ctx.ceilings_source,
+      md += fmt::format("BF16 never reaches 70% of the {} ceiling ({}) in this sweep.\n\n", ctx.ceilings.source_text,
                         format_flops(peak));
     }
   }
@@ -91,14 +91,14 @@ SectionOutput matmul_section(ReportContext& ctx) {
 
 SectionOutput decode_section(ReportContext& ctx) {
   gpt2::DecodeOptions o = gpt2::DecodeOptions::quick(ctx.device);
-  if (ctx.bandwidth_bytes_per_s > 0) o.bandwidth_bytes_per_s = ctx.bandwidth_bytes_per_s;
+  if (ctx.ceilings.memory_bytes_per_s > 0) o.bandwidth_bytes_per_s = ctx.ceilings.memory_bytes_per_s;
   const gpt2::DecodeRun run = run_decode(o, "", ctx.log);
   SectionOutput out;
   out.records = run.records;
   std::string& md = out.markdown;
   md += fmt::format("The reference workload: one GPT-2 small ({}) decode step with a KV cache, eager launches "
                     "against the whole step replayed as a CUDA graph, next to `decode_ceiling` at {} ({}).\n\n",
-                    to_string(o.dtype), format_bytes_per_s(run.ceilings.bandwidth_bytes_per_s), ctx.ceilings_source);
+                    to_string(o.dtype), format_bytes_per_s(run.ceilings.bandwidth_bytes_per_s), ctx.ceilings.source_text);
   md += "| batch | context | mode | method | ms/step | tokens/s | decode_ceiling tokens/s | % of ceiling |\n"
         "|---:|---:|---|---|---:|---:|---:|---:|\n";
   double best_fraction = 0, best_tokens = 0;

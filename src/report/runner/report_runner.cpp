@@ -199,7 +199,7 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
   ctx.results = &r.results;
   if (r.gpu) {
     ctx.memory_bytes = double(r.results.context.device->memory_bytes);
-    if (auto entry = match_device(*r.results.context.device)) {
+    if (auto entry = ceilings_for(o.device, *r.results.context.device, CeilingsMode::none).datasheet) {
       ctx.datasheet = *entry;
       use_datasheet_ceilings(ctx, *entry);
     }
@@ -233,7 +233,7 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
                  {"model", r.gpu ? (ctx.datasheet ? ctx.datasheet->key : "") : model.key},
                  {"quick", o.quick},
                  {"wall_seconds", r.wall_seconds},
-                 {"ceilings_source", ctx.ceilings_source},
+                 {"ceilings_source", ctx.ceilings.source_text},
                  {"measured", ctx.measured},
                  {"sections", section_log}};
   write_json((r.folder / "results.json").string(), j);

@@ -134,6 +134,7 @@ class Prober {
     const auto t0 = std::chrono::steady_clock::now();
     c_.device_uuid = d_.uuid;
     c_.device_name = d_.name;
+    c_.ceilings.source = CeilingsSource::measured;
     c_.max_sm_clock_mhz = d_.max_sm_clock_mhz;
     c_.measured_at_utc = utc_timestamp_now();
     launch_overhead();
@@ -142,6 +143,7 @@ class Prober {
     tensor();
     c_.clocks = read_clocks(device_);
     c_.measure_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    c_.ceilings.source_text = fmt::format("measured on this GPU ({})", c_.measured_at_utc);
     return c_;
   }
 
@@ -163,7 +165,7 @@ class Prober {
     Measurement spin = measure_spin(empty, timing(20, 10, 64));
     Record r = record(spin, "ceiling.launch.empty", "", {{"kernel", "empty, 1 block x 1 thread"}}, 0, 0, start);
     r.extra["per_launch_us"] = spin.summary.median * 1e3;
-    c_.empty_launch_us = spin.summary.median * 1e3;
+    c_.ceilings.empty_launch_us = spin.summary.median * 1e3;
     c_.records.push_back(r);
     Measurement graph = measure_graph(empty, timing(20, 10, 100));
     Record g = record(graph, "ceiling.launch.empty_graph", "", {{"kernel", "empty, 1 block x 1 thread"}}, 0, 0, start);
@@ -262,8 +264,8 @@ class Prober {
         });
 
     for (const auto& r : c_.records)
-      if (r.name.rfind("ceiling.hbm.", 0) == 0 && r.bytes_per_s() > c_.hbm_bytes_per_s) {
-        c_.hbm_bytes_per_s = r.bytes_per_s();
+      if (r.name.rfind("ceiling.hbm.", 0) == 0 && r.bytes_per_s() > c_.ceilings.memory_bytes_per_s) {
+        c_.ceilings.memory_bytes_per_s = r.bytes_per_s();
         c_.hbm_kernel = r.name.substr(std::string("ceiling.hbm.").size());
       }
 
@@ -352,7 +354,7 @@ class Prober {
     Record r = record(best_m, "ceiling.l2.read", "fp32", best_params, bytes, 0, start);
     r.extra["counting"] = "a working set of about L2/4 read `passes` times with L2-only loads: bytes = passes x set";
     r.extra["variants_tried"] = tried;
-    c_.l2_bytes_per_s = r.bytes_per_s();
+    c_.ceilings.l2_bytes_per_s = r.bytes_per_s();
     c_.records.push_back(r);
   }
 
@@ -404,7 +406,7 @@ class Prober {
     r.extra["observed_sm_mhz"] = best_mhz;
     r.extra["max_sm_clock_mhz"] = d_.max_sm_clock_mhz;
     r.extra["variants_tried"] = tried;
-    c_.fp32_flops_per_s = r.flops_per_s();
+    c_.ceilings.peak_flops_per_s["fp32"] = r.flops_per_s();
     c_.fp32_observed_sm_mhz = best_mhz;
     c_.records.push_back(r);
   }
@@ -454,7 +456,7 @@ class Prober {
                         gemm->flops(), start);
       r.extra["algorithm"] = gemm->algorithm();
       r.extra["check"] = check.summary();
-      c_.tensor_flops_per_s[to_string(dtype)] = r.flops_per_s();
+      c_.ceilings.peak_flops_per_s[to_string(dtype)] = r.flops_per_s();
       c_.records.push_back(r);
     }
   }
@@ -470,19 +472,12 @@ MeasuredCeilings measured_ceilings(int device, bool refresh) {
   require_gpu(device);
   const DeviceDescription d = describe_device(device);
   const std::string path = ceilings_cache_path(d.uuid);
-  if (!refresh && std::filesystem::exists(path)) {
-    try {
-      MeasuredCeilings cached = ceilings_from_json(read_json_file(path));
-      if (cached.device_uuid == d.uuid) {
-        cached.from_cache = true;
-        cached.cache_file = path;
-        return cached;
-      }
-    } catch (const std::exception&) {
-      // An unreadable or older cache file is measured over, not trusted.
-    }
-  }
+  std::string cache_problem;
+  if (!refresh)
+    if (auto cached = cached_ceilings(d.uuid, &cache_problem)) return *cached;
+  // An unreadable or foreign cache file is measured over, not trusted.
   MeasuredCeilings c = Prober(device, d).run();
+  if (!cache_problem.empty()) c.notes.push_back(fmt::format("measured again: the cache file {} could not be used", cache_problem));
   c.cache_file = path;
   try {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());

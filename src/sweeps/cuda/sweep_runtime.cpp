@@ -11,34 +11,14 @@
 
 namespace ridge {
 
+// Both forward to ceilings_for (ridge/catalog.hpp), the one lookup of datasheet and measured ceilings.
 std::optional<CatalogEntry> datasheet_for(const DeviceDescription& device) {
-  try {
-    return match_device(device);
-  } catch (const UsageError&) {
-    throw;  // a broken user catalog file is the user's to fix
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  return ceilings_for(device.index, device, CeilingsMode::none).datasheet;
 }
 
 MeasuredLookup lookup_measured_ceilings(int device, const DeviceDescription& description, const std::string& mode) {
-  validate_ceilings_mode(mode);
-  if (mode == "none") return {};
-  if (mode == "auto") {
-    const std::filesystem::path path = ceilings_cache_path(description.uuid);
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-      return {std::nullopt,
-              "No measured ceilings cached for this GPU: percentages are of the datasheet only. "
-              "Add --ceilings measure (tens of seconds, then cached) for % of measured."};
-    try {
-      return {ceilings_from_json(read_json_file(path)), ""};
-    } catch (const std::exception& e) {
-      return {std::nullopt, fmt::format("Ignoring the cached ceilings in {} ({}); use --ceilings refresh to measure again.",
-                                        path.string(), e.what())};
-    }
-  }
-  return {measured_ceilings(device, mode == "refresh"), ""};
+  CeilingsLookup lookup = ceilings_for(device, description, ceilings_mode_from_string(mode));
+  return {std::move(lookup.measured), lookup.note};
 }
 
 double EmptyLaunchFloor::ms(Method method, int repeats_per_sample, const CudaOptions& like) {

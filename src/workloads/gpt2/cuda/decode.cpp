@@ -22,14 +22,11 @@ namespace ridge::gpt2 {
 DecodeCeilings decode_ceilings(int device, double bandwidth_bytes_per_s, DType dtype) {
   if (bandwidth_bytes_per_s > 0) return {bandwidth_bytes_per_s, "--bandwidth", std::nullopt};
   const MeasuredCeilings c = measured_ceilings(device);
-  if (!(c.hbm_bytes_per_s > 0))
+  if (!(c.ceilings.memory_bytes_per_s > 0))
     throw Error("the measured HBM bandwidth is missing or zero; pass --bandwidth GB/s");
-  DecodeCeilings d{c.hbm_bytes_per_s, fmt::format("measured ({})", c.hbm_kernel.empty() ? "ceilings" : c.hbm_kernel),
-                   std::nullopt};
-  if (auto it = c.tensor_flops_per_s.find(to_string(dtype)); it != c.tensor_flops_per_s.end() && it->second > 0)
-    d.peak_flops_per_s = it->second;
-  else if (dtype == DType::fp32 && c.fp32_flops_per_s > 0)
-    d.peak_flops_per_s = c.fp32_flops_per_s;
+  DecodeCeilings d{c.ceilings.memory_bytes_per_s,
+                   fmt::format("measured ({})", c.hbm_kernel.empty() ? "ceilings" : c.hbm_kernel), std::nullopt};
+  d.peak_flops_per_s = c.ceilings.peak(dtype);
   return d;
 }
 
@@ -110,8 +107,13 @@ Record decode_record(const Measurement& m, Mode mode, const DecodeConfiguration&
              {"check", point.check.summary()},
              {"meaning", describe(m.method)}};
   r.clocks_end = read_clocks(sweep.options.device);
-  std::optional<Ceilings> ceilings;
-  if (bw.peak_flops_per_s) ceilings = Ceilings{bw.bandwidth_bytes_per_s, *bw.peak_flops_per_s, bw.source};
+  std::optional<DeviceCeilings> ceilings;
+  if (bw.peak_flops_per_s) {
+    ceilings.emplace();
+    ceilings->source_text = bw.source;
+    ceilings->memory_bytes_per_s = bw.bandwidth_bytes_per_s;
+    ceilings->peak_flops_per_s[to_string(sweep.options.dtype)] = *bw.peak_flops_per_s;
+  }
   add_plausibility_warnings(r, ceilings, sweep.l2_bytes);
   if (tokens_per_s > ceiling * 1.02)
     r.warnings.push_back(fmt::format("impossible: {:.0f} tokens/s is above decode_ceiling ({:.0f}) at {}; the timer "

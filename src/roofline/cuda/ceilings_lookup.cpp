@@ -1,0 +1,37 @@
+// The ceilings a command compares with: the matched datasheet and, per the mode, the measured
+// ceilings (read from the cache, or measured on the GPU).
+#include <fmt/format.h>
+
+#include "ridge/catalog.hpp"
+#include "ridge/errors.hpp"
+
+namespace ridge {
+
+CeilingsLookup ceilings_for(int index, const DeviceDescription& device, CeilingsMode mode) {
+  CeilingsLookup lookup;
+  try {
+    lookup.datasheet = match_device(device);
+  } catch (const UsageError&) {
+    throw;  // a broken user catalog file is the user's to fix
+  } catch (const std::exception&) {
+    lookup.datasheet = std::nullopt;
+  }
+  switch (mode) {
+    case CeilingsMode::none: break;
+    case CeilingsMode::cached: {
+      std::string problem;
+      lookup.measured = cached_ceilings(device.uuid, &problem);
+      if (!problem.empty())
+        lookup.note = fmt::format("Ignoring the cached ceilings in {}; use --ceilings refresh to measure again.", problem);
+      else if (!lookup.measured)
+        lookup.note = "No measured ceilings cached for this GPU: percentages are of the datasheet only. "
+                      "Add --ceilings measure (tens of seconds, then cached) for % of measured.";
+      break;
+    }
+    case CeilingsMode::measure: lookup.measured = measured_ceilings(index, false); break;
+    case CeilingsMode::refresh: lookup.measured = measured_ceilings(index, true); break;
+  }
+  return lookup;
+}
+
+}  // namespace ridge

@@ -1,0 +1,130 @@
+// Operations placed under a device's ceilings, ridge points, and the analysis `ridge roofline`
+// shows (everything but the GPU work, which is in cuda/roofline_run.cpp).
+#include <algorithm>
+#include <bit>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "ridge/errors.hpp"
+#include "ridge/roofline.hpp"
+#include "ridge/writers.hpp"
+
+namespace ridge {
+
+namespace {
+
+std::string shape_text(const nlohmann::json& p) {
+  if (p.contains("m") && p.contains("n") && p.contains("k") && p["m"].is_number() && p["n"].is_number() &&
+      p["k"].is_number()) {
+    if (p["m"] == p["n"] && p["n"] == p["k"]) return fmt::format(" n={}", p["n"].dump());
+    return fmt::format(" {}x{}x{}", p["m"].dump(), p["n"].dump(), p["k"].dump());
+  }
+  if (p.contains("n") && p["n"].is_number()) return fmt::format(" n={}", p["n"].dump());
+  if (p.contains("elements") && p["elements"].is_number_integer()) {
+    const auto n = p["elements"].get<std::int64_t>();
+    const bool power_of_two = n >= 1024 && (n & (n - 1)) == 0;
+    return power_of_two ? fmt::format(" 2^{} elements", std::countr_zero(static_cast<std::uint64_t>(n)))
+                        : fmt::format(" {} elements", n);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<RooflineOperation> roofline_operation(const Record& r) {
+  if (!(r.flops > 0) || !(r.bytes > 0) || !(r.summary.median > 0)) return std::nullopt;
+  RooflineOperation op;
+  op.label = r.name + (r.dtype.empty() ? "" : " " + r.dtype) + shape_text(r.params);
+  op.dtype = r.dtype;
+  op.intensity_flop_per_byte = r.intensity_flop_per_byte();
+  op.flops_per_s = r.flops_per_s();
+  return op;
+}
+
+std::vector<RooflineOperation> load_roofline_operations(const std::vector<std::string>& files) {
+  std::vector<RooflineOperation> out;
+  for (const auto& f : files) {
+    const ResultSet set = load_result_file(f);
+    for (const auto& r : set.records)
+      if (auto op = roofline_operation(r)) {
+        op->file = f;
+        out.push_back(*op);
+      }
+  }
+  return out;
+}
+
+std::optional<RooflinePlacement> place_on_roofline(const DeviceCeilings& c, const RooflineOperation& op) {
+  const double roof = c.roof_for(op.dtype);
+  if (!(roof > 0) || !(c.memory_bytes_per_s > 0) || !(op.intensity_flop_per_byte > 0)) return std::nullopt;
+  RooflinePlacement p;
+  p.operation = op;
+  p.roof_flops_per_s = roof;
+  p.attainable_flops_per_s = attainable_flops(op.intensity_flop_per_byte, roof, c.memory_bytes_per_s);
+  p.efficiency = roofline_efficiency(op.flops_per_s, op.intensity_flop_per_byte, roof, c.memory_bytes_per_s);
+  p.bound = classify(op.intensity_flop_per_byte, roof, c.memory_bytes_per_s);
+  return p;
+}
+
+std::vector<RidgePoints> ridge_points(const std::optional<DeviceCeilings>& datasheet,
+                                      const std::optional<DeviceCeilings>& measured) {
+  std::vector<RidgePoints> out;
+  for (const std::string& d : ceiling_dtypes()) {
+    RidgePoints p{d, datasheet ? datasheet->ridge_point(d) : 0, measured ? measured->ridge_point(d) : 0};
+    if (p.datasheet > 0 || p.measured > 0) out.push_back(p);
+  }
+  return out;
+}
+
+bool RooflineOptions::model_only() const {
+  return device.empty() || !std::all_of(device.begin(), device.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+void RooflineOptions::validate() const {
+  if (model_only() && refresh)
+    throw UsageError(fmt::format("--refresh re-measures a GPU; '{}' is a catalog device (model only). "
+                                 "Give a GPU index (--device 0) to measure",
+                                 device));
+  if (!model_only() && device.size() > 4) throw UsageError(fmt::format("--device {}: no such GPU index", device));
+}
+
+RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device,
+                                  const std::optional<CatalogEntry>& datasheet,
+                                  const std::optional<MeasuredCeilings>& measured,
+                                  const std::vector<RooflineOperation>& operations) {
+  if (!datasheet && !measured) throw UsageError("a roofline needs datasheet or measured ceilings");
+  RooflineAnalysis a;
+  a.device = device;
+  a.datasheet = datasheet;
+  a.measured = measured;
+  a.ceilings = compare_ceilings(datasheet, measured);
+  const std::optional<DeviceCeilings> sheet = datasheet ? std::optional(datasheet->ceilings) : std::nullopt;
+  const std::optional<DeviceCeilings> meas = measured ? std::optional(measured->ceilings) : std::nullopt;
+  a.ridge_points = ridge_points(sheet, meas);
+  const DeviceCeilings& main = meas ? *meas : *sheet;
+  a.placed_on = to_string(main.source);
+  for (const auto& op : operations)
+    if (auto p = place_on_roofline(main, op)) a.placements.push_back(*p);
+
+  RooflinePlotOptions plot;
+  if (device)
+    plot.title = fmt::format("Roofline: {} (measured{})", device->name, datasheet ? ", datasheet dashed" : "");
+  else
+    plot.title = fmt::format("Roofline: {} (datasheet)", datasheet->name);
+  if (meas) plot.overlay = sheet;
+  a.plot = roofline_plot(main, operations, plot);
+
+  if (measured)
+    for (Record r : measured->records) {
+      if (sheet) {
+        if (r.name.rfind("ceiling.hbm.", 0) == 0) r.extra["datasheet_bytes_per_s"] = sheet->memory_bytes_per_s;
+        if (r.name == "ceiling.fp32_fma" || r.name == "ceiling.tensor")
+          if (double s = sheet->peak_flops(r.dtype); s > 0) r.extra["datasheet_flops_per_s"] = s;
+      }
+      a.records.push_back(r);
+    }
+  return a;
+}
+
+}  // namespace ridge
