@@ -1,7 +1,13 @@
 #pragma once
-// CPU-only building blocks of `ridge report`: the user's predictions, reference LLM sizes for the
-// decode-ceiling table, and the Markdown -> self-contained HTML conversion.
-// (Implementation: src/core/report.cpp.)
+// `ridge report` as a library: the report is a list of sections (each a function of the report's
+// context returning Markdown, records and SVG plots) that run_report runs in order and writes into
+// one folder: report.md, a self-contained report.html, the SVGs, results.json and trace.json.
+// Also its CPU-only building blocks: the user's predictions, reference LLM sizes for the
+// decode-ceiling table, and the Markdown -> HTML conversion.
+// (Implementation: src/report/report.cpp, src/report/markdown_html.cpp, src/report/runner/.)
+#include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -10,9 +16,153 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ridge/catalog.hpp"
+#include "ridge/ceilings.hpp"
+#include "ridge/result.hpp"
+
 namespace ridge {
 
+// ---- sections --------------------------------------------------------------------------------------
+
+/// What every section can read, and what sections leave for later ones.
+struct ReportContext {
+  int device = 0;
+  bool gpu = false;  ///< false: model-only report (no usable GPU)
+  bool quick = false;
+  /// Testing aid (`ridge report --inject-slowdown-us`): slows the timing section's large matmul by
+  /// this GPU busy-wait per call, so `ridge compare` can be shown to flag it. 0 in real reports.
+  double inject_slowdown_us = 0;
+  std::filesystem::path folder;
+  std::FILE* log = nullptr;  ///< where run_X print their human output (stderr with --verbose, else discarded)
+  ResultSet* results = nullptr;  ///< context and every record of the sections run so far
+
+  /// The datasheet entry: --model, or the running device's match. nullopt when none matched.
+  std::optional<CatalogEntry> datasheet;
+  /// Ceilings the roofline and decode sections use: measured when the ceilings section ran,
+  /// else the datasheet's (source_text says which); 0/empty = unknown.
+  DeviceCeilings ceilings;
+  double memory_bytes = 0;  ///< device memory, for "does it fit" checks
+
+  /// Values that --predict keys are compared with (keys: prediction_keys(), constants in ridge::prediction).
+  std::map<std::string, double> measured;
+  /// Free-form notes sections leave for later ones.
+  nlohmann::json shared = nlohmann::json::object();
+};
+
+struct ReportSvg {
+  std::string file;     ///< file name inside the report folder, e.g. "roofline.svg"
+  std::string content;  ///< a complete SVG document
+};
+
+struct SectionOutput {
+  std::string markdown;         ///< body of the section (the report writes its "## title")
+  std::vector<Record> records;  ///< appended to results.json
+  std::vector<ReportSvg> svgs;  ///< written to the folder; reference them as ![caption](file.svg)
+  std::string trace_json;       ///< a Chrome/Perfetto trace; written as trace.json when non-empty
+  nlohmann::json data = nullptr;  ///< model values etc., stored under report.sections[].data
+};
+
+enum class SectionMode {
+  gpu,         ///< runs only with a usable GPU
+  model_only,  ///< runs only without one
+  always,
+};
+
+struct ReportSection {
+  std::string key;
+  std::string title;
+  int order = 100;
+  SectionMode mode = SectionMode::gpu;
+  std::function<SectionOutput(ReportContext&)> run;
+};
+
+/// Adds a section to every later run_report (returns true, for static registration).
+bool register_report_section(ReportSection section);
+/// Registered sections, unsorted.
+std::vector<ReportSection>& report_sections();
+
+#define RIDGE_REPORT_CONCAT_INNER(a, b) a##b
+#define RIDGE_REPORT_CONCAT(a, b) RIDGE_REPORT_CONCAT_INNER(a, b)
+/// Registers a ReportSection at static initialization, from any file linked into the program.
+#define RIDGE_REGISTER_REPORT_SECTION(...)                                                   \
+  static const bool RIDGE_REPORT_CONCAT(ridge_report_section_, __LINE__) = \
+      ::ridge::register_report_section(__VA_ARGS__)
+
+/// Sets ctx's ceilings from a datasheet entry (used when nothing was measured).
+void use_datasheet_ceilings(ReportContext& ctx, const CatalogEntry& entry);
+
+// ---- running the report ------------------------------------------------------------------------------
+
+struct ReportOptions {
+  int device = 0;              ///< GPU to run on (when there is one)
+  std::string folder;          ///< report folder; "" = runs/report-<UTC time> (made unique)
+  bool quick = false;          ///< fewer samples and sizes: a short run
+  double inject_slowdown_us = 0;  ///< testing aid for `ridge compare` (see ReportContext), in microseconds
+  std::string model = "h100-sxm";  ///< catalog device of the model-only report (no GPU)
+  /// Numbers committed before the run, "KEY=VALUE" each (see prediction_keys()).
+  std::vector<std::string> predictions;
+  std::FILE* log = nullptr;    ///< where sections print their own output; nullptr = discarded
+  /// The command line, for results.json's context and the report's last line.
+  std::vector<std::string> argv;
+};
+
+/// How one section went.
+struct SectionRun {
+  std::string key, title;
+  double seconds = 0;
+  std::size_t records = 0;
+  std::string error;  ///< why it failed; "" = ok
+  int exit_code = 0;  ///< the exit code its error maps to (0 = ok)
+  bool failed() const { return !error.empty(); }
+};
+
+/// Progress while the report runs (each optional).
+struct ReportCallbacks {
+  /// Before any section runs: things worth telling the user (e.g. a --predict key ridge does not measure).
+  std::function<void(const std::string& note)> on_note;
+  std::function<void(std::size_t index, std::size_t count, const ReportSection& section)> on_section_start;
+  std::function<void(std::size_t index, std::size_t count, const SectionRun& run)> on_section_done;
+};
+
+struct ReportResult {
+  std::filesystem::path folder;  ///< where everything was written
+  bool gpu = false;              ///< false: a model-only report
+  std::string subject;           ///< the device, or "<catalog device> (model only)"
+  std::vector<SectionRun> sections;
+  ResultSet results;             ///< every record, the context and the predictions (= results.json)
+  std::map<std::string, double> measured;  ///< what the predictions were scored against
+  std::string markdown;          ///< report.md
+  std::vector<std::string> files;  ///< file names written into the folder
+  double wall_seconds = 0;
+  /// The exit code of the first section that failed (the report is written anyway), else 0.
+  int exit_code = 0;
+};
+
+/// Runs the registered sections in order on one GPU (GPU and always sections), or the model-only
+/// and always sections when there is no usable GPU, and writes the report folder. Checks what a
+/// user can get wrong (predictions, --device, --model) before any work and throws UsageError.
+/// A failing section is reported in the report and in the result, not thrown.
+ReportResult run_report(const ReportOptions& options, const ReportCallbacks& callbacks = {});
+
 // ---- predictions -------------------------------------------------------------------------------
+
+/// The keys of prediction_keys(), spelled once: sections store measurements under them
+/// (ReportContext::measured) and users predict them (--predict KEY=VALUE).
+namespace prediction {
+inline constexpr const char* naive_over_sync = "naive_over_sync";
+inline constexpr const char* matmul_fp32_4096_ms = "matmul_fp32_4096_ms";
+inline constexpr const char* launch_overhead_us = "launch_overhead_us";
+inline constexpr const char* hbm_tb_per_s = "hbm_tb_per_s";
+inline constexpr const char* bf16_tflop_per_s = "bf16_tflop_per_s";
+inline constexpr const char* ridge_point_bf16 = "ridge_point_bf16";
+inline constexpr const char* add_tb_per_s = "add_tb_per_s";
+inline constexpr const char* add_fraction_of_datasheet = "add_fraction_of_datasheet";
+inline constexpr const char* matmul_70pct_n = "matmul_70pct_n";
+inline constexpr const char* decode_tokens_per_s = "decode_tokens_per_s";
+inline constexpr const char* decode_fraction_of_ceiling = "decode_fraction_of_ceiling";
+inline constexpr const char* kernels_per_step = "kernels_per_step";
+inline constexpr const char* launch_gap_fraction = "launch_gap_fraction";
+}  // namespace prediction
 
 /// A quantity the report can measure, which a user may predict with `--predict KEY=VALUE`.
 struct PredictionKey {
@@ -76,12 +226,18 @@ const std::vector<ReferenceModel>& reference_models();
 /// one page never share clip paths or markers.
 std::string svg_for_inline(const std::string& svg, const std::string& id_prefix);
 
-/// A self-contained HTML page (inline CSS, no scripts, no network) from the Markdown subset the
-/// report writes: headings, paragraphs, pipe tables, lists, block quotes, fenced code, `code`,
-/// **bold**, [links](target), and images on a line of their own. An image whose target is a key of
-/// `svgs` is replaced by that SVG inline. Scheme prefixes of web links are dropped from the text so
-/// the page references nothing on the network.
+/// A self-contained HTML page (inline CSS, no scripts, no network) from the Markdown the report
+/// writes: headings (h2s also listed in a contents bar), paragraphs, pipe tables (\| is a pipe
+/// inside a cell), bullet and numbered lists, block quotes, fenced code, and inline `code`,
+/// **bold**, *italics* / _italics_ (bold and italics may hold code spans), [links](target) and
+/// backslash escapes; images on a line of their own. An image whose target is a key of `svgs` is
+/// replaced by that SVG inline. Web links are cited as text without their scheme, so the page
+/// references nothing on the network. <, > and & in text come out escaped.
 std::string markdown_to_html(const std::string& markdown, const std::map<std::string, std::string>& svgs,
                              const std::string& title);
+
+/// The inline part of markdown_to_html for one line of text: code spans, bold, italics, links,
+/// backslash escapes, HTML escaping.
+std::string markdown_inline_html(const std::string& text);
 
 }  // namespace ridge

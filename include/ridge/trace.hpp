@@ -311,4 +311,78 @@ Trace parse_chrome_json(const std::string& text);
 /// Reads and parses a trace file.
 Trace load_chrome_trace(const std::string& path);
 
+// ---- tracing an unmodified program (`ridge trace -- CMD`) ---------------------------------------
+
+/// How trace_program runs a program under the injection library (libridge_inject.so), which the
+/// CUDA driver loads into it: the program itself is not changed.
+struct ProgramTraceOptions {
+  std::vector<std::string> command;        ///< the program (a path, or a name looked up in PATH) and its arguments
+  std::string output = "runs/trace.json";  ///< Chrome/Perfetto trace the program writes when it ends ("" = none)
+  Window window;        ///< what the trace and analysis keep (e.g. warm-up left out); profiler_range also
+                        ///< switches CUPTI's kernel, copy and NVTX records off outside the windows
+  AnalysisOptions analysis;       ///< rows of the top tables, the NVTX range marking a step
+  std::string api = "selected";   ///< API calls recorded: none, selected (least overhead), most, all
+  bool sync = false;              ///< also CUPTI synchronization records (CUPTI then hooks every runtime call)
+  bool nvtx = true;               ///< record NVTX ranges
+  std::size_t buffer_mb = 32;     ///< size of each CUPTI activity buffer, MiB (1 to 1024)
+  /// The injection library; "" = $RIDGE_INJECT_LIBRARY, else ../lib or the folder of the running executable.
+  std::string inject_library;
+
+  /// Throws UsageError for contradictory or out-of-range options (before anything runs).
+  void validate() const;
+};
+
+/// How the traced program ended.
+struct ProgramExit {
+  int exit_code = 0;  ///< its exit code, or 128 + signal when a signal killed it
+  int signal = 0;     ///< the signal that killed it, 0 when it exited
+};
+
+/// What trace_program found.
+struct ProgramTrace {
+  std::vector<std::string> command;
+  ProgramExit program;
+  /// Why there is no analysis: tracing failed inside the program, or no trace was written. "" = traced.
+  std::string error;
+  Analysis analysis;  ///< the program's trace analysed (dropped-record counts included); empty on error
+  std::string trace_file;  ///< the Chrome trace written, as given in the options ("" = none asked)
+  std::uint64_t events = 0;  ///< events in the trace file
+  double write_seconds = 0;  ///< time the program spent writing it, in seconds
+  std::string end;           ///< when the trace was written: "exit", or "signal"/"crash" (from a signal handler)
+  // How collection went (CUPTI's own counters).
+  bool profiler_gated = false;        ///< collection was switched on and off at cudaProfilerStart/Stop
+  std::uint64_t profiler_windows = 0; ///< cudaProfilerStart/Stop windows seen
+  double gate_seconds = 0;            ///< time spent switching CUPTI on and off, in seconds
+  std::uint64_t cupti_errors = 0;     ///< CUPTI calls that failed while switching
+  std::string last_cupti_error;
+  /// Traces written by further CUDA processes the program started (<stem>.pid<N><ext>).
+  std::vector<std::string> other_traces;
+  /// Things worth saying that are not errors (e.g. an unreadable summary file).
+  std::vector<std::string> notes;
+  /// The program's summary as it wrote it, with "program": {command, exit_code, signal} added.
+  nlohmann::json summary;
+
+  /// What `ridge trace` exits with: the program's code; when tracing failed, that code if it is
+  /// non-zero, else 1 (runtime error).
+  int exit_code() const;
+};
+
+/// Runs `options.command` with the injection library, its standard streams and Ctrl-C shared with
+/// the caller, waits for it and reads the analysis it wrote. Throws UsageError for bad options or a
+/// program that cannot be found or run, Error when the injection library is missing. A program that
+/// runs but leaves no trace is not an exception: see ProgramTrace::error.
+ProgramTrace trace_program(const ProgramTraceOptions& options);
+
+/// A saved trace (ridge's or PyTorch's profiler's) re-read, windowed and analysed.
+struct TraceFileAnalysis {
+  std::string file;
+  std::string command;  ///< what was traced, "" when the file does not say
+  Analysis analysis;
+};
+
+/// Reads `path`, applies `window` (when not empty) and analyses it. Throws UsageError when the file
+/// is missing or is not a trace.
+TraceFileAnalysis analyze_trace_file(const std::string& path, const Window& window = {},
+                                     const AnalysisOptions& options = {});
+
 }  // namespace ridge::trace

@@ -121,6 +121,255 @@ void require_finite(double v, const std::string& series, std::size_t index, cons
     throw UsageError(fmt::format("plot: series '{}' point {} has a non-finite {} value", series, index, axis));
 }
 
+/// The data's extent over every series.
+struct DataRange {
+  double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min, y_min = x_min, y_max = -x_min;
+  std::size_t points = 0;
+};
+
+/// The data's extent; throws UsageError for what cannot be drawn (no points, non-finite values,
+/// values <= 0 on a log axis, a bad fixed range).
+DataRange checked_data_range(const Plot& plot) {
+  if (plot.width < 200 || plot.height < 150)
+    throw UsageError(fmt::format("plot: size {}x{} is too small (at least 200x150 pixels)", plot.width, plot.height));
+  DataRange r;
+  for (const auto& s : plot.series) {
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const auto& p = s.points[i];
+      require_finite(p.x, s.name, i, "x");
+      require_finite(p.y, s.name, i, "y");
+      if (plot.log_x && p.x <= 0)
+        throw UsageError(fmt::format("plot: series '{}' point {} has x = {} on a log axis (must be > 0)", s.name, i, p.x));
+      if (plot.log_y && p.y <= 0)
+        throw UsageError(fmt::format("plot: series '{}' point {} has y = {} on a log axis (must be > 0)", s.name, i, p.y));
+      r.x_min = std::min(r.x_min, p.x);
+      r.x_max = std::max(r.x_max, p.x);
+      r.y_min = std::min(r.y_min, p.y);
+      r.y_max = std::max(r.y_max, p.y);
+      ++r.points;
+    }
+  }
+  if (r.points == 0) throw UsageError(fmt::format("plot '{}' has no points to draw", plot.title));
+  if ((plot.log_x && (plot.x_min < 0 || plot.x_max < 0)) || (plot.log_y && (plot.y_min < 0 || plot.y_max < 0)))
+    throw UsageError("plot: a fixed range on a log axis must be > 0");
+  if ((plot.x_max != 0 && plot.x_min >= plot.x_max && plot.x_min != 0) ||
+      (plot.y_max != 0 && plot.y_min >= plot.y_max && plot.y_min != 0))
+    throw UsageError("plot: a fixed axis range needs min < max");
+  return r;
+}
+
+/// Where things go: the plot area in pixels (the legend takes the right margin) and both axes.
+struct Layout {
+  double left = 78, top = 0, right = 0, bottom = 0;
+  bool legend = false;
+  Axis x, y;
+  std::string clip_id;  ///< document-unique, so several plots can share one HTML page
+};
+
+Layout layout(const Plot& plot, const DataRange& data) {
+  std::size_t legend_chars = 0;
+  int legend_entries = 0;
+  for (const auto& s : plot.series)
+    if (s.in_legend && !s.name.empty()) {
+      legend_chars = std::max(legend_chars, s.name.size());
+      ++legend_entries;
+    }
+  const double legend_width = legend_entries ? std::min(260.0, 34.0 + 6.6 * double(legend_chars)) : 0;
+  Layout l;
+  l.legend = legend_entries > 0;
+  l.top = plot.title.empty() ? 20 : 44;
+  l.right = plot.width - 18 - legend_width;
+  l.bottom = plot.height - 54;
+  if (l.right - l.left < 80 || l.bottom - l.top < 60)
+    throw UsageError(fmt::format("plot: {}x{} leaves no room for the plot area; make it larger", plot.width, plot.height));
+  l.x = Axis{plot.log_x};
+  l.y = Axis{plot.log_y};
+  choose_range(l.x, data.x_min, data.x_max, plot.x_min, plot.x_max);
+  choose_range(l.y, data.y_min, data.y_max, plot.y_min, plot.y_max);
+  l.x.pixel_lo = l.left;
+  l.x.pixel_hi = l.right;
+  l.y.pixel_lo = l.bottom;
+  l.y.pixel_hi = l.top;
+  const std::size_t id_hash = std::hash<std::string>{}(plot.title + plot.x_label + plot.y_label +
+                                                      std::to_string(data.points) + std::to_string(data.x_min + data.y_max));
+  l.clip_id = fmt::format("ridge-plot-area-{:x}", id_hash & 0xffffffffu);
+  return l;
+}
+
+/// The document's opening: size, background, the plot area's clip path, the title.
+std::string svg_header(const Plot& plot, const Layout& l) {
+  std::string svg = fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
+      plot.width, plot.height);
+  svg += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"white\"/>\n", plot.width, plot.height);
+  svg += fmt::format("<defs><clipPath id=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
+                     l.clip_id, px(l.left), px(l.top), px(l.right - l.left), px(l.bottom - l.top));
+  if (!plot.title.empty())
+    svg += fmt::format("<text class=\"title\" x=\"{}\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" "
+                       "font-weight=\"bold\">{}</text>\n",
+                       px((l.left + l.right) / 2), xml_escape(plot.title));
+  return svg;
+}
+
+/// Grid lines, the frame, tick marks with their labels, and the axis titles.
+std::string grid_and_axes(const Plot& plot, const Layout& l) {
+  std::string svg = "<g class=\"grid\">\n";
+  for (const auto& t : ticks(l.x)) {
+    const double x = l.x.to_pixel(t.value);
+    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"1\"/>\n", px(x),
+                       px(l.top), px(l.bottom), t.major ? "#d0d0d0" : "#efefef");
+  }
+  for (const auto& t : ticks(l.y)) {
+    const double y = l.y.to_pixel(t.value);
+    svg += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"{3}\" stroke-width=\"1\"/>\n", px(y),
+                       px(l.left), px(l.right), t.major ? "#d0d0d0" : "#efefef");
+  }
+  svg += "</g>\n<g class=\"axes\">\n";
+  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", px(l.left),
+                     px(l.top), px(l.right - l.left), px(l.bottom - l.top));
+  for (const auto& t : ticks(l.x)) {
+    const double x = l.x.to_pixel(t.value);
+    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333\"/>\n", px(x), px(l.bottom),
+                       px(l.bottom + (t.major ? 6 : 3)));
+    if (t.major)
+      svg += fmt::format("<text class=\"tick-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(x),
+                         px(l.bottom + 19), xml_escape(format_axis_value(t.value)));
+  }
+  for (const auto& t : ticks(l.y)) {
+    const double y = l.y.to_pixel(t.value);
+    svg += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#333\"/>\n", px(y),
+                       px(l.left - (t.major ? 6 : 3)), px(l.left));
+    if (t.major)
+      svg += fmt::format("<text class=\"tick-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(l.left - 9),
+                         px(y + 4), xml_escape(format_axis_value(t.value)));
+  }
+  if (!plot.x_label.empty())
+    svg += fmt::format("<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\">{}</text>\n",
+                       px((l.left + l.right) / 2), px(plot.height - 14), xml_escape(plot.x_label));
+  if (!plot.y_label.empty())
+    svg += fmt::format(
+        "<text class=\"axis-title\" x=\"0\" y=\"0\" text-anchor=\"middle\" font-size=\"13\" "
+        "transform=\"translate(18,{}) rotate(-90)\">{}</text>\n",
+        px((l.top + l.bottom) / 2), xml_escape(plot.y_label));
+  return svg + "</g>\n";
+}
+
+std::string series_color(const Plot& plot, std::size_t index) {
+  const auto& s = plot.series[index];
+  return s.color.empty() ? palette[index % std::size(palette)] : s.color;
+}
+
+/// A point label still to be placed, once every marker is known.
+struct PendingLabel {
+  double cx, cy;
+  std::string text;
+  bool below;
+};
+
+/// What the series leave for the label pass: the pixels taken, the labels drawn, those to place.
+struct LabelState {
+  std::vector<Box> taken;  ///< markers and labels
+  std::string labels;      ///< drawn last, above every line
+  std::vector<PendingLabel> pending;
+};
+
+/// One series: its line, its end label and its markers (with tooltips).
+std::string series_svg(const Plot& plot, std::size_t index, const Layout& l, LabelState& state) {
+  const auto& s = plot.series[index];
+  const std::string color = series_color(plot, index);
+  std::string svg = fmt::format("<g class=\"series\" data-name=\"{}\">\n", xml_escape(s.name));
+  if (s.line && s.points.size() >= 2) {
+    std::string pts;
+    for (const auto& p : s.points) pts += fmt::format("{},{} ", px(l.x.to_pixel(p.x)), px(l.y.to_pixel(p.y)));
+    pts.pop_back();
+    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} clip-path=\"url(#{})\"/>\n",
+                       pts, color, s.dashed ? " stroke-dasharray=\"6 4\"" : "", l.clip_id);
+  }
+  if (!s.end_label.empty() && !s.points.empty()) {
+    // At the rightmost point of the line that lies inside the plot.
+    const PlotPoint* end = nullptr;
+    for (const auto& p : s.points)
+      if (l.x.contains(p.x) && l.y.contains(p.y) && (!end || p.x > end->x)) end = &p;
+    if (end) {
+      const double x = std::min(l.x.to_pixel(end->x), l.right) - 4, y = std::max(l.y.to_pixel(end->y) - 5, l.top + 11);
+      state.taken.push_back({x - text_width(s.end_label), y - 10, x, y + 2});
+      state.labels += fmt::format(
+          "<text class=\"end-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{}\" font-size=\"11\">{}</text>\n",
+          px(x), px(y), color, xml_escape(s.end_label));
+    }
+  }
+  if (s.markers) {
+    for (const auto& p : s.points) {
+      if (!l.x.contains(p.x) || !l.y.contains(p.y)) continue;  // outside a fixed range
+      const double cx = std::clamp(l.x.to_pixel(p.x), l.left, l.right);
+      const double cy = std::clamp(l.y.to_pixel(p.y), l.top, l.bottom);
+      const std::string tip = (p.label.empty() ? s.name : p.label) + fmt::format(" (x = {:.4g}, y = {:.4g})", p.x, p.y);
+      svg += fmt::format("<circle class=\"marker\" cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\" stroke=\"white\" "
+                         "stroke-width=\"1\"><title>{}</title></circle>\n",
+                         px(cx), px(cy), color, xml_escape(tip));
+      state.taken.push_back({cx - 4, cy - 4, cx + 4, cy + 4});
+      if (!p.label.empty() && s.draw_labels) state.pending.push_back({cx, cy, p.label, s.labels_below});
+    }
+  }
+  return svg + "</g>\n";
+}
+
+/// Point labels go where they overlap no marker, line-end label or earlier label, trying the
+/// four sides of the point in turn (text boxes are estimated from the character count). Later
+/// series are drawn on top, so their labels are placed first.
+void place_point_labels(const Layout& l, LabelState& state) {
+  std::reverse(state.pending.begin(), state.pending.end());
+  for (const auto& p : state.pending) {
+    const double w = text_width(p.text);
+    struct Spot {
+      double x, y;
+      bool start;
+    };
+    // Only the four places next to the point: a label further away reads as another point's.
+    const double up = p.cy - 7, down = p.cy + 15;
+    const Spot spots[] = {{p.cx + 7, p.below ? down : up, true}, {p.cx + 7, p.below ? up : down, true},
+                          {p.cx - 7, p.below ? down : up, false}, {p.cx - 7, p.below ? up : down, false}};
+    const Spot* chosen = nullptr;
+    std::size_t fewest = std::numeric_limits<std::size_t>::max();
+    for (const auto& sp : spots) {
+      const Box b{sp.start ? sp.x : sp.x - w, sp.y - 10, sp.start ? sp.x + w : sp.x, sp.y + 2};
+      if (b.x0 < l.left || b.x1 > l.right || b.y0 < l.top || b.y1 > l.bottom) continue;
+      const auto hits = static_cast<std::size_t>(
+          std::count_if(state.taken.begin(), state.taken.end(), [&](const Box& t) { return t.overlaps(b); }));
+      if (hits < fewest) {
+        fewest = hits;
+        chosen = &sp;
+      }
+      if (hits == 0) break;
+    }
+    if (!chosen) chosen = &spots[p.cx > (l.left + l.right) / 2 ? 2 : 0];
+    state.taken.push_back({chosen->start ? chosen->x : chosen->x - w, chosen->y - 10,
+                           chosen->start ? chosen->x + w : chosen->x, chosen->y + 2});
+    state.labels += fmt::format("<text class=\"point-label\" x=\"{}\" y=\"{}\" text-anchor=\"{}\" font-size=\"11\">{}</text>\n",
+                                px(chosen->x), px(chosen->y), chosen->start ? "start" : "end", xml_escape(p.text));
+  }
+}
+
+std::string legend_svg(const Plot& plot, const Layout& l) {
+  const double lx = l.right + 14;
+  double ly = l.top + 4;
+  std::string svg = "<g class=\"legend\">\n";
+  for (std::size_t si = 0; si < plot.series.size(); ++si) {
+    const auto& s = plot.series[si];
+    if (!s.in_legend || s.name.empty()) continue;
+    const std::string color = series_color(plot, si);
+    if (s.line)
+      svg += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>\n", px(lx),
+                         px(ly + 6), px(lx + 22), px(ly + 6), color, s.dashed ? " stroke-dasharray=\"6 4\"" : "");
+    if (s.markers) svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>\n", px(lx + 11), px(ly + 6), color);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", px(lx + 28), px(ly + 10), xml_escape(s.name));
+    ly += 18;
+  }
+  return svg + "</g>\n";
+}
+
 }  // namespace
 
 std::string xml_escape(const std::string& s) {
@@ -160,223 +409,15 @@ std::string format_axis_value(double v) {
 }
 
 std::string render_svg(const Plot& plot) {
-  if (plot.width < 200 || plot.height < 150)
-    throw UsageError(fmt::format("plot: size {}x{} is too small (at least 200x150 pixels)", plot.width, plot.height));
-
-  // --- validate and find the data range -------------------------------------------------------
-  double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min, y_min = x_min, y_max = -x_min;
-  std::size_t total = 0;
-  for (const auto& s : plot.series) {
-    for (std::size_t i = 0; i < s.points.size(); ++i) {
-      const auto& p = s.points[i];
-      require_finite(p.x, s.name, i, "x");
-      require_finite(p.y, s.name, i, "y");
-      if (plot.log_x && p.x <= 0)
-        throw UsageError(fmt::format("plot: series '{}' point {} has x = {} on a log axis (must be > 0)", s.name, i, p.x));
-      if (plot.log_y && p.y <= 0)
-        throw UsageError(fmt::format("plot: series '{}' point {} has y = {} on a log axis (must be > 0)", s.name, i, p.y));
-      x_min = std::min(x_min, p.x);
-      x_max = std::max(x_max, p.x);
-      y_min = std::min(y_min, p.y);
-      y_max = std::max(y_max, p.y);
-      ++total;
-    }
-  }
-  if (total == 0) throw UsageError(fmt::format("plot '{}' has no points to draw", plot.title));
-  if ((plot.log_x && (plot.x_min < 0 || plot.x_max < 0)) || (plot.log_y && (plot.y_min < 0 || plot.y_max < 0)))
-    throw UsageError("plot: a fixed range on a log axis must be > 0");
-  if ((plot.x_max != 0 && plot.x_min >= plot.x_max && plot.x_min != 0) ||
-      (plot.y_max != 0 && plot.y_min >= plot.y_max && plot.y_min != 0))
-    throw UsageError("plot: a fixed axis range needs min < max");
-
-  // --- layout ----------------------------------------------------------------------------------
-  std::size_t legend_chars = 0;
-  int legend_entries = 0;
-  for (const auto& s : plot.series)
-    if (s.in_legend && !s.name.empty()) {
-      legend_chars = std::max(legend_chars, s.name.size());
-      ++legend_entries;
-    }
-  const double legend_width = legend_entries ? std::min(260.0, 34.0 + 6.6 * double(legend_chars)) : 0;
-  const double left = 78, top = plot.title.empty() ? 20 : 44;
-  const double right = plot.width - 18 - legend_width;
-  const double bottom = plot.height - 54;
-  if (right - left < 80 || bottom - top < 60)
-    throw UsageError(fmt::format("plot: {}x{} leaves no room for the plot area; make it larger", plot.width, plot.height));
-
-  Axis ax{plot.log_x}, ay{plot.log_y};
-  choose_range(ax, x_min, x_max, plot.x_min, plot.x_max);
-  choose_range(ay, y_min, y_max, plot.y_min, plot.y_max);
-  ax.pixel_lo = left;
-  ax.pixel_hi = right;
-  ay.pixel_lo = bottom;
-  ay.pixel_hi = top;
-
-  // A document-unique clip id, so several plots can share one HTML page.
-  const std::size_t id_hash = std::hash<std::string>{}(plot.title + plot.x_label + plot.y_label +
-                                                      std::to_string(total) + std::to_string(x_min + y_max));
-  const std::string clip_id = fmt::format("ridge-plot-area-{:x}", id_hash & 0xffffffffu);
-
-  std::string svg;
-  svg += fmt::format(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-      "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
-      plot.width, plot.height);
-  svg += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"white\"/>\n", plot.width, plot.height);
-  svg += fmt::format("<defs><clipPath id=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
-                     clip_id, px(left), px(top), px(right - left), px(bottom - top));
-  if (!plot.title.empty())
-    svg += fmt::format("<text class=\"title\" x=\"{}\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" "
-                       "font-weight=\"bold\">{}</text>\n",
-                       px((left + right) / 2), xml_escape(plot.title));
-
-  // --- grid and ticks --------------------------------------------------------------------------
-  svg += "<g class=\"grid\">\n";
-  for (const auto& t : ticks(ax)) {
-    const double x = ax.to_pixel(t.value);
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"1\"/>\n", px(x),
-                       px(top), px(bottom), t.major ? "#d0d0d0" : "#efefef");
-  }
-  for (const auto& t : ticks(ay)) {
-    const double y = ay.to_pixel(t.value);
-    svg += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"{3}\" stroke-width=\"1\"/>\n", px(y),
-                       px(left), px(right), t.major ? "#d0d0d0" : "#efefef");
-  }
-  svg += "</g>\n<g class=\"axes\">\n";
-  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", px(left),
-                     px(top), px(right - left), px(bottom - top));
-  for (const auto& t : ticks(ax)) {
-    const double x = ax.to_pixel(t.value);
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333\"/>\n", px(x), px(bottom),
-                       px(bottom + (t.major ? 6 : 3)));
-    if (t.major)
-      svg += fmt::format("<text class=\"tick-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(x),
-                         px(bottom + 19), xml_escape(format_axis_value(t.value)));
-  }
-  for (const auto& t : ticks(ay)) {
-    const double y = ay.to_pixel(t.value);
-    svg += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#333\"/>\n", px(y),
-                       px(left - (t.major ? 6 : 3)), px(left));
-    if (t.major)
-      svg += fmt::format("<text class=\"tick-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(left - 9),
-                         px(y + 4), xml_escape(format_axis_value(t.value)));
-  }
-  if (!plot.x_label.empty())
-    svg += fmt::format("<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\">{}</text>\n",
-                       px((left + right) / 2), px(plot.height - 14), xml_escape(plot.x_label));
-  if (!plot.y_label.empty())
-    svg += fmt::format(
-        "<text class=\"axis-title\" x=\"0\" y=\"0\" text-anchor=\"middle\" font-size=\"13\" "
-        "transform=\"translate(18,{}) rotate(-90)\">{}</text>\n",
-        px((top + bottom) / 2), xml_escape(plot.y_label));
-  svg += "</g>\n";
-
-  // --- series ----------------------------------------------------------------------------------
-  std::string labels;  // drawn last, above every line
-  std::vector<Box> taken;  // pixels already used by markers and labels
-  struct PendingLabel {
-    double cx, cy;
-    std::string text;
-    bool below;
-  };
-  std::vector<PendingLabel> pending;
-  for (std::size_t si = 0; si < plot.series.size(); ++si) {
-    const auto& s = plot.series[si];
-    const std::string color = s.color.empty() ? palette[si % std::size(palette)] : s.color;
-    svg += fmt::format("<g class=\"series\" data-name=\"{}\">\n", xml_escape(s.name));
-    if (s.line && s.points.size() >= 2) {
-      std::string pts;
-      for (const auto& p : s.points) pts += fmt::format("{},{} ", px(ax.to_pixel(p.x)), px(ay.to_pixel(p.y)));
-      pts.pop_back();
-      svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} clip-path=\"url(#{})\"/>\n",
-                         pts, color, s.dashed ? " stroke-dasharray=\"6 4\"" : "", clip_id);
-    }
-    if (!s.end_label.empty() && !s.points.empty()) {
-      // At the rightmost point of the line that lies inside the plot.
-      const PlotPoint* end = nullptr;
-      for (const auto& p : s.points)
-        if (ax.contains(p.x) && ay.contains(p.y) && (!end || p.x > end->x)) end = &p;
-      if (end) {
-        const double x = std::min(ax.to_pixel(end->x), right) - 4, y = std::max(ay.to_pixel(end->y) - 5, top + 11);
-        taken.push_back({x - text_width(s.end_label), y - 10, x, y + 2});
-        labels += fmt::format(
-            "<text class=\"end-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{}\" font-size=\"11\">{}</text>\n",
-            px(x), px(y), color, xml_escape(s.end_label));
-      }
-    }
-    if (s.markers) {
-      for (const auto& p : s.points) {
-        if (!ax.contains(p.x) || !ay.contains(p.y)) continue;  // outside a fixed range
-        const double cx = std::clamp(ax.to_pixel(p.x), left, right);
-        const double cy = std::clamp(ay.to_pixel(p.y), top, bottom);
-        const std::string tip = (p.label.empty() ? s.name : p.label) +
-                                fmt::format(" (x = {:.4g}, y = {:.4g})", p.x, p.y);
-        svg += fmt::format("<circle class=\"marker\" cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\" stroke=\"white\" "
-                           "stroke-width=\"1\"><title>{}</title></circle>\n",
-                           px(cx), px(cy), color, xml_escape(tip));
-        taken.push_back({cx - 4, cy - 4, cx + 4, cy + 4});
-        if (!p.label.empty() && s.draw_labels) pending.push_back({cx, cy, p.label, s.labels_below});
-      }
-    }
-    svg += "</g>\n";
-  }
-  // Point labels go where they overlap no marker, line-end label or earlier label, trying the
-  // four sides of the point in turn (text boxes are estimated from the character count). Later
-  // series are drawn on top, so their labels are placed first.
-  std::reverse(pending.begin(), pending.end());
-  for (const auto& l : pending) {
-    const double w = text_width(l.text);
-    struct Spot {
-      double x, y;
-      bool start;
-    };
-    // Only the four places next to the point: a label further away reads as another point's.
-    const double up = l.cy - 7, down = l.cy + 15;
-    const Spot spots[] = {{l.cx + 7, l.below ? down : up, true}, {l.cx + 7, l.below ? up : down, true},
-                          {l.cx - 7, l.below ? down : up, false}, {l.cx - 7, l.below ? up : down, false}};
-    const Spot* chosen = nullptr;
-    std::size_t fewest = std::numeric_limits<std::size_t>::max();
-    for (const auto& sp : spots) {
-      const Box b{sp.start ? sp.x : sp.x - w, sp.y - 10, sp.start ? sp.x + w : sp.x, sp.y + 2};
-      if (b.x0 < left || b.x1 > right || b.y0 < top || b.y1 > bottom) continue;
-      const auto hits = static_cast<std::size_t>(
-          std::count_if(taken.begin(), taken.end(), [&](const Box& t) { return t.overlaps(b); }));
-      if (hits < fewest) {
-        fewest = hits;
-        chosen = &sp;
-      }
-      if (hits == 0) break;
-    }
-    if (!chosen) chosen = &spots[l.cx > (left + right) / 2 ? 2 : 0];
-    taken.push_back({chosen->start ? chosen->x : chosen->x - w, chosen->y - 10, chosen->start ? chosen->x + w : chosen->x,
-                     chosen->y + 2});
-    labels += fmt::format("<text class=\"point-label\" x=\"{}\" y=\"{}\" text-anchor=\"{}\" font-size=\"11\">{}</text>\n",
-                          px(chosen->x), px(chosen->y), chosen->start ? "start" : "end", xml_escape(l.text));
-  }
-  svg += "<g class=\"labels\">\n" + labels + "</g>\n";
-
-  // --- legend ----------------------------------------------------------------------------------
-  if (legend_entries) {
-    const double lx = right + 14;
-    double ly = top + 4;
-    svg += "<g class=\"legend\">\n";
-    for (std::size_t si = 0; si < plot.series.size(); ++si) {
-      const auto& s = plot.series[si];
-      if (!s.in_legend || s.name.empty()) continue;
-      const std::string color = s.color.empty() ? palette[si % std::size(palette)] : s.color;
-      if (s.line)
-        svg += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/>\n", px(lx),
-                           px(ly + 6), px(lx + 22), px(ly + 6), color, s.dashed ? " stroke-dasharray=\"6 4\"" : "");
-      if (s.markers)
-        svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>\n", px(lx + 11), px(ly + 6), color);
-      svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", px(lx + 28), px(ly + 10), xml_escape(s.name));
-      ly += 18;
-    }
-    svg += "</g>\n";
-  }
-  svg += "</svg>\n";
-  return svg;
+  const DataRange data = checked_data_range(plot);
+  const Layout l = layout(plot, data);
+  std::string svg = svg_header(plot, l) + grid_and_axes(plot, l);
+  LabelState labels;
+  for (std::size_t si = 0; si < plot.series.size(); ++si) svg += series_svg(plot, si, l, labels);
+  place_point_labels(l, labels);
+  svg += "<g class=\"labels\">\n" + labels.labels + "</g>\n";
+  if (l.legend) svg += legend_svg(plot, l);
+  return svg + "</svg>\n";
 }
 
 }  // namespace ridge

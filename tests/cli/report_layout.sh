@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # report_layout.sh RIDGE OUTDIR: runs the model-only report (every GPU hidden) and checks the folder:
 # report.md, report.html, results.json and SVG plots; the HTML is self-contained (plots inline, no
-# network references, no scripts); predictions are stored; `ridge compare` reads the folder (and
-# exits 6: a model-only report has no timed record to compare).
+# network references, no scripts, no Markdown syntax left outside code); predictions are stored;
+# `ridge compare` reads the folder (and exits 6: a model-only report has no timed record to compare).
 set -u
 ridge=$1; out=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -21,6 +21,11 @@ inline=$(grep -o "<svg" "$html" | wc -l)
 [ "$inline" -ge "$svgs" ] || fail "report.html inlines $inline plots, the folder has $svgs"
 if grep -Eiq "https?://" "$html"; then grep -Eion ".{30}https?://.{30}" "$html" | head; fail "report.html references the network"; fi
 grep -Eiq "<script|<link|<img|@import" "$html" && fail "report.html loads something (script/link/img/@import)"
+# The HTML shows what the Markdown says: no Markdown syntax left in the text a reader sees.
+visible=$(perl -0777 -pe 's{<(pre|code|style|svg)\b.*?</\1>}{}gs' "$html")
+if printf '%s' "$visible" | grep -q '\*\*'; then printf '%s' "$visible" | grep -n '\*\*' | head -3; fail "report.html shows literal **"; fi
+if printf '%s' "$visible" | grep -q '`'; then printf '%s' "$visible" | grep -n '`' | head -3; fail "report.html shows literal backticks"; fi
+grep -q "<strong>Model-only report.</strong>" "$html" || fail "report.html does not render the bold label"
 grep -q "Model-only report" "$out/report.md" || fail "report.md is not labelled model-only"
 grep -q "Model-only report" "$html" || fail "report.html is not labelled model-only"
 for want in "Decode ceilings" "GPT-2 small" "Llama-3.1 70B" "Amdahl" "1.11x" "1.25x" "Predictions" "hbm_tb_per_s" \

@@ -336,3 +336,42 @@ TEST(Plot, AxisValueFormat) {
   EXPECT_EQ(format_axis_value(0), "0");
   EXPECT_EQ(format_axis_value(1e-5), "1e-05");
 }
+
+// ---- pinned output: the renderer's SVG, byte for byte --------------------------------------------
+
+#include "golden.hpp"
+
+TEST(PlotGolden, RooflineWithLabelsEndLabelAndLegend) {
+  expect_matches_golden("plot_roofline.svg", render_svg(roofline_like()));
+}
+
+TEST(PlotGolden, FixedRangesCrowdedLabelsAndLinearAxes) {
+  Plot fixed = roofline_like();
+  fixed.x_min = 0.1;
+  fixed.x_max = 1000;
+  fixed.y_min = 1e11;
+  fixed.y_max = 2e15;
+  PlotSeries crowd{.name = "crowd", .line = false, .labels_below = true};
+  for (int i = 0; i < 12; ++i) crowd.points.push_back({1.0 + i * 0.3, 1e13 * (1 + 0.05 * i), "point " + std::to_string(i)});
+  fixed.series.push_back(crowd);
+  PlotSeries quiet{.name = "tooltips only", .line = false, .draw_labels = false};
+  quiet.points = {{3, 4e13, "hidden label"}, {30, 4e14, "another"}};
+  fixed.series.push_back(quiet);
+  PlotSeries unlisted{.name = "not in legend", .dashed = true, .color = "#123456", .in_legend = false};
+  unlisted.points = {{0.2, 2e11}, {500, 1e15}};
+  fixed.series.push_back(unlisted);
+  expect_matches_golden("plot_fixed_crowded.svg", render_svg(fixed));
+
+  Plot linear;
+  linear.log_x = linear.log_y = false;
+  linear.x_label = "x";
+  linear.width = 420;
+  linear.height = 300;
+  linear.series = {PlotSeries{"t", {{0, -1}, {5, 3}, {10, 7}}}, PlotSeries{"flat", {{2, 2}, {8, 2}}}};
+  expect_matches_golden("plot_linear.svg", render_svg(linear));
+
+  Plot one_decade;
+  one_decade.title = "inside one decade";
+  one_decade.series = {PlotSeries{"narrow", {{2, 3}, {4, 5}}}};
+  expect_matches_golden("plot_one_decade.svg", render_svg(one_decade));
+}

@@ -516,3 +516,139 @@ TEST(TraceChrome, ReadsPyTorchStyleTraces) {
   EXPECT_EQ(a.steps[0].kernels, 1u);
   EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 5500.0);
 }
+
+// ---- pinned output: analysis JSON and the printed summary, byte for byte --------------------------
+
+#include "golden.hpp"
+
+namespace {
+std::string pinned(const Trace& t, const AnalysisOptions& options) {
+  const Analysis a = analyze(t, options);
+  return format_analysis(a) + "\n" + to_json(a).dump(1) + "\n";
+}
+}  // namespace
+
+TEST(TraceGolden, AnalysisOfSyntheticTraces) {
+  expect_matches_golden("analysis_rich.txt", pinned(rich_trace(), {.top = 10, .step_range = "step"}));
+
+  Builder host_bound;  // gaps, hidden syncs, ranges on two threads, a missing step name
+  for (int i = 0; i < 6; ++i) {
+    const Nanoseconds t0 = 100000 * i;
+    host_bound.range("step", t0, t0 + 90000);
+    host_bound.range("attn", t0 + 100, t0 + 40000, tid + 1);
+    host_bound.kernel(i % 2 ? "gemm" : "softmax", 7, t0 + 30000, t0 + 35000, t0 + 29000);
+    host_bound.kernel("gemm", 8, t0 + 31000, t0 + 33000, t0 + 1000, tid + 1);
+    host_bound.copy(MemcpyKind::device_to_host, 4, t0 + 50000, t0 + 51000, "cudaMemcpyAsync");
+    host_bound.api("cudaDeviceSynchronize", t0 + 60000, t0 + 70000);
+  }
+  Kernel orphan;
+  orphan.name = host_bound.t.strings.intern("orphan");
+  orphan.start = 700000;
+  orphan.end = 705000;
+  host_bound.t.kernels.push_back(orphan);
+  host_bound.t.incomplete_records = 2;
+  host_bound.t.window = "skip 0 kernels";
+  const Trace t = host_bound.done();
+  expect_matches_golden("analysis_host_bound.txt", pinned(t, {.top = 2, .step_range = "step"}));
+  expect_matches_golden("analysis_no_step.txt", pinned(t, {.top = 10, .step_range = "nothere"}));
+  expect_matches_golden("analysis_empty.txt", pinned(Builder().done(), {}));
+  expect_matches_golden("analysis_pytorch.txt",
+                        pinned(load_chrome_trace(std::string(RIDGE_SOURCE_DIR) + "/tests/cli/data/tiny_pytorch_trace.json"),
+                               {.top = 10, .step_range = "step"}));
+}
+
+// ---- trace_program / analyze_trace_file: the library behind `ridge trace` ---------------------------
+// A shell stands in for the traced program: the CUDA driver never loads the injection library
+// into it, so it writes (or does not write) the summary itself, as libridge_inject.so would.
+
+namespace {
+ProgramTraceOptions shell(const std::string& script) {
+  ProgramTraceOptions o;
+  o.command = {"sh", "-c", script};
+  o.output = "";
+  o.inject_library = "/nonexistent/libridge_inject.so";  // never loaded: sh runs no CUDA
+  return o;
+}
+}  // namespace
+
+TEST(TraceProgram, OptionsThatContradictEachOtherAreUsageErrors) {
+  ProgramTraceOptions o;
+  EXPECT_NO_THROW(o.validate());
+  o.nvtx = false;
+  o.analysis.step_range = "step";
+  EXPECT_THROW(o.validate(), ridge::UsageError);
+  o = {};
+  o.api = "none";
+  o.window.profiler_range = true;
+  EXPECT_THROW(o.validate(), ridge::UsageError);
+  o.api = "everything";
+  o.window.profiler_range = false;
+  EXPECT_THROW(o.validate(), ridge::UsageError);
+  o = {};
+  o.buffer_mb = 0;
+  EXPECT_THROW(o.validate(), ridge::UsageError);
+  EXPECT_THROW(trace_program(ProgramTraceOptions{}), ridge::UsageError);  // nothing to trace
+  auto missing = shell("");
+  missing.command = {"/no/such/program"};
+  EXPECT_THROW(trace_program(missing), ridge::UsageError);
+}
+
+TEST(TraceProgram, AProgramThatLeavesNoTraceKeepsItsExitCode) {
+  const ProgramTrace failed = trace_program(shell("exit 5"));
+  EXPECT_EQ(failed.program.exit_code, 5);
+  EXPECT_EQ(failed.program.signal, 0);
+  EXPECT_NE(failed.error.find("no trace was written"), std::string::npos);
+  EXPECT_EQ(failed.exit_code(), 5);
+  // Exit code 0 but no trace: tracing failed, a runtime error.
+  EXPECT_EQ(trace_program(shell("true")).exit_code(), 1);
+  const ProgramTrace killed = trace_program(shell("kill -TERM $$"));
+  EXPECT_EQ(killed.program.signal, 15);
+  EXPECT_EQ(killed.program.exit_code, 128 + 15);
+}
+
+TEST(TraceProgram, ReadsTheSummaryTheProgramWrote) {
+  // The options reach the program as the environment libridge_inject.so reads (inject_env.hpp).
+  auto o = shell(
+      "printf '%s' '{\"kernel_count\": 3, \"dropped_records\": 2, \"events\": 42, \"write_seconds\": 0.5, "
+      "\"end\": \"signal\", \"collector_stats\": {\"profiler_gated\": true, \"profiler_windows\": 2}}' "
+      "> \"$RIDGE_TRACE_SUMMARY\"; test \"$RIDGE_TRACE_API\" = all && test \"$RIDGE_TRACE_ALL_API\" = 1 && "
+      "test \"$RIDGE_TRACE_TOP\" = 3 && test -z \"$NVTX_INJECTION64_PATH\" && exit 7");
+  o.api = "all";
+  o.analysis.top = 3;
+  o.nvtx = false;
+  const ProgramTrace ok = trace_program(o);
+  ASSERT_TRUE(ok.error.empty()) << ok.error;
+  EXPECT_EQ(ok.program.exit_code, 7);
+  EXPECT_EQ(ok.exit_code(), 7);
+  EXPECT_EQ(ok.analysis.kernel_count, 3u);
+  EXPECT_EQ(ok.analysis.dropped_records, 2u);
+  EXPECT_EQ(ok.events, 42u);
+  EXPECT_EQ(ok.end, "signal");
+  EXPECT_TRUE(ok.profiler_gated);
+  EXPECT_EQ(ok.profiler_windows, 2u);
+  EXPECT_EQ(ok.summary["program"]["exit_code"], 7);
+  EXPECT_EQ(ok.summary["program"]["command"][0], "sh");
+}
+
+TEST(TraceProgram, AnErrorSummaryMeansTracingFailedInsideTheProgram) {
+  const ProgramTrace t = trace_program(shell("printf '{\"error\": \"no CUPTI\"}' > \"$RIDGE_TRACE_SUMMARY\""));
+  EXPECT_EQ(t.error, "tracing failed inside the program: no CUPTI");
+  EXPECT_EQ(t.exit_code(), 1);
+  const ProgramTrace garbled = trace_program(shell("printf 'not json' > \"$RIDGE_TRACE_SUMMARY\"; exit 3"));
+  ASSERT_EQ(garbled.notes.size(), 1u);
+  EXPECT_NE(garbled.notes[0].find("unreadable"), std::string::npos);
+  EXPECT_EQ(garbled.exit_code(), 3);
+}
+
+TEST(TraceProgram, AnalyzesASavedTraceThroughAWindow) {
+  const std::string file = std::string(RIDGE_SOURCE_DIR) + "/tests/cli/data/tiny_pytorch_trace.json";
+  const TraceFileAnalysis all = analyze_trace_file(file, {}, {.top = 10, .step_range = "step"});
+  EXPECT_EQ(all.file, file);
+  EXPECT_EQ(all.analysis.kernels_per_step_median, 2);
+  Window skip;
+  skip.skip_kernels = 1;
+  const TraceFileAnalysis later = analyze_trace_file(file, skip);
+  EXPECT_LT(later.analysis.kernel_count, all.analysis.kernel_count);
+  EXPECT_FALSE(later.analysis.window.empty());
+  EXPECT_THROW(analyze_trace_file("/no/such/trace.json"), ridge::UsageError);
+}

@@ -103,7 +103,7 @@ SectionOutput timing_section(ReportContext& ctx) {
   md += timing_table(demo.large);
   if (demo.wall_over_naive > 0) {
     const double ratio = 1 / demo.wall_over_naive;
-    ctx.measured["naive_over_sync"] = ratio;
+    ctx.measured[prediction::naive_over_sync] = ratio;
     md += fmt::format(
         "The unsynchronized reading is {:.2g} of the synchronized one ({:.0f}x smaller): CUDA calls return once the "
         "work is queued.{}\n\n",
@@ -117,12 +117,12 @@ SectionOutput timing_section(ReportContext& ctx) {
   md += fmt::format("The synchronized wall clock and the events agree within {}.\n\n",
                     format_percent(demo.wall_vs_events_relative_difference));
   if (const Record* events = demo.large.find(Method::cuda_events); events && options.n == 4096 && options.dtype == "fp32")
-    ctx.measured["matmul_fp32_4096_ms"] = events->summary.median;
+    ctx.measured[prediction::matmul_fp32_4096_ms] = events->summary.median;
 
   md += fmt::format("Small case: a BF16 {0}x{0}x{0} matmul, where the host's launch latency is as large as the work.\n\n",
                     options.small_n);
   md += timing_table(demo.small);
-  ctx.measured["launch_overhead_us"] = demo.launch_overhead_ms * 1e3;
+  ctx.measured[prediction::launch_overhead_us] = demo.launch_overhead_ms * 1e3;
   md += fmt::format(
       "Per-sample events read {} more than the launch-free methods ({:.1f}x). A kernel has no speed, only a speed "
       "at a size.\n\n",
@@ -152,10 +152,10 @@ SectionOutput ceilings_section(ReportContext& ctx) {
   SectionOutput out;
   out.records = m.records;
   ctx.ceilings = c;  // later sections compare with the measured ceilings
-  if (c.memory_bytes_per_s > 0) ctx.measured["hbm_tb_per_s"] = c.memory_bytes_per_s / 1e12;
+  if (c.memory_bytes_per_s > 0) ctx.measured[prediction::hbm_tb_per_s] = c.memory_bytes_per_s / 1e12;
   if (const double bf16 = c.peak_flops("bf16"); bf16 > 0) {
-    ctx.measured["bf16_tflop_per_s"] = bf16 / 1e12;
-    if (c.memory_bytes_per_s > 0) ctx.measured["ridge_point_bf16"] = c.ridge_point("bf16");
+    ctx.measured[prediction::bf16_tflop_per_s] = bf16 / 1e12;
+    if (c.memory_bytes_per_s > 0) ctx.measured[prediction::ridge_point_bf16] = c.ridge_point("bf16");
   }
 
   std::string& md = out.markdown;
@@ -173,9 +173,9 @@ SectionOutput ceilings_section(ReportContext& ctx) {
                       format_percent(row.fraction_of_datasheet(), 0));
   }
   md += fmt::format("\nAn empty kernel takes {:.2f} us (launch-free timing).\n\n", c.empty_launch_us);
-  if (ctx.measured.count("ridge_point_bf16"))
+  if (ctx.measured.count(prediction::ridge_point_bf16))
     md += fmt::format("Measured BF16 ridge point: **{:.0f} FLOP/byte**: below it an operation is memory-bound.\n\n",
-                      ctx.measured["ridge_point_bf16"]);
+                      ctx.measured[prediction::ridge_point_bf16]);
   return out;
 }
 

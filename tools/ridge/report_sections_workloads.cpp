@@ -42,11 +42,11 @@ SectionOutput bandwidth_section(ReportContext& ctx) {
   md += "![GB/s against size](bandwidth.svg)\n\n";
   if (!sweep.best_curve_per_op.empty()) {
     const BandwidthCurve& best = sweep.curves[sweep.best_curve_per_op.front()];
-    ctx.measured["add_tb_per_s"] = best.largest_bytes_per_s / 1e12;
+    ctx.measured[prediction::add_tb_per_s] = best.largest_bytes_per_s / 1e12;
     md += fmt::format("At {} elements the best variant ({}) moves **{}**", best.largest_n, to_string(best.variant),
                       format_bytes_per_s(best.largest_bytes_per_s));
     if (sweep.setup.ceilings.datasheet_bytes_per_s > 0) {
-      ctx.measured["add_fraction_of_datasheet"] = best.fraction_of_datasheet;
+      ctx.measured[prediction::add_fraction_of_datasheet] = best.fraction_of_datasheet;
       md += fmt::format(", {} of the datasheet's {}", format_percent(best.fraction_of_datasheet, 0),
                         format_bytes_per_s(sweep.setup.ceilings.datasheet_bytes_per_s));
     }
@@ -75,7 +75,7 @@ SectionOutput matmul_section(ReportContext& ctx) {
   const auto knees = matmul_knees(sweep.records, DType::bf16, peak);
   if (!knees.empty()) {
     if (knees.front().size) {
-      ctx.measured["matmul_70pct_n"] = *knees.front().size;
+      ctx.measured[prediction::matmul_70pct_n] = *knees.front().size;
       md += fmt::format("BF16 reaches 70% of the {} ceiling ({}) at **n ≈ {:.0f}**.\n\n", ctx.ceilings.source_text,
                         format_flops(peak), *knees.front().size);
     } else {
@@ -115,8 +115,8 @@ SectionOutput decode_section(ReportContext& ctx) {
   }
   md += "\n";
   if (best_tokens > 0) {
-    ctx.measured["decode_tokens_per_s"] = best_tokens;
-    ctx.measured["decode_fraction_of_ceiling"] = best_fraction;
+    ctx.measured[prediction::decode_tokens_per_s] = best_tokens;
+    ctx.measured[prediction::decode_fraction_of_ceiling] = best_fraction;
   }
   md += warnings_markdown(run.records);
   return out;
@@ -141,8 +141,8 @@ SectionOutput profile_section(ReportContext& ctx) {
                       format_ms(a.kernel_span_ns / 1e6), format_ms(a.gpu_busy_ns / 1e6), 100 * p.launch_gap_fraction(),
                       100 * a.host_bound_fraction_of_idle);
     if (p.mode != gpt2::Mode::eager) continue;
-    ctx.measured["kernels_per_step"] = static_cast<double>(a.kernel_count);
-    if (a.kernel_span_ns > 0) ctx.measured["launch_gap_fraction"] = p.launch_gap_fraction();
+    ctx.measured[prediction::kernels_per_step] = static_cast<double>(a.kernel_count);
+    if (a.kernel_span_ns > 0) ctx.measured[prediction::launch_gap_fraction] = p.launch_gap_fraction();
     top += "\nTop kernels (eager):\n\n| kernel | count | total | % of GPU time |\n|---|---:|---:|---:|\n";
     for (const auto& k : a.top_kernels)
       top += fmt::format("| `{}` | {} | {} | {:.1f}% |\n", k.name.substr(0, 80), k.time.count,

@@ -80,289 +80,319 @@ struct Launches {
   std::vector<Nanoseconds> time_prefix{0};
 };
 
-}  // namespace
+/// Launch calls of each thread, and every kernel by the start of its launch call: which kernels a
+/// range or a step launched.
+struct LaunchTimeline {
+  std::unordered_map<std::uint64_t, Launches> per_thread;
+  std::vector<std::pair<Nanoseconds, const Kernel*>> all;  ///< (launch-call start, kernel), sorted
+};
 
-Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
-  Analysis a;
+LaunchTimeline launch_timeline(const Trace& trace, const LaunchIndex& launches) {
+  LaunchTimeline timeline;
+  timeline.all.reserve(trace.kernels.size());
+  std::unordered_map<std::uint64_t, std::vector<std::pair<Nanoseconds, Nanoseconds>>> raw;
+  for (const auto& k : trace.kernels) {
+    const ApiCall* call = launches.find(k.correlation);
+    if (call == nullptr) {
+      timeline.all.emplace_back(k.start, &k);  // launch unknown: its start places it in a step
+      continue;
+    }
+    raw[thread_key(call->process, call->thread)].emplace_back(call->start, duration(k.start, k.end));
+    timeline.all.emplace_back(call->start, &k);
+  }
+  for (auto& [key, v] : raw) {
+    std::sort(v.begin(), v.end());
+    Launches& l = timeline.per_thread[key];
+    l.starts.reserve(v.size());
+    for (const auto& [s, d] : v) {
+      l.starts.push_back(s);
+      l.count_prefix.push_back(l.count_prefix.back() + 1);
+      l.time_prefix.push_back(l.time_prefix.back() + d);
+    }
+  }
+  std::sort(timeline.all.begin(), timeline.all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  return timeline;
+}
+
+/// Without synchronization records (ridge trace's default: they are costly), the waits are the
+/// *Synchronize API calls; runtime ones when there are any, so a runtime call and the driver call
+/// under it are not counted twice.
+std::vector<const ApiCall*> synchronize_calls(const Trace& trace) {
+  std::vector<const ApiCall*> calls;
+  if (!trace.syncs.empty()) return calls;
+  for (ApiDomain domain : {ApiDomain::runtime, ApiDomain::driver}) {
+    for (const auto& c : trace.api_calls)
+      if (c.domain == domain && trace.strings.at(c.name).find("Synchronize") != std::string::npos) calls.push_back(&c);
+    if (!calls.empty()) break;
+  }
+  return calls;
+}
+
+void count_events(const Trace& trace, const std::vector<const ApiCall*>& sync_calls, Analysis& a) {
   a.kernel_count = trace.kernels.size();
   a.memcpy_count = trace.memcpys.size();
   a.memset_count = trace.memsets.size();
   a.api_count = trace.api_calls.size();
-  a.sync_count = trace.syncs.size();
-  // Without synchronization records (ridge trace's default: they are costly), the waits are the
-  // *Synchronize API calls; runtime ones when there are any, so a runtime call and the driver call
-  // under it are not counted twice.
-  std::vector<const ApiCall*> sync_calls;
-  if (trace.syncs.empty()) {
-    for (ApiDomain domain : {ApiDomain::runtime, ApiDomain::driver}) {
-      for (const auto& c : trace.api_calls)
-        if (c.domain == domain && trace.strings.at(c.name).find("Synchronize") != std::string::npos) sync_calls.push_back(&c);
-      if (!sync_calls.empty()) break;
-    }
-    a.sync_count = sync_calls.size();
-  }
+  a.sync_count = trace.syncs.empty() ? sync_calls.size() : trace.syncs.size();
   a.range_count = trace.ranges.size();
   a.dropped_records = trace.dropped_records;
   a.incomplete_records = trace.incomplete_records;
   a.window = trace.window;
-  a.step_range = options.step_range;
   if (trace.event_count() > 0) a.trace_span_ns = duration(trace.origin(), trace.last_end());
+}
 
-  const LaunchIndex launches(trace);
-
-  // ---- busy, span, gaps ----------------------------------------------------------------------
-  std::vector<const Kernel*> by_start;
-  by_start.reserve(trace.kernels.size());
-  for (const auto& k : trace.kernels) by_start.push_back(&k);
-  std::stable_sort(by_start.begin(), by_start.end(), [](const Kernel* x, const Kernel* y) { return x->start < y->start; });
-
+/// GPU busy and active time, the kernel span, and the idle gaps inside it: was the GPU waiting on the host?
+void busy_and_gaps(const Trace& trace, const std::vector<const Kernel*>& by_start, const LaunchIndex& launches,
+                   Analysis& a) {
   std::vector<std::pair<Nanoseconds, Nanoseconds>> kernel_intervals;
-  kernel_intervals.reserve(trace.kernels.size());
+  kernel_intervals.reserve(by_start.size());
   for (const auto* k : by_start) {
     kernel_intervals.emplace_back(k->start, k->end);
     a.kernel_time_ns += duration(k->start, k->end);
   }
   a.gpu_busy_ns = union_length(kernel_intervals);
-  {
-    auto active = kernel_intervals;
-    for (const auto& m : trace.memcpys) active.emplace_back(m.start, m.end);
-    for (const auto& m : trace.memsets) active.emplace_back(m.start, m.end);
-    a.gpu_active_ns = union_length(std::move(active));
-  }
-  if (!by_start.empty()) {
-    Nanoseconds first = by_start.front()->start, last = 0;
-    for (const auto* k : by_start) last = std::max(last, k->end);
-    a.kernel_span_ns = duration(first, last);
-    Nanoseconds busy_until = by_start.front()->end;
-    for (std::size_t i = 1; i < by_start.size(); ++i) {
-      const Kernel& k = *by_start[i];
-      if (k.start > busy_until) {
-        const Nanoseconds gap = k.start - busy_until;
-        ++a.gap_count;
-        a.largest_gap_ns = std::max(a.largest_gap_ns, gap);
-        const ApiCall* call = launches.find(k.correlation);
-        if (call == nullptr)
-          a.idle_unattributed_ns += gap;
-        else if (call->start >= busy_until)
-          a.idle_waiting_on_host_ns += gap;  // the host had not even begun to launch it
-      }
-      busy_until = std::max(busy_until, k.end);
-    }
-    a.idle_time_ns = a.kernel_span_ns > a.gpu_busy_ns ? a.kernel_span_ns - a.gpu_busy_ns : 0;
-    if (a.kernel_span_ns > 0) a.busy_fraction_of_kernel_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(a.kernel_span_ns);
-    if (a.trace_span_ns > 0) a.busy_fraction_of_trace_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(a.trace_span_ns);
-    if (a.idle_time_ns > 0)
-      a.host_bound_fraction_of_idle = static_cast<double>(a.idle_waiting_on_host_ns) / static_cast<double>(a.idle_time_ns);
-  }
+  auto active = kernel_intervals;
+  for (const auto& m : trace.memcpys) active.emplace_back(m.start, m.end);
+  for (const auto& m : trace.memsets) active.emplace_back(m.start, m.end);
+  a.gpu_active_ns = union_length(std::move(active));
+  if (by_start.empty()) return;
 
-  // ---- launch latency (first kernel of each launch call: a graph launch runs many) -------------
-  {
-    std::unordered_map<std::uint32_t, const Kernel*> first_kernel;
-    first_kernel.reserve(trace.kernels.size());
-    for (const auto* k : by_start) {
-      if (launches.find(k->correlation) == nullptr) {
-        ++a.kernels_without_launch_call;
-        continue;
-      }
-      first_kernel.emplace(k->correlation, k);  // by_start order: the first one wins
-    }
-    std::vector<double> latency;
-    latency.reserve(first_kernel.size());
-    for (const auto& [corr, k] : first_kernel)
-      latency.push_back(static_cast<double>(k->start) - static_cast<double>(launches.find(corr)->end));
-    if (!latency.empty()) {
-      std::sort(latency.begin(), latency.end());
-      a.launch_latency_count = latency.size();
-      a.launch_latency_median_ns = quantile_sorted(latency, 0.5);
-      a.launch_latency_p90_ns = quantile_sorted(latency, 0.9);
-      a.launch_latency_min_ns = latency.front();
-      a.launch_latency_max_ns = latency.back();
-      double sum = 0;
-      for (double v : latency) sum += v;
-      a.launch_latency_mean_ns = sum / static_cast<double>(latency.size());
-    }
-  }
-
-  // ---- top kernels -----------------------------------------------------------------------------
-  {
-    std::unordered_map<std::uint32_t, DurationStats> per_name;
-    for (const auto& k : trace.kernels) per_name[k.name].add(duration(k.start, k.end));
-    a.distinct_kernels = per_name.size();
-    std::vector<KernelStat> all;
-    all.reserve(per_name.size());
-    for (const auto& [name, stats] : per_name) {
-      KernelStat s{trace.strings.at(name), stats, 0};
-      if (a.kernel_time_ns > 0) s.percent_of_kernel_time = 100.0 * static_cast<double>(stats.total_ns) / static_cast<double>(a.kernel_time_ns);
-      all.push_back(std::move(s));
-    }
-    std::sort(all.begin(), all.end(), [](const KernelStat& x, const KernelStat& y) {
-      return x.time.total_ns != y.time.total_ns ? x.time.total_ns > y.time.total_ns : x.name < y.name;
-    });
-    if (all.size() > options.top) all.resize(options.top);
-    a.top_kernels = std::move(all);
-  }
-
-  // ---- NVTX ranges: host time and the kernels launched inside (same thread) ----------------------
-  // Launch calls of each thread with the time of the kernels they launched.
-  std::unordered_map<std::uint64_t, Launches> per_thread;
-  std::vector<std::pair<Nanoseconds, const Kernel*>> all_launches;  // (launch-call start, kernel)
-  all_launches.reserve(trace.kernels.size());
-  {
-    std::unordered_map<std::uint64_t, std::vector<std::pair<Nanoseconds, Nanoseconds>>> raw;
-    for (const auto& k : trace.kernels) {
+  Nanoseconds first = by_start.front()->start, last = 0;
+  for (const auto* k : by_start) last = std::max(last, k->end);
+  a.kernel_span_ns = duration(first, last);
+  Nanoseconds busy_until = by_start.front()->end;
+  for (std::size_t i = 1; i < by_start.size(); ++i) {
+    const Kernel& k = *by_start[i];
+    if (k.start > busy_until) {
+      const Nanoseconds gap = k.start - busy_until;
+      ++a.gap_count;
+      a.largest_gap_ns = std::max(a.largest_gap_ns, gap);
       const ApiCall* call = launches.find(k.correlation);
-      if (call == nullptr) {
-        all_launches.emplace_back(k.start, &k);  // launch unknown: its start places it in a step
-        continue;
-      }
-      raw[thread_key(call->process, call->thread)].emplace_back(call->start, duration(k.start, k.end));
-      all_launches.emplace_back(call->start, &k);
+      if (call == nullptr)
+        a.idle_unattributed_ns += gap;
+      else if (call->start >= busy_until)
+        a.idle_waiting_on_host_ns += gap;  // the host had not even begun to launch it
     }
-    for (auto& [key, v] : raw) {
-      std::sort(v.begin(), v.end());
-      Launches& l = per_thread[key];
-      l.starts.reserve(v.size());
-      for (const auto& [s, d] : v) {
-        l.starts.push_back(s);
-        l.count_prefix.push_back(l.count_prefix.back() + 1);
-        l.time_prefix.push_back(l.time_prefix.back() + d);
-      }
-    }
-    std::sort(all_launches.begin(), all_launches.end(),
-              [](const auto& x, const auto& y) { return x.first < y.first; });
+    busy_until = std::max(busy_until, k.end);
   }
-  {
-    std::unordered_map<std::uint32_t, RangeStat> per_name;
+  a.idle_time_ns = a.kernel_span_ns > a.gpu_busy_ns ? a.kernel_span_ns - a.gpu_busy_ns : 0;
+  if (a.kernel_span_ns > 0) a.busy_fraction_of_kernel_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(a.kernel_span_ns);
+  if (a.trace_span_ns > 0) a.busy_fraction_of_trace_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(a.trace_span_ns);
+  if (a.idle_time_ns > 0)
+    a.host_bound_fraction_of_idle = static_cast<double>(a.idle_waiting_on_host_ns) / static_cast<double>(a.idle_time_ns);
+}
+
+/// Kernel start minus the end of its launch call, for the first kernel of each launch call (a
+/// graph launch runs many).
+void launch_latency(const std::vector<const Kernel*>& by_start, const LaunchIndex& launches, Analysis& a) {
+  std::unordered_map<std::uint32_t, const Kernel*> first_kernel;
+  first_kernel.reserve(by_start.size());
+  for (const auto* k : by_start) {
+    if (launches.find(k->correlation) == nullptr) {
+      ++a.kernels_without_launch_call;
+      continue;
+    }
+    first_kernel.emplace(k->correlation, k);  // by_start order: the first one wins
+  }
+  std::vector<double> latency;
+  latency.reserve(first_kernel.size());
+  for (const auto& [corr, k] : first_kernel)
+    latency.push_back(static_cast<double>(k->start) - static_cast<double>(launches.find(corr)->end));
+  if (latency.empty()) return;
+  std::sort(latency.begin(), latency.end());
+  a.launch_latency_count = latency.size();
+  a.launch_latency_median_ns = quantile_sorted(latency, 0.5);
+  a.launch_latency_p90_ns = quantile_sorted(latency, 0.9);
+  a.launch_latency_min_ns = latency.front();
+  a.launch_latency_max_ns = latency.back();
+  double sum = 0;
+  for (double v : latency) sum += v;
+  a.launch_latency_mean_ns = sum / static_cast<double>(latency.size());
+}
+
+void top_kernels(const Trace& trace, std::size_t top, Analysis& a) {
+  std::unordered_map<std::uint32_t, DurationStats> per_name;
+  for (const auto& k : trace.kernels) per_name[k.name].add(duration(k.start, k.end));
+  a.distinct_kernels = per_name.size();
+  std::vector<KernelStat> all;
+  all.reserve(per_name.size());
+  for (const auto& [name, stats] : per_name) {
+    KernelStat s{trace.strings.at(name), stats, 0};
+    if (a.kernel_time_ns > 0) s.percent_of_kernel_time = 100.0 * static_cast<double>(stats.total_ns) / static_cast<double>(a.kernel_time_ns);
+    all.push_back(std::move(s));
+  }
+  std::sort(all.begin(), all.end(), [](const KernelStat& x, const KernelStat& y) {
+    return x.time.total_ns != y.time.total_ns ? x.time.total_ns > y.time.total_ns : x.name < y.name;
+  });
+  if (all.size() > top) all.resize(top);
+  a.top_kernels = std::move(all);
+}
+
+/// NVTX ranges: host time and the kernels launched inside them (same thread).
+void top_ranges(const Trace& trace, const LaunchTimeline& timeline, std::size_t top, Analysis& a) {
+  std::unordered_map<std::uint32_t, RangeStat> per_name;
+  for (const auto& r : trace.ranges) {
+    if (r.marker) continue;
+    RangeStat& s = per_name[r.name];
+    s.time.add(duration(r.start, r.end));
+    auto it = timeline.per_thread.find(thread_key(r.process, r.thread));
+    if (it == timeline.per_thread.end()) continue;
+    const Launches& l = it->second;
+    const auto lo = static_cast<std::size_t>(std::lower_bound(l.starts.begin(), l.starts.end(), r.start) - l.starts.begin());
+    const auto hi = static_cast<std::size_t>(std::upper_bound(l.starts.begin(), l.starts.end(), r.end) - l.starts.begin());
+    if (hi > lo) {
+      s.kernels += l.count_prefix[hi] - l.count_prefix[lo];
+      s.kernel_time_ns += l.time_prefix[hi] - l.time_prefix[lo];
+    }
+  }
+  std::vector<RangeStat> all;
+  for (auto& [name, s] : per_name) {
+    s.name = trace.strings.at(name);
+    all.push_back(std::move(s));
+  }
+  std::sort(all.begin(), all.end(), [](const RangeStat& x, const RangeStat& y) {
+    return x.time.total_ns != y.time.total_ns ? x.time.total_ns > y.time.total_ns : x.name < y.name;
+  });
+  if (all.size() > top) all.resize(top);
+  a.top_ranges = std::move(all);
+}
+
+/// Steps: kernels whose launch call began inside each step range (any thread), or, for a kernel
+/// without a launch call in the trace, that began inside it.
+void steps(const Trace& trace, const LaunchTimeline& timeline, const std::string& step_range, Analysis& a) {
+  if (step_range.empty()) return;
+  if (auto id = trace.strings.find(step_range)) {
     for (const auto& r : trace.ranges) {
-      if (r.marker) continue;
-      RangeStat& s = per_name[r.name];
-      s.time.add(duration(r.start, r.end));
-      auto it = per_thread.find(thread_key(r.process, r.thread));
-      if (it == per_thread.end()) continue;
-      const Launches& l = it->second;
-      const auto lo = static_cast<std::size_t>(std::lower_bound(l.starts.begin(), l.starts.end(), r.start) - l.starts.begin());
-      const auto hi = static_cast<std::size_t>(std::upper_bound(l.starts.begin(), l.starts.end(), r.end) - l.starts.begin());
-      if (hi > lo) {
-        s.kernels += l.count_prefix[hi] - l.count_prefix[lo];
-        s.kernel_time_ns += l.time_prefix[hi] - l.time_prefix[lo];
+      if (r.marker || r.name != *id) continue;
+      StepStat step;
+      step.start_ns = r.start;
+      step.duration_ns = duration(r.start, r.end);
+      auto lo = std::lower_bound(timeline.all.begin(), timeline.all.end(), r.start,
+                                 [](const auto& x, Nanoseconds t) { return x.first < t; });
+      std::vector<std::pair<Nanoseconds, Nanoseconds>> intervals;
+      for (auto it = lo; it != timeline.all.end() && it->first <= r.end; ++it) {
+        ++step.kernels;
+        intervals.emplace_back(it->second->start, it->second->end);
       }
-    }
-    std::vector<RangeStat> all;
-    for (auto& [name, s] : per_name) {
-      s.name = trace.strings.at(name);
-      all.push_back(std::move(s));
-    }
-    std::sort(all.begin(), all.end(), [](const RangeStat& x, const RangeStat& y) {
-      return x.time.total_ns != y.time.total_ns ? x.time.total_ns > y.time.total_ns : x.name < y.name;
-    });
-    if (all.size() > options.top) all.resize(options.top);
-    a.top_ranges = std::move(all);
-  }
-
-  // ---- steps: kernels whose launch call began inside each step range (any thread), or, for a
-  // kernel without a launch call in the trace, that began inside it -----------------------------
-  if (!options.step_range.empty()) {
-    if (auto id = trace.strings.find(options.step_range)) {
-      for (const auto& r : trace.ranges) {
-        if (r.marker || r.name != *id) continue;
-        StepStat step;
-        step.start_ns = r.start;
-        step.duration_ns = duration(r.start, r.end);
-        auto lo = std::lower_bound(all_launches.begin(), all_launches.end(), r.start,
-                                   [](const auto& x, Nanoseconds t) { return x.first < t; });
-        std::vector<std::pair<Nanoseconds, Nanoseconds>> intervals;
-        for (auto it = lo; it != all_launches.end() && it->first <= r.end; ++it) {
-          ++step.kernels;
-          intervals.emplace_back(it->second->start, it->second->end);
-        }
-        step.gpu_busy_ns = union_length(std::move(intervals));
-        a.steps.push_back(step);
-      }
-    }
-    if (!a.steps.empty()) {
-      std::vector<double> counts, times, busy;
-      a.kernels_per_step_min = std::numeric_limits<std::uint64_t>::max();
-      for (const auto& s : a.steps) {
-        counts.push_back(static_cast<double>(s.kernels));
-        times.push_back(static_cast<double>(s.duration_ns));
-        busy.push_back(static_cast<double>(s.gpu_busy_ns));
-        a.kernels_per_step_min = std::min(a.kernels_per_step_min, s.kernels);
-        a.kernels_per_step_max = std::max(a.kernels_per_step_max, s.kernels);
-      }
-      a.kernels_per_step_median = median(counts);
-      a.step_time_median_ns = median(times);
-      a.step_gpu_busy_median_ns = median(busy);
+      step.gpu_busy_ns = union_length(std::move(intervals));
+      a.steps.push_back(step);
     }
   }
-
-  // ---- memory traffic and hidden synchronizations -----------------------------------------------
-  {
-    std::map<MemcpyKind, MemcpyStat> per_kind;
-    for (const auto& m : trace.memcpys) {
-      MemcpyStat& s = per_kind[m.kind];
-      s.kind = m.kind;
-      ++s.count;
-      s.bytes += m.bytes;
-      s.time_ns += duration(m.start, m.end);
-    }
-    for (auto& [kind, s] : per_kind) a.memcpy_totals.push_back(s);
-    for (const auto& m : trace.memsets) {
-      a.memset_bytes += m.bytes;
-      a.memset_time_ns += duration(m.start, m.end);
-    }
-    for (const auto& s : trace.syncs) a.sync_time_ns += duration(s.start, s.end);
-    for (const ApiCall* c : sync_calls) a.sync_time_ns += duration(c->start, c->end);
-
-    std::vector<Nanoseconds> kernel_starts;
-    kernel_starts.reserve(by_start.size());
-    for (const auto* k : by_start) kernel_starts.push_back(k->start);
-    std::map<std::pair<std::string, std::uint64_t>, HiddenSync> copies;
-    for (const auto& m : trace.memcpys) {
-      if (m.kind != MemcpyKind::device_to_host) continue;
-      const ApiCall* call = launches.find(m.correlation);
-      const std::string api = call ? trace.strings.at(call->name) : std::string("(no API record)");
-      HiddenSync& h = copies[{api, m.bytes}];
-      h.api = api;
-      h.bytes = m.bytes;
-      ++h.count;
-      h.copy_time_ns += duration(m.start, m.end);
-      auto next = std::lower_bound(kernel_starts.begin(), kernel_starts.end(), m.end);
-      if (next != kernel_starts.end()) h.idle_after_ns += *next - m.end;
-    }
-    for (auto& [key, h] : copies)
-      if (h.count >= options.hidden_sync_min_repeats) a.hidden_syncs.push_back(h);
-    std::sort(a.hidden_syncs.begin(), a.hidden_syncs.end(),
-              [](const HiddenSync& x, const HiddenSync& y) { return x.count > y.count; });
+  if (a.steps.empty()) return;
+  std::vector<double> counts, times, busy;
+  a.kernels_per_step_min = std::numeric_limits<std::uint64_t>::max();
+  for (const auto& s : a.steps) {
+    counts.push_back(static_cast<double>(s.kernels));
+    times.push_back(static_cast<double>(s.duration_ns));
+    busy.push_back(static_cast<double>(s.gpu_busy_ns));
+    a.kernels_per_step_min = std::min(a.kernels_per_step_min, s.kernels);
+    a.kernels_per_step_max = std::max(a.kernels_per_step_max, s.kernels);
   }
+  a.kernels_per_step_median = median(counts);
+  a.step_time_median_ns = median(times);
+  a.step_gpu_busy_median_ns = median(busy);
+}
 
-  // ---- findings --------------------------------------------------------------------------------
+/// Copies and memsets by kind, and the host's time waiting in synchronization.
+void memory_traffic(const Trace& trace, const std::vector<const ApiCall*>& sync_calls, Analysis& a) {
+  std::map<MemcpyKind, MemcpyStat> per_kind;
+  for (const auto& m : trace.memcpys) {
+    MemcpyStat& s = per_kind[m.kind];
+    s.kind = m.kind;
+    ++s.count;
+    s.bytes += m.bytes;
+    s.time_ns += duration(m.start, m.end);
+  }
+  for (auto& [kind, s] : per_kind) a.memcpy_totals.push_back(s);
+  for (const auto& m : trace.memsets) {
+    a.memset_bytes += m.bytes;
+    a.memset_time_ns += duration(m.start, m.end);
+  }
+  for (const auto& s : trace.syncs) a.sync_time_ns += duration(s.start, s.end);
+  for (const ApiCall* c : sync_calls) a.sync_time_ns += duration(c->start, c->end);
+}
+
+/// Device-to-host copies of one size by one API call, repeated often enough to be in a loop, and
+/// how long the GPU sat idle after them.
+void hidden_syncs(const Trace& trace, const std::vector<const Kernel*>& by_start, const LaunchIndex& launches,
+                  std::uint64_t min_repeats, Analysis& a) {
+  std::vector<Nanoseconds> kernel_starts;
+  kernel_starts.reserve(by_start.size());
+  for (const auto* k : by_start) kernel_starts.push_back(k->start);
+  std::map<std::pair<std::string, std::uint64_t>, HiddenSync> copies;
+  for (const auto& m : trace.memcpys) {
+    if (m.kind != MemcpyKind::device_to_host) continue;
+    const ApiCall* call = launches.find(m.correlation);
+    const std::string api = call ? trace.strings.at(call->name) : std::string("(no API record)");
+    HiddenSync& h = copies[{api, m.bytes}];
+    h.api = api;
+    h.bytes = m.bytes;
+    ++h.count;
+    h.copy_time_ns += duration(m.start, m.end);
+    auto next = std::lower_bound(kernel_starts.begin(), kernel_starts.end(), m.end);
+    if (next != kernel_starts.end()) h.idle_after_ns += *next - m.end;
+  }
+  for (auto& [key, h] : copies)
+    if (h.count >= min_repeats) a.hidden_syncs.push_back(h);
+  std::sort(a.hidden_syncs.begin(), a.hidden_syncs.end(),
+            [](const HiddenSync& x, const HiddenSync& y) { return x.count > y.count; });
+}
+
+/// Warnings worth the user's attention, from the numbers above.
+std::vector<std::string> findings(const Analysis& a) {
+  std::vector<std::string> out;
   if (a.dropped_records > 0)
-    a.findings.push_back(fmt::format(
+    out.push_back(fmt::format(
         "CUPTI dropped {} activity records for lack of buffer space: the counts and times below are incomplete.",
         a.dropped_records));
   if (a.incomplete_records > 0)
-    a.findings.push_back(fmt::format(
+    out.push_back(fmt::format(
         "{} GPU activity records were still incomplete when tracing stopped (work queued but unfinished: synchronize "
         "before stopping) and were left out.",
         a.incomplete_records));
   if (a.kernel_count == 0)
-    a.findings.push_back("No kernels were recorded" + std::string(a.window.empty() ? "" : " in the window") +
-                         ": did the program run CUDA work (and was the window right)?");
+    out.push_back("No kernels were recorded" + std::string(a.window.empty() ? "" : " in the window") +
+                  ": did the program run CUDA work (and was the window right)?");
   if (a.kernel_span_ns > 0 && a.idle_time_ns > a.kernel_span_ns / 5 && a.host_bound_fraction_of_idle > 0.5)
-    a.findings.push_back(fmt::format(
+    out.push_back(fmt::format(
         "The GPU was idle {} of the kernel span and, for {} of that idle time, the next launch had not even been "
         "issued: the host is the bottleneck (launch overhead, Python, synchronization). CUDA graphs, kernel fusion "
         "or more work per launch help.",
         pct(1 - a.busy_fraction_of_kernel_span), pct(a.host_bound_fraction_of_idle)));
   for (const auto& h : a.hidden_syncs)
-    a.findings.push_back(fmt::format(
+    out.push_back(fmt::format(
         "{} device-to-host copies of {} by {}: each one makes the host wait for the GPU to drain (a hidden "
         "synchronization, e.g. .item() or .cpu() in a loop); the GPU then sat idle {} after them in total.",
         h.count, format_bytes(static_cast<double>(h.bytes)), h.api, format_ms(ms(static_cast<double>(h.idle_after_ns)))));
   if (a.kernels_without_launch_call > 0 && a.kernels_without_launch_call < a.kernel_count)
-    a.findings.push_back(fmt::format("{} kernels have no launch call in the trace (launched before the window, by a "
-                                     "graph, or their API records were lost)",
-                                     a.kernels_without_launch_call));
+    out.push_back(fmt::format("{} kernels have no launch call in the trace (launched before the window, by a "
+                              "graph, or their API records were lost)",
+                              a.kernels_without_launch_call));
+  return out;
+}
+
+}  // namespace
+
+Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
+  Analysis a;
+  const std::vector<const ApiCall*> sync_calls = synchronize_calls(trace);
+  count_events(trace, sync_calls, a);
+  a.step_range = options.step_range;
+  const LaunchIndex launches(trace);
+  std::vector<const Kernel*> by_start;
+  by_start.reserve(trace.kernels.size());
+  for (const auto& k : trace.kernels) by_start.push_back(&k);
+  std::stable_sort(by_start.begin(), by_start.end(), [](const Kernel* x, const Kernel* y) { return x->start < y->start; });
+
+  busy_and_gaps(trace, by_start, launches, a);
+  launch_latency(by_start, launches, a);
+  top_kernels(trace, options.top, a);
+  const LaunchTimeline timeline = launch_timeline(trace, launches);
+  top_ranges(trace, timeline, options.top, a);
+  steps(trace, timeline, options.step_range, a);
+  memory_traffic(trace, sync_calls, a);
+  hidden_syncs(trace, by_start, launches, options.hidden_sync_min_repeats, a);
+  a.findings = findings(a);
   return a;
 }
 

@@ -362,6 +362,42 @@ Dim3 dim3_of(const nlohmann::json& args, const char* key) {
 
 }  // namespace
 
+namespace {
+
+/// The event list of a Chrome trace document: {"traceEvents": [...]} or a bare array.
+const nlohmann::json& trace_events(const nlohmann::json& doc) {
+  if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) return doc["traceEvents"];
+  if (doc.is_array()) return doc;
+  throw UsageError("not a Chrome trace: no \"traceEvents\" array (ridge reads traces written by `ridge trace` or PyTorch's profiler)");
+}
+
+/// What ridge's writer stores beside the events (absent in PyTorch's traces): the clock's origin,
+/// the host process, how the trace was collected.
+struct RidgeMetadata {
+  Nanoseconds origin = 0;
+  std::int64_t host_pid = -1;
+};
+
+RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
+  RidgeMetadata meta;
+  if (!doc.is_object() || !doc.contains("ridge")) return meta;
+  const auto& m = doc["ridge"];
+  meta.origin = m.value("origin_ns", Nanoseconds{0});
+  meta.host_pid = m.value("host_pid", std::int64_t{-1});
+  trace.process_id = m.value("process_id", 0u);
+  trace.command = m.value("command", std::string());
+  trace.window = m.value("window", std::string());
+  trace.dropped_records = m.value("dropped_records", std::uint64_t{0});
+  trace.incomplete_records = m.value("incomplete_records", std::uint64_t{0});
+  trace.collection_start = m.value("collection_start_ns", Nanoseconds{0});
+  trace.collection_stop = m.value("collection_stop_ns", Nanoseconds{0});
+  if (m.contains("devices"))
+    for (const auto& [k, v] : m["devices"].items()) trace.device_names[static_cast<std::uint32_t>(std::stoul(k))] = v.get<std::string>();
+  return meta;
+}
+
+}  // namespace
+
 Trace parse_chrome_json(const std::string& text) {
   nlohmann::json doc;
   try {
@@ -369,29 +405,11 @@ Trace parse_chrome_json(const std::string& text) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("not a JSON trace: {}", e.what()));
   }
-  const nlohmann::json* events = nullptr;
-  if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) events = &doc["traceEvents"];
-  else if (doc.is_array()) events = &doc;
-  if (events == nullptr)
-    throw UsageError("not a Chrome trace: no \"traceEvents\" array (ridge reads traces written by `ridge trace` or PyTorch's profiler)");
-
+  const nlohmann::json& events = trace_events(doc);
   Trace trace;
-  Nanoseconds origin = 0;
-  std::int64_t host_pid = -1;
-  if (doc.is_object() && doc.contains("ridge")) {
-    const auto& m = doc["ridge"];
-    origin = m.value("origin_ns", Nanoseconds{0});
-    host_pid = m.value("host_pid", std::int64_t{-1});
-    trace.process_id = m.value("process_id", 0u);
-    trace.command = m.value("command", std::string());
-    trace.window = m.value("window", std::string());
-    trace.dropped_records = m.value("dropped_records", std::uint64_t{0});
-    trace.incomplete_records = m.value("incomplete_records", std::uint64_t{0});
-    trace.collection_start = m.value("collection_start_ns", Nanoseconds{0});
-    trace.collection_stop = m.value("collection_stop_ns", Nanoseconds{0});
-    if (m.contains("devices"))
-      for (const auto& [k, v] : m["devices"].items()) trace.device_names[static_cast<std::uint32_t>(std::stoul(k))] = v.get<std::string>();
-  }
+  const RidgeMetadata meta = read_ridge_metadata(doc, trace);
+  const Nanoseconds origin = meta.origin;
+  const std::int64_t host_pid = meta.host_pid;
   auto ns_of = [&](const nlohmann::json& e, const char* key) -> Nanoseconds {
     auto it = e.find(key);
     if (it == e.end() || !it->is_number()) return origin;
@@ -403,7 +421,7 @@ Trace parse_chrome_json(const std::string& text) {
   };
   static const nlohmann::json no_args = nlohmann::json::object();
 
-  for (const auto& e : *events) {
+  for (const auto& e : events) {
     if (!e.is_object()) continue;
     const std::string ph = e.value("ph", std::string());
     const std::string cat = e.value("cat", std::string());

@@ -1,0 +1,251 @@
+// run_report: runs the registered report sections in order and writes the report folder. It
+// drives every layer (device queries, the tracer's NVTX routing, the sections' measurements), so
+// it is a target of its own (ridge_report) above ridge_gpu and ridge_trace.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "ridge/catalog.hpp"
+#include "ridge/device.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/report.hpp"
+#include "ridge/tracer.hpp"
+#include "ridge/writers.hpp"
+
+namespace ridge {
+
+std::vector<ReportSection>& report_sections() {
+  static std::vector<ReportSection> all;
+  return all;
+}
+
+bool register_report_section(ReportSection section) {
+  report_sections().push_back(std::move(section));
+  return true;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Where sections' own output goes when nobody reads it.
+struct NullFile {
+  std::FILE* f = std::fopen("/dev/null", "w");
+  NullFile() = default;
+  NullFile(const NullFile&) = delete;
+  NullFile& operator=(const NullFile&) = delete;
+  ~NullFile() {
+    if (f) std::fclose(f);
+  }
+};
+
+fs::path default_folder() {
+  std::string ts = utc_timestamp_now();
+  for (auto& c : ts)
+    if (c == ':') c = '-';
+  std::string folder = "runs/report-" + ts;
+  for (int i = 2; fs::exists(folder); ++i) folder = fmt::format("runs/report-{}-{}", ts, i);
+  return folder;
+}
+
+/// {key: value} of the predictions; a key ridge does not measure is kept (and noted).
+nlohmann::json parse_predictions(const std::vector<std::string>& texts, const ReportCallbacks& callbacks) {
+  nlohmann::json predictions = nlohmann::json::object();
+  for (const auto& p : texts) {
+    const auto [key, value] = parse_prediction(p);
+    predictions[key] = value;
+  }
+  const auto& keys = prediction_keys();
+  for (const auto& p : predictions.items())
+    if (std::none_of(keys.begin(), keys.end(), [&](const auto& k) { return k.key == p.key(); }) && callbacks.on_note)
+      callbacks.on_note(fmt::format("'{}' is not a key ridge measures; it will be listed as not measured", p.key()));
+  return predictions;
+}
+
+/// The result set's context: the command line, versions, time and (with a GPU) the device and its clocks.
+ResultSet new_report_results(const std::vector<std::string>& argv, int device, bool gpu) {
+  ResultSet set;
+  std::vector<const char*> raw;
+  for (const auto& a : argv) raw.push_back(a.c_str());
+  set.context = make_context(static_cast<int>(raw.size()), raw.data());
+  if (gpu) {
+    set.context.device = describe_device(device);
+    set.context.clocks_start = read_clocks(device);
+  }
+  return set;
+}
+
+/// The sections this machine runs, by order: GPU and always ones with a GPU, else model-only and always.
+std::vector<ReportSection> sections_to_run(bool gpu) {
+  std::vector<ReportSection> sections;
+  for (const auto& s : report_sections())
+    if (s.mode == SectionMode::always || (s.mode == SectionMode::gpu) == gpu) sections.push_back(s);
+  std::stable_sort(sections.begin(), sections.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  return sections;
+}
+
+std::string report_header(const ReportResult& r, const CatalogEntry& model, bool quick) {
+  const RunContext& c = r.results.context;
+  std::string md = fmt::format("# ridge report: {}\n\n", r.subject);
+  md += fmt::format("ridge {} (git {}), {}, host `{}`{}.\n\n", c.tool_version, c.git_sha, c.timestamp_utc, c.hostname,
+                    quick ? ", **quick** run" : "");
+  if (!r.gpu)
+    md += fmt::format(
+        "> **Model-only report.** No usable GPU ({}). Nothing in this report was measured: every number comes from the "
+        "datasheet of the {} (`--model {}`) and the roofline and decode-ceiling formulas. Run `ridge report` on a machine with a CUDA GPU "
+        "for measurements.\n\n",
+        no_gpu_reason().empty() ? "none found" : no_gpu_reason(), model.name, model.key);
+  return md;
+}
+
+/// Runs one section; a failure becomes part of the report, never an exception.
+SectionOutput run_section(const ReportSection& s, ReportContext& ctx, SectionRun& run) {
+  run.key = s.key;
+  run.title = s.title;
+  const auto t0 = std::chrono::steady_clock::now();
+  SectionOutput out;
+  try {
+    out = s.run(ctx);
+  } catch (const Error& e) {
+    run.error = e.what();
+    run.exit_code = static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    run.error = e.what();
+    run.exit_code = static_cast<int>(ExitCode::runtime_error);
+  }
+  run.seconds = seconds_since(t0);
+  run.records = out.records.size();
+  return out;
+}
+
+/// The section's Markdown under its heading, its SVGs written and kept for the HTML.
+void add_section_output(ReportResult& r, const SectionRun& run, SectionOutput& out, std::map<std::string, std::string>& svgs,
+                        std::string& trace, nlohmann::json& section_log) {
+  std::string& md = r.markdown;
+  md += fmt::format("## {}\n\n", run.title);
+  if (run.failed()) md += fmt::format("> **This section failed:** {}\n\n", run.error);
+  md += out.markdown;
+  if (!md.empty() && md.back() != '\n') md += '\n';
+  md += '\n';
+  for (auto& svg : out.svgs) {
+    if (svg.content.empty()) continue;
+    write_text((r.folder / svg.file).string(), svg.content);
+    svgs[svg.file] = svg.content;
+  }
+  if (!out.trace_json.empty()) trace = out.trace_json;
+  r.results.records.insert(r.results.records.end(), out.records.begin(), out.records.end());
+  section_log.push_back({{"key", run.key},
+                         {"title", run.title},
+                         {"seconds", run.seconds},
+                         {"records", run.records},
+                         {"status", run.failed() ? "failed" : "ok"},
+                         {"error", run.error},
+                         {"data", out.data}});
+}
+
+std::string files_markdown(const ReportResult& r, const std::map<std::string, std::string>& svgs, bool trace,
+                           bool quick) {
+  std::string md = "## Files\n\n";
+  md += "- `report.md`, `report.html` (this report; the HTML embeds the plots and needs no network)\n";
+  md += fmt::format("- `results.json`: {} records with raw samples, context and predictions (compare two runs with "
+                    "`ridge compare OLD NEW`)\n",
+                    r.results.records.size());
+  for (const auto& [file, _] : svgs) md += fmt::format("- `{}`\n", file);
+  if (trace) md += "- `trace.json`: open in Perfetto (ui.perfetto.dev) or chrome://tracing\n";
+  md += fmt::format("\nThe report took {:.1f} s{}. Command: `{}`\n", r.wall_seconds, quick ? " (--quick)" : "",
+                    fmt::join(r.results.context.argv, " "));
+  return md;
+}
+
+}  // namespace
+
+ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // Everything a user can get wrong is checked before any work starts.
+  const nlohmann::json predictions = parse_predictions(o.predictions, callbacks);
+  const int count = device_count();
+  ReportResult r;
+  r.gpu = count > 0;
+  // The profile section traces NVTX ranges; earlier sections already call NVTX, so route it to
+  // CUPTI before the first call initialises it.
+  if (r.gpu) enable_nvtx_capture();
+  if (r.gpu && o.device >= count)
+    throw UsageError(fmt::format("--device {}: this machine has {} usable GPU(s), numbered from 0", o.device, count));
+  const CatalogEntry& model = catalog_entry(o.model);  // throws UsageError listing the known keys
+
+  r.folder = o.folder.empty() ? default_folder() : fs::path(o.folder);
+  std::error_code ec;
+  fs::create_directories(r.folder, ec);
+  if (ec) throw Error(fmt::format("cannot create the report folder {}: {}", r.folder.string(), ec.message()));
+
+  r.results = new_report_results(o.argv, o.device, r.gpu);
+  r.results.context.predictions = predictions;
+  NullFile null_file;
+  ReportContext ctx;
+  ctx.device = o.device;
+  ctx.gpu = r.gpu;
+  ctx.quick = o.quick;
+  ctx.inject_slowdown_us = o.inject_slowdown_us;
+  ctx.folder = r.folder;
+  ctx.log = o.log ? o.log : null_file.f ? null_file.f : stderr;
+  ctx.results = &r.results;
+  if (r.gpu) {
+    ctx.memory_bytes = double(r.results.context.device->memory_bytes);
+    if (auto entry = ceilings_for(o.device, *r.results.context.device, CeilingsMode::none).datasheet) {
+      ctx.datasheet = *entry;
+      use_datasheet_ceilings(ctx, *entry);
+    }
+  } else {
+    ctx.datasheet = model;
+    use_datasheet_ceilings(ctx, model);
+  }
+  r.subject = r.gpu ? r.results.context.device->name : model.name + " (model only)";
+  r.markdown = report_header(r, model, o.quick);
+
+  const std::vector<ReportSection> sections = sections_to_run(r.gpu);
+  std::map<std::string, std::string> svgs;
+  std::string trace;
+  nlohmann::json section_log = nlohmann::json::array();
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    if (callbacks.on_section_start) callbacks.on_section_start(i, sections.size(), sections[i]);
+    SectionRun run;
+    SectionOutput out = run_section(sections[i], ctx, run);
+    add_section_output(r, run, out, svgs, trace, section_log);
+    if (run.failed() && r.exit_code == 0) r.exit_code = run.exit_code;
+    r.sections.push_back(run);
+    if (callbacks.on_section_done) callbacks.on_section_done(i, sections.size(), run);
+  }
+  if (r.gpu) r.results.context.clocks_end = read_clocks(o.device);
+  r.wall_seconds = seconds_since(t0);
+  r.markdown += files_markdown(r, svgs, !trace.empty(), o.quick);
+  r.measured = ctx.measured;
+
+  nlohmann::json j = to_json(r.results);
+  j["report"] = {{"mode", r.gpu ? "gpu" : "model_only"},
+                 {"model", r.gpu ? (ctx.datasheet ? ctx.datasheet->key : "") : model.key},
+                 {"quick", o.quick},
+                 {"wall_seconds", r.wall_seconds},
+                 {"ceilings_source", ctx.ceilings.source_text},
+                 {"measured", ctx.measured},
+                 {"sections", section_log}};
+  write_json((r.folder / "results.json").string(), j);
+  write_text((r.folder / "report.md").string(), r.markdown);
+  write_text((r.folder / "report.html").string(), markdown_to_html(r.markdown, svgs, "ridge report: " + r.subject));
+  r.files = {"report.md", "report.html", "results.json"};
+  for (const auto& [file, _] : svgs) r.files.push_back(file);
+  if (!trace.empty()) {
+    write_text((r.folder / "trace.json").string(), trace);
+    r.files.push_back("trace.json");
+  }
+  return r;
+}
+
+}  // namespace ridge

@@ -1,0 +1,291 @@
+// `ridge trace -- CMD` as a library call: run an unmodified program with the injection library
+// (libridge_inject.so, which the CUDA driver loads into it), wait for it, and read the analysis it
+// wrote at exit. CPU-only: the CUPTI side lives in cupti/inject.cpp, configured through the
+// environment variables of cupti/inject_env.hpp.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "ridge/errors.hpp"
+#include "ridge/trace.hpp"
+#include "ridge/writers.hpp"
+#include "trace/cupti/inject_env.hpp"
+
+extern char** environ;
+
+namespace ridge::trace {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace env = ridge::inject_env;
+
+/// libridge_inject.so ships beside the tool: ../lib (build tree, install) or the same folder.
+fs::path find_inject_library(const std::string& given) {
+  if (!given.empty()) return fs::absolute(given);
+  if (const char* forced = std::getenv("RIDGE_INJECT_LIBRARY")) return fs::absolute(forced);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error(fmt::format("cannot locate the ridge executable through /proc/self/exe: {}", ec.message()));
+  const fs::path candidates[] = {exe.parent_path() / ".." / "lib" / "libridge_inject.so",
+                                 exe.parent_path() / "libridge_inject.so"};
+  for (const auto& c : candidates)
+    if (fs::exists(c, ec)) return fs::weakly_canonical(c);
+  throw Error(fmt::format("cannot find libridge_inject.so (looked for {} and {}): rebuild ridge (target ridge_inject) "
+                          "or point RIDGE_INJECT_LIBRARY at it",
+                          candidates[0].lexically_normal().string(), candidates[1].string()));
+}
+
+bool executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+/// The program as execve needs it: the path itself when it has a slash, else searched in PATH.
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (executable_file(name)) return name;
+    throw UsageError(fmt::format("program not found or not executable: {}", name));
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t begin = 0;
+  while (begin <= dirs.size()) {
+    const std::size_t end = std::min(dirs.find(':', begin), dirs.size());
+    const std::string dir = end > begin ? dirs.substr(begin, end - begin) : ".";
+    const std::string candidate = dir + "/" + name;
+    if (executable_file(candidate)) return candidate;
+    begin = end + 1;
+  }
+  throw UsageError(fmt::format("program not found: {} (not in PATH; give its path, e.g. ./{})", name, name));
+}
+
+std::string quote_command(const std::vector<std::string>& command) {
+  std::string out;
+  for (const auto& a : command) {
+    if (!out.empty()) out += ' ';
+    out += a.find_first_of(" \t\"'") == std::string::npos ? a : "'" + a + "'";
+  }
+  return out;
+}
+
+/// Temporary folder for the summary and the ownership claim; removed on destruction.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "ridge-trace-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw Error(fmt::format("cannot create a temporary folder: {}", std::strerror(errno)));
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+/// This process's environment with `extra` set (an empty NVTX_INJECTION64_PATH removes it
+/// instead: NVTX would try to load an empty path).
+std::vector<std::string> child_environment(const Environment& extra) {
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string key = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& [k, v] : extra) replaced |= k == key;
+    if (!replaced) environment.push_back(entry);
+  }
+  for (const auto& [k, v] : extra)
+    if (!v.empty() || k != "NVTX_INJECTION64_PATH") environment.push_back(k + "=" + v);
+  return environment;
+}
+
+/// Runs the program with `extra` in its environment; its stdio is ours. Ctrl-C reaches the program
+/// (same process group), which decides what to do; we wait for it either way.
+ProgramExit run_child(const std::string& program, const std::vector<std::string>& args, const Environment& extra) {
+  std::vector<std::string> environment = child_environment(extra);
+  std::vector<char*> envp, argv;
+  for (auto& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args_copy = args;
+  for (auto& a : args_copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error(fmt::format("pipe failed: {}", std::strerror(errno)));
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    const int error = errno;  // only reached when exec failed: tell the parent why
+    [[maybe_unused]] auto n = ::write(pipe_fds[1], &error, sizeof error);
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  int exec_error = 0;
+  const bool exec_failed = ::read(pipe_fds[0], &exec_error, sizeof exec_error) == static_cast<ssize_t>(sizeof exec_error);
+  ::close(pipe_fds[0]);
+
+  // The terminal's Ctrl-C goes to the program too; we outlive it to read the summary.
+  struct sigaction ignore {}, old_int {}, old_quit {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  if (exec_failed) throw UsageError(fmt::format("cannot run {}: {}", program, std::strerror(exec_error)));
+
+  ProgramExit result;
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+    result.exit_code = 128 + result.signal;
+  }
+  return result;
+}
+
+/// Traces written by other CUDA processes the program started (named <stem>.pid<N><ext>).
+std::vector<std::string> sibling_traces(const fs::path& output) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  const fs::path dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
+  const std::string prefix = output.stem().string() + ".pid";
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && entry.path().extension() == output.extension()) found.push_back(entry.path().string());
+  }
+  return found;
+}
+
+/// The settings libridge_inject.so reads in the program (inject_env.hpp).
+Environment injection_environment(const ProgramTraceOptions& o, const fs::path& library, const fs::path& output,
+                                  const fs::path& summary, const fs::path& owner) {
+  return {
+      {"CUDA_INJECTION64_PATH", library.string()},
+      // NVTX ranges reach the same CUPTI through the injection library's forwarder.
+      {"NVTX_INJECTION64_PATH", o.nvtx ? library.string() : std::string()},
+      {env::output, output.string()},
+      {env::summary, summary.string()},
+      {env::owner, owner.string()},
+      {env::command, quote_command(o.command)},
+      {env::step_range, o.analysis.step_range},
+      {env::nvtx_range, o.window.nvtx_range},
+      {env::profiler_range, o.window.profiler_range ? "1" : "0"},
+      {env::skip_seconds, fmt::format("{}", o.window.skip_seconds)},
+      {env::skip_kernels, fmt::format("{}", o.window.skip_kernels)},
+      {env::top, fmt::format("{}", o.analysis.top)},
+      {env::all_api, o.api == "all" ? "1" : "0"},
+      {env::api, o.api},
+      {env::sync, o.sync ? "1" : "0"},
+      {env::nvtx, o.nvtx ? "1" : "0"},
+      {env::buffer_mb, fmt::format("{}", o.buffer_mb)},
+  };
+}
+
+/// Fills `result` from the summary the program wrote, or says why there is none.
+void read_summary(const fs::path& summary, ProgramTrace& result) {
+  std::error_code ec;
+  nlohmann::json j;
+  bool have_summary = false;
+  if (fs::exists(summary, ec)) {
+    try {
+      j = read_json_file(summary);
+      have_summary = j.is_object();
+    } catch (const std::exception& e) {
+      result.notes.push_back(fmt::format("the summary {} is unreadable: {}", summary.string(), e.what()));
+    }
+  }
+  if (have_summary && j.contains("error")) {
+    result.error = "tracing failed inside the program: " + j["error"].get<std::string>();
+    return;
+  }
+  if (!have_summary) {
+    result.error = "no trace was written. Either the program never initialized CUDA (no GPU work, or no GPU: check "
+                   "`nvidia-smi`), or it ended without running exit handlers (_exit, SIGKILL).";
+    return;
+  }
+  result.analysis = analysis_from_json(j);
+  result.events = j.value("events", std::uint64_t{0});
+  result.write_seconds = j.value("write_seconds", 0.0);
+  result.end = j.value("end", std::string("?"));
+  const nlohmann::json stats = j.value("collector_stats", nlohmann::json::object());
+  result.profiler_gated = stats.value("profiler_gated", false);
+  result.profiler_windows = stats.value("profiler_windows", std::uint64_t{0});
+  result.gate_seconds = stats.value("gate_seconds", 0.0);
+  result.cupti_errors = stats.value("cupti_errors", std::uint64_t{0});
+  result.last_cupti_error = stats.value("last_cupti_error", std::string());
+  result.summary = std::move(j);
+}
+
+}  // namespace
+
+void ProgramTraceOptions::validate() const {
+  if (!nvtx && (!analysis.step_range.empty() || !window.nvtx_range.empty()))
+    throw UsageError("--no-nvtx leaves no NVTX ranges to find: drop it, or drop --step-range/--nvtx-range");
+  if (api != "none" && api != "selected" && api != "most" && api != "all")
+    throw UsageError(fmt::format("--api {}: use none, selected, most or all", api));
+  if (api == "none" && (window.profiler_range || window.skip_kernels > 0))
+    throw UsageError("--api none records no API calls, so no cudaProfilerStart/Stop or launch calls to window by: "
+                     "use --api selected (the default) with --profiler-range or --skip-kernels");
+  if (!(window.skip_seconds >= 0)) throw UsageError(fmt::format("--skip-seconds must be >= 0, got {}", window.skip_seconds));
+  if (analysis.top == 0) throw UsageError("--top must be at least 1");
+  if (buffer_mb < 1 || buffer_mb > 1024) throw UsageError(fmt::format("--buffer-mb must be within [1, 1024], got {}", buffer_mb));
+}
+
+int ProgramTrace::exit_code() const {
+  if (error.empty() || program.exit_code != 0) return program.exit_code;
+  return static_cast<int>(ExitCode::runtime_error);
+}
+
+ProgramTrace trace_program(const ProgramTraceOptions& o) {
+  o.validate();
+  if (o.command.empty())
+    throw UsageError("nothing to trace: give the program after --, e.g. `ridge trace -- python3 train.py`, or "
+                     "--analyze FILE");
+  const std::string program = find_program(o.command.front());
+  const fs::path library = find_inject_library(o.inject_library);
+  const fs::path output = o.output.empty() ? fs::path() : fs::absolute(o.output);
+  TempDir temp;
+  const fs::path summary = temp.path / "summary.json";  // the program's analysis, read once it ends
+  std::error_code ec;
+  if (!output.empty()) {
+    fs::create_directories(output.parent_path(), ec);
+    if (ec) throw UsageError(fmt::format("cannot create the folder for {}: {}", output.string(), ec.message()));
+  }
+
+  ProgramTrace result;
+  result.command = o.command;
+  result.trace_file = o.output;
+  result.program = run_child(program, o.command, injection_environment(o, library, output, summary, temp.path / "owner"));
+  read_summary(summary, result);
+  if (!result.error.empty()) return result;
+  if (!output.empty()) result.other_traces = sibling_traces(output);
+  result.summary["program"] = {
+      {"command", o.command}, {"exit_code", result.program.exit_code}, {"signal", result.program.signal}};
+  return result;
+}
+
+TraceFileAnalysis analyze_trace_file(const std::string& path, const Window& window, const AnalysisOptions& options) {
+  Trace t = load_chrome_trace(path);
+  if (!window.empty()) t = apply_window(t, window);
+  return {path, t.command, analyze(t, options)};
+}
+
+}  // namespace ridge::trace
