@@ -98,7 +98,7 @@ SectionOutput decode_section(ReportContext& ctx) {
   std::string& md = out.markdown;
   md += fmt::format("The reference workload: one GPT-2 small ({}) decode step with a KV cache, eager launches "
                     "against the whole step replayed as a CUDA graph, next to `decode_ceiling` at {} ({}).\n\n",
-                    to_string(o.dtype), format_bytes_per_s(run.ceilings.bandwidth_bytes_per_s), ctx.ceilings.source_text);
+                    to_string(o.dtype), format_bytes_per_s(run.ceilings.memory_bytes_per_s), ctx.ceilings.source_text);
   md += "| batch | context | mode | method | ms/step | tokens/s | decode_ceiling tokens/s | % of ceiling |\n"
         "|---:|---:|---|---|---:|---:|---:|---:|\n";
   double best_fraction = 0, best_tokens = 0;
