@@ -45,10 +45,10 @@ SectionOutput bandwidth_section(ReportContext& ctx) {
     ctx.measured["add_tb_per_s"] = best.largest_bytes_per_s / 1e12;
     md += fmt::format("At {} elements the best variant ({}) moves **{}**", best.largest_n, to_string(best.variant),
                       format_bytes_per_s(best.largest_bytes_per_s));
-    if (sweep.setup.ceilings.datasheet_bytes_per_s > 0) {
+    if (datasheet_memory_bytes_per_s(sweep.setup.ceilings) > 0) {
       ctx.measured["add_fraction_of_datasheet"] = best.fraction_of_datasheet;
       md += fmt::format(", {} of the datasheet's {}", format_percent(best.fraction_of_datasheet, 0),
-                        format_bytes_per_s(sweep.setup.ceilings.datasheet_bytes_per_s));
+                        format_bytes_per_s(datasheet_memory_bytes_per_s(sweep.setup.ceilings)));
     }
     md += ".\n\n";
   }
