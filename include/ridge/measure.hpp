@@ -2,6 +2,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ridge/stats.hpp"
@@ -37,6 +38,9 @@ struct Measurement {
   int repeats_per_sample = 1;
   bool l2_flushed = false;
   std::string stop_reason;  ///< why sampling stopped: "samples", "converged", "time_budget", "max_samples"
+  /// The SM clock (MHz) each sample ran at, one per samples_ms entry; empty when not recorded
+  /// (measure_interleaved records it where NVML reads the clock).
+  std::vector<double> sample_sm_mhz;
 };
 
 /// Options of measure_wall; defaults as in the usual Python helper: samples=10, warmup=3.
@@ -90,5 +94,39 @@ Measurement measure_graph(const StreamFn& fn, CudaOptions options = {});
 /// Dispatches to the measurer for `method` (wall_naive and wall_sync run fn on options.stream
 /// and synchronize as their method says).
 Measurement measure(Method method, const StreamFn& fn, CudaOptions options = {});
+
+/// One method of an interleaved comparison. `measure(samples, warmup)` takes `samples` samples
+/// after `warmup` untimed calls (e.g. a lambda around measure_cuda or measure_spin).
+struct InterleavedMethod {
+  std::string name;
+  std::function<Measurement(int samples, int warmup)> measure;
+};
+
+/// Options of measure_interleaved.
+struct InterleaveOptions {
+  int samples = 20;  ///< samples per method
+  int warmup = 5;    ///< untimed calls per method, once, before the first round
+  int block = 1;     ///< samples a method takes per turn (1: strict round-robin)
+  /// Reads the SM clock in MHz (NVML); called before the first round and after every block, outside
+  /// the timed windows. Empty, or a value <= 0: no clocks recorded.
+  std::function<double()> read_sm_mhz;
+
+  /// Throws UsageError: samples < 1, warmup < 0, block < 1.
+  void validate() const;
+};
+
+/// The order measure_interleaved runs its turns in: (method index, samples) per turn. Each round
+/// gives every method one block, starting one method later each round (so no method always follows
+/// the same one); the last round's blocks are cut to what is left.
+std::vector<std::pair<int, int>> interleaved_turns(int methods, int samples, int block);
+
+/// Times several methods in turns, so a clock or power change during sampling hits them all
+/// alike (one block of samples each, round-robin; see interleaved_turns), instead of one method's
+/// samples after another's. Each method's warm-up runs once first, its sample discarded. Returns
+/// one Measurement per method, in the methods' order: all its samples in the order taken, their
+/// summary, and (with read_sm_mhz) each sample's SM clock: the lower of the readings before and
+/// after its block. Needs no GPU itself: the methods decide what they run.
+std::vector<Measurement> measure_interleaved(const std::vector<InterleavedMethod>& methods,
+                                             const InterleaveOptions& options);
 
 }  // namespace ridge

@@ -5,6 +5,7 @@
 #include "ridge/catalog.hpp"
 #include "ridge/ceilings.hpp"
 #include "ridge/checks.hpp"
+#include "ridge/clocks.hpp"
 #include "ridge/compare.hpp"
 #include "ridge/device.hpp"
 #include "ridge/dtype.hpp"

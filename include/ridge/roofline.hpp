@@ -3,12 +3,14 @@
 // operations under a device's ceilings, the one roofline plot builder, and `ridge roofline` as a
 // library call. (Implementation: src/roofline/roofline.cpp, roofline_plot.cpp, roofline_analysis.cpp,
 // cuda/roofline_run.cpp.)
+#include <array>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ridge/catalog.hpp"
+#include "ridge/dtype.hpp"
 #include "ridge/ceilings.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/result.hpp"
@@ -127,6 +129,31 @@ struct RooflinePlotOptions {
 Plot roofline_plot(const DeviceCeilings& ceilings, const std::vector<RooflineOperation>& operations,
                    const RooflinePlotOptions& options = {});
 
+// ---- an operation placed by its shape alone, nothing run ------------------------------------------------
+
+/// A [m,k] @ [k,n] GEMM placed on a device's roofline from its shape: "what is its arithmetic
+/// intensity, and is it memory-bound there?", answered without a GPU.
+struct ShapePlacement {
+  std::string label;                   ///< e.g. "matmul 16x4096x4096 bf16"
+  std::string dtype;
+  double m = 0, n = 0, k = 0;
+  double flops = 0;                    ///< per call: 2 m n k
+  double bytes = 0;                    ///< per call: A and B read once, C written once
+  double intensity_flop_per_byte = 0;
+  double roof_flops_per_s = 0;         ///< the dtype's peak (DeviceCeilings::roof_for)
+  double memory_bytes_per_s = 0;
+  double attainable_flops_per_s = 0;   ///< min(roof, intensity x memory bandwidth)
+  double ridge_point = 0;              ///< roof / memory bandwidth (FLOP/byte)
+  Bound bound = Bound::memory;
+  double floor_s = 0;                  ///< the fastest possible time per call (roofline_floor_s)
+};
+
+/// Places the GEMM on `ceilings`. Throws UsageError for sizes <= 0, or ceilings that lack a memory
+/// bandwidth or any peak for the dtype.
+ShapePlacement place_matmul(const DeviceCeilings& ceilings, double m, double n, double k, DType dtype);
+/// The placement as an operation for roofline_plot (drawn at its attainable rate).
+RooflineOperation to_operation(const ShapePlacement& placement);
+
 // ---- `ridge roofline` as a library call ------------------------------------------------------------
 
 struct RooflineOptions {
@@ -135,6 +162,9 @@ struct RooflineOptions {
   bool refresh = false;                  ///< measure the ceilings again instead of using the cache
   std::vector<std::string> point_files;  ///< ridge result files whose records are placed
   std::string catalog;                   ///< a catalog file replacing the built-in one
+  /// GEMM shapes to place by shape alone, "m,n,k" separated by ';' (e.g. "16,4096,4096").
+  std::string matmul_shapes;
+  std::string matmul_dtype = "bf16";     ///< their dtype
   /// True when `device` is a catalog key rather than a GPU index.
   bool model_only() const;
   /// Throws UsageError for --refresh with a catalog key, or a GPU index that cannot be one.
@@ -151,6 +181,8 @@ struct RooflineAnalysis {
   /// The operations placed under the measured ceilings, else the datasheet's ("placed_on" says which).
   std::vector<RooflinePlacement> placements;
   std::string placed_on;  ///< "measured" or "datasheet"
+  /// The GEMM shapes of RooflineOptions::matmul_shapes, placed on the same ceilings.
+  std::vector<ShapePlacement> shapes;
   Plot plot;
   /// The measured ceilings' raw records, with extra.datasheet_bytes_per_s / datasheet_flops_per_s.
   std::vector<Record> records;
@@ -158,10 +190,13 @@ struct RooflineAnalysis {
 };
 
 /// The analysis from ceilings already at hand (no GPU needed). Needs `datasheet` or `measured`.
+/// `shapes` are placed by shape alone (place_matmul) and drawn with the operations.
 RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device,
                                   const std::optional<CatalogEntry>& datasheet,
                                   const std::optional<MeasuredCeilings>& measured,
-                                  const std::vector<RooflineOperation>& operations);
+                                  const std::vector<RooflineOperation>& operations,
+                                  const std::vector<std::array<double, 3>>& shapes = {},
+                                  DType shape_dtype = DType::bf16);
 
 /// `ridge roofline`: loads the catalog file and the operations (usage errors before any GPU work),
 /// then for a catalog key the datasheet alone, for a GPU index its datasheet match and its measured

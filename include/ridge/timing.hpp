@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ridge/clocks.hpp"
 #include "ridge/dtype.hpp"
 #include "ridge/gemm.hpp"
 #include "ridge/result.hpp"
@@ -38,6 +39,7 @@ struct TimingDemoOptions {
 struct TimedMethod {
   Record record;
   std::string meaning;  ///< e.g. "GPU clock between two events: the kernel's time"
+  RowClocks clocks;     ///< the SM clock of each sample (unknown without NVML)
 };
 
 /// One matmul and the methods that timed it.
@@ -47,13 +49,18 @@ struct TimingCase {
   std::string algorithm;  ///< cuBLASLt's description
   std::string check;      ///< the output check's summary
   double flops = 0;       ///< per call
+  /// Timed interleaved (one sample of each method in turn), so a clock change hits all alike.
   std::vector<TimedMethod> methods;
+  /// What the clocks say about the table: that its rows ran at different SM clocks (see
+  /// clock_spread_finding), and which rows were measured at reduced clocks.
+  std::vector<std::string> clock_findings;
   /// The reading of `method`, or nullptr.
   const Record* find(Method method) const;
 };
 
 struct TimingDemo {
   TimingDemoOptions options;
+  double rated_sm_mhz = 0;  ///< the device's rated SM clock (0: unknown); reduced clocks are judged against it
   /// The large case: wall_naive, wall_sync, cuda_events, in that order.
   TimingCase large;
   double naive_flops_per_s = 0;             ///< the rate the unsynchronized reading implies
@@ -77,7 +84,9 @@ TimingDemo run_timing_demo(const TimingDemoOptions& options,
                            const std::function<void(const std::string&)>& on_status = {});
 
 /// The CPU part: given the six readings in the cases, flags the impossible one, adds the warnings
-/// and derived values to the records, and fills the comparisons. Unit-tested without a GPU.
+/// and derived values to the records, fills the comparisons, and judges the clocks: each row's
+/// median SM clock and reduced-clock samples (from the records' extra.sample_sm_mhz, against
+/// `rated_sm_mhz`) and each table's clock findings. Unit-tested without a GPU.
 void analyze_timing_demo(TimingDemo& demo);
 
 }  // namespace ridge

@@ -46,6 +46,23 @@ Record& reading(TimingCase& c, Method method, const char* which) {
   throw Error(fmt::format("the timing exercise's {} case has no {} reading", which, to_string(method)));
 }
 
+// Each row's clocks into its record, and the table's findings: rows at different clocks, rows
+// measured at reduced clocks.
+void analyze_clocks(TimingCase& c, double rated_sm_mhz) {
+  std::vector<std::string> labels;
+  std::vector<RowClocks> rows;
+  for (auto& m : c.methods) {
+    m.clocks = record_clocks(m.record, rated_sm_mhz);
+    if (annotate_clocks(m.record, m.clocks))
+      c.clock_findings.push_back(fmt::format("{}: {} of {} samples ran at reduced clocks (below {:.0f} MHz)",
+                                             m.record.method, m.clocks.reduced_count, m.clocks.sample_sm_mhz.size(),
+                                             m.clocks.reduced_below_mhz));
+    labels.push_back(m.record.method);
+    rows.push_back(m.clocks);
+  }
+  if (auto spread = clock_spread_finding(labels, rows)) c.clock_findings.insert(c.clock_findings.begin(), *spread);
+}
+
 }  // namespace
 
 void analyze_timing_demo(TimingDemo& d) {
@@ -80,6 +97,9 @@ void analyze_timing_demo(TimingDemo& d) {
   const double launch_free = std::min(spin.summary.median, graph.summary.median);
   d.launch_overhead_ms = small_events.summary.median - launch_free;
   d.events_over_launch_free = small_events.summary.median / launch_free;
+
+  analyze_clocks(d.large, d.rated_sm_mhz);
+  analyze_clocks(d.small, d.rated_sm_mhz);
 }
 
 }  // namespace ridge

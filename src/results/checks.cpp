@@ -25,6 +25,7 @@ Record to_record(const Measurement& m, const std::string& name, const std::strin
   r.bytes = bytes;
   r.flops = flops;
   if (!m.stop_reason.empty()) r.extra["stop_reason"] = m.stop_reason;
+  if (!m.sample_sm_mhz.empty()) r.extra["sample_sm_mhz"] = m.sample_sm_mhz;
   return r;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <string_view>
@@ -191,6 +192,11 @@ const std::vector<CatalogEntry>& catalog() {
   std::lock_guard lock(s.mutex);
   if (!s.active) {
     const char* env = std::getenv("RIDGE_CATALOG");
+    std::error_code ec;
+    if (env && *env && !std::filesystem::is_regular_file(env, ec))
+      throw UsageError(fmt::format("$RIDGE_CATALOG is '{}', which is not an existing file: point it at a catalog "
+                                   "JSON file, or unset it to use the built-in catalog",
+                                   env));
     if (env && *env)
       s.active = parse_file(env, " (from $RIDGE_CATALOG)");
     else

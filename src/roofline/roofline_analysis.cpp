@@ -67,6 +67,32 @@ std::optional<RooflinePlacement> place_on_roofline(const DeviceCeilings& c, cons
   return p;
 }
 
+ShapePlacement place_matmul(const DeviceCeilings& c, double m, double n, double k, DType dtype) {
+  ShapePlacement p;
+  p.dtype = to_string(dtype);
+  p.label = fmt::format("matmul {}x{}x{} {}", m, n, k, p.dtype);
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.intensity_flop_per_byte = matmul_intensity(m, n, k, bytes_per_element(dtype));  // checks the sizes
+  p.flops = matmul_flops(m, n, k);
+  p.bytes = matmul_bytes(m, n, k, bytes_per_element(dtype));
+  p.roof_flops_per_s = c.roof_for(p.dtype);
+  p.memory_bytes_per_s = c.memory_bytes_per_s;
+  if (!(p.memory_bytes_per_s > 0)) throw UsageError(fmt::format("{}: no memory bandwidth known", c.source_text));
+  if (!(p.roof_flops_per_s > 0)) throw UsageError(fmt::format("{}: no peak FLOP/s known for {}", c.source_text, p.dtype));
+  p.attainable_flops_per_s = attainable_flops(p.intensity_flop_per_byte, p.roof_flops_per_s, p.memory_bytes_per_s);
+  p.ridge_point = ridge_point(p.roof_flops_per_s, p.memory_bytes_per_s);
+  p.bound = classify(p.intensity_flop_per_byte, p.roof_flops_per_s, p.memory_bytes_per_s);
+  p.floor_s = roofline_floor_s(p.bytes, p.flops, p.roof_flops_per_s, p.memory_bytes_per_s);
+  return p;
+}
+
+RooflineOperation to_operation(const ShapePlacement& p) {
+  return RooflineOperation{p.label, p.dtype, p.intensity_flop_per_byte, p.attainable_flops_per_s,
+                           "shapes (best possible)", ""};
+}
+
 std::vector<RidgePoints> ridge_points(const std::optional<DeviceCeilings>& datasheet,
                                       const std::optional<DeviceCeilings>& measured) {
   std::vector<RidgePoints> out;
@@ -92,7 +118,8 @@ void RooflineOptions::validate() const {
 RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device,
                                   const std::optional<CatalogEntry>& datasheet,
                                   const std::optional<MeasuredCeilings>& measured,
-                                  const std::vector<RooflineOperation>& operations) {
+                                  const std::vector<RooflineOperation>& measured_operations,
+                                  const std::vector<std::array<double, 3>>& shapes, DType shape_dtype) {
   if (!datasheet && !measured) throw UsageError("a roofline needs datasheet or measured ceilings");
   RooflineAnalysis a;
   a.device = device;
@@ -104,8 +131,13 @@ RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device
   a.ridge_points = ridge_points(sheet, meas);
   const DeviceCeilings& main = meas ? *meas : *sheet;
   a.placed_on = to_string(main.source);
-  for (const auto& op : operations)
+  for (const auto& op : measured_operations)
     if (auto p = place_on_roofline(main, op)) a.placements.push_back(*p);
+  std::vector<RooflineOperation> operations = measured_operations;
+  for (const auto& [m, n, k] : shapes) {
+    a.shapes.push_back(place_matmul(main, m, n, k, shape_dtype));
+    operations.push_back(to_operation(a.shapes.back()));
+  }
 
   RooflinePlotOptions plot;
   if (device)

@@ -143,3 +143,46 @@ TEST(TimingDemo, InjectedSlowdownIsMeasuredAndLabelled) {
   EXPECT_GT(plain.wall_over_naive, 1);
   EXPECT_GT(plain.launch_overhead_ms, -1e-3);
 }
+
+// Interleaved sampling on the GPU: events, spin hold and graph replay of a 20 us busy-wait take
+// their samples in turns; the launch-free ones read the calibration, the graph keeps one repeat
+// count, and where NVML reads the clock every sample has one.
+TEST(Measure, InterleavedMethodsEachReadTheCalibration) {
+  RIDGE_REQUIRE_GPU();
+  auto work = [](cuda_stream s) { launch_busy_wait(s, 20000); };
+  int graph_repeats = 0;
+  const std::vector<InterleavedMethod> methods{
+      {"events", [&](int samples, int warmup) {
+         return measure_cuda(work, CudaOptions{.warmup = warmup, .samples = samples, .repeats = 1});
+       }},
+      {"spin", [&](int samples, int warmup) {
+         return measure_spin(work, CudaOptions{.warmup = warmup, .samples = samples, .repeats = 1});
+       }},
+      {"graph", [&](int samples, int warmup) {
+         Measurement m = measure_graph(work, CudaOptions{.warmup = warmup, .samples = samples, .repeats = graph_repeats});
+         graph_repeats = m.repeats_per_sample;
+         return m;
+       }}};
+  InterleaveOptions o;
+  o.samples = 15;
+  o.warmup = 3;
+  o.read_sm_mhz = [] {
+    const ClockReading c = read_clocks(0);
+    return c.source == "nvml" ? c.sm_mhz : -1.0;
+  };
+  const auto measured = measure_interleaved(methods, o);
+  ASSERT_EQ(measured.size(), 3u);
+  EXPECT_EQ(measured[0].method, Method::cuda_events);
+  EXPECT_EQ(measured[1].method, Method::spin_hold);
+  EXPECT_EQ(measured[2].method, Method::graph_replay);
+  EXPECT_GT(measured[2].repeats_per_sample, 1);
+  for (const auto& m : measured) {
+    EXPECT_EQ(m.samples_ms.size(), 15u);
+    // Per-sample events also carry the host's launch latency; the launch-free methods read 20 us.
+    if (m.method == Method::cuda_events)
+      EXPECT_GT(m.summary.median, 0.019);
+    else
+      EXPECT_NEAR(m.summary.median, 0.020, 0.004) << to_string(m.method);
+    if (read_clocks(0).source == "nvml") EXPECT_EQ(m.sample_sm_mhz.size(), 15u);
+  }
+}

@@ -318,3 +318,19 @@ TEST(RooflinePlausibility, FloorUsesTheRecordsDtypeRoofElseTheHighest) {
   Record too_fast = gemm_record(4096, 0.1, "fp8_e4m3");  // 1.37 PFLOP/s
   EXPECT_FALSE(add_plausibility_warnings(too_fast, c).empty());
 }
+
+TEST(RooflineShapes, DecodeAtBatch16IsMemoryBoundOnAnH100AndBatch512IsNot) {
+  const ridge::DeviceCeilings& h100 = ridge::catalog_entry("h100-sxm").ceilings;
+  const auto decode = ridge::place_matmul(h100, 16, 4096, 4096, ridge::DType::bf16);
+  EXPECT_NEAR(decode.intensity_flop_per_byte, 2.0 * 16 * 4096 * 4096 / ((16.0 * 4096 * 2 + 4096.0 * 4096) * 2), 1e-9);
+  EXPECT_EQ(decode.bound, ridge::Bound::memory);
+  EXPECT_NEAR(decode.attainable_flops_per_s, decode.intensity_flop_per_byte * h100.memory_bytes_per_s, 1);
+  EXPECT_NEAR(decode.ridge_point, h100.peak_flops("bf16") / h100.memory_bytes_per_s, 1e-9);
+  EXPECT_NEAR(decode.floor_s, decode.bytes / h100.memory_bytes_per_s, 1e-15);
+  const auto batch = ridge::place_matmul(h100, 512, 4096, 4096, ridge::DType::bf16);
+  EXPECT_NEAR(batch.intensity_flop_per_byte, 409.6, 0.1);
+  EXPECT_EQ(batch.bound, ridge::Bound::compute);
+  EXPECT_EQ(batch.attainable_flops_per_s, h100.peak_flops("bf16"));
+  EXPECT_THROW(ridge::place_matmul(h100, 0, 4096, 4096, ridge::DType::bf16), ridge::UsageError);
+  EXPECT_THROW(ridge::place_matmul(ridge::DeviceCeilings{}, 16, 16, 16, ridge::DType::bf16), ridge::UsageError);
+}

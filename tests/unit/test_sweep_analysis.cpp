@@ -369,7 +369,7 @@ TimedMethod timed(Method method, double ms, std::int64_t n, const std::string& w
   r.flops = 2.0 * double(n) * double(n) * double(n);
   r.samples_ms = std::vector<double>(20, ms);
   finalize(r);
-  return TimedMethod{r, "meaning"};
+  return TimedMethod{r, "meaning", {}};
 }
 
 TimingDemo synthetic_demo(double naive_ms) {

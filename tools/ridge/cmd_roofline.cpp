@@ -73,6 +73,17 @@ void print_ridge_points(std::FILE* out, const RooflineAnalysis& a) {
                p.measured > 0 ? fmt::format("{:.1f}", p.measured) : (meas ? "-" : ""));
 }
 
+void print_shapes(std::FILE* out, const RooflineAnalysis& a) {
+  if (a.shapes.empty()) return;
+  fmt::print(out, "\nShapes placed on the {} roofline, nothing run (A and B read once, C written once):\n", a.placed_on);
+  for (const auto& p : a.shapes)
+    fmt::print(out,
+               "  {}: intensity {:.1f} FLOP/byte, attainable {} (roof {}), ridge point {:.1f} FLOP/byte: {}-bound; "
+               "at best {} per call\n",
+               p.label, p.intensity_flop_per_byte, format_flops(p.attainable_flops_per_s), format_flops(p.roof_flops_per_s),
+               p.ridge_point, to_string(p.bound), format_ms(p.floor_s * 1e3));
+}
+
 void print_placements(std::FILE* out, const RooflineAnalysis& a) {
   if (a.placements.empty()) return;
   fmt::print(out, "\nOperations on the {} roofline (attainable = min(roof, intensity x memory bandwidth)):\n",
@@ -103,6 +114,7 @@ ResultSet run_roofline(const RooflineCommandOptions& o, std::FILE* out) {
   print_ceilings(out, a);
   print_ridge_points(out, a);
   print_placements(out, a);
+  print_shapes(out, a);
 
   write_text(o.svg, render_svg(a.plot));
   fmt::print(out, "\nroofline plot: {}\n", o.svg);
@@ -146,6 +158,12 @@ RIDGE_REGISTER_COMMAND(Command{
           ->type_name("FILE");
       app.add_option("--catalog", o.catalog, "device catalog JSON to use instead of the built-in one")
           ->type_name("FILE");
+      app.add_option("--matmul", o.matmul_shapes,
+                     "GEMM shapes placed by shape alone, nothing run: M,N,K for [M,K] @ [K,N], several separated "
+                     "by ';' (e.g. 16,4096,4096: a decode step's layer at batch 16)")
+          ->type_name("M,N,K");
+      app.add_option("--dtype", o.matmul_dtype, "dtype of the --matmul shapes: fp32, tf32, fp16, bf16, fp8")
+          ->default_val(o.matmul_dtype);
       c->exports.add_to(app);
       return run_and_export(c, run_roofline);
     }});

@@ -17,12 +17,23 @@ std::string upper(std::string s) {
   return s;
 }
 
+std::string clock_cell(const RowClocks& clocks) {
+  if (!clocks.known()) return "-";
+  return fmt::format("{:.0f}{}", clocks.median_sm_mhz, clocks.reduced_count > 0 ? "*" : "");
+}
+
 void print_table(std::FILE* out, const TimingCase& c) {
-  fmt::print(out, "  {:<13} {:>10} {:>10} {:>10} {:>11}  {}\n", "method", "median", "min", "max", "TFLOP/s",
-             "what the number means");
-  for (const auto& [r, meaning] : c.methods)
-    fmt::print(out, "  {:<13} {:>10} {:>10} {:>10} {:>11.2f}  {}\n", r.method, format_ms(r.summary.median),
-               format_ms(r.summary.min), format_ms(r.summary.max), r.flops_per_s() / 1e12, meaning);
+  fmt::print(out, "  {:<13} {:>10} {:>10} {:>10} {:>11} {:>7}  {}\n", "method", "median", "min", "max", "TFLOP/s",
+             "SM MHz", "what the number means");
+  for (const auto& m : c.methods) {
+    const Record& r = m.record;
+    fmt::print(out, "  {:<13} {:>10} {:>10} {:>10} {:>11.2f} {:>7}  {}\n", r.method, format_ms(r.summary.median),
+               format_ms(r.summary.min), format_ms(r.summary.max), r.flops_per_s() / 1e12, clock_cell(m.clocks),
+               m.meaning);
+  }
+  fmt::print(out, "  (methods sampled in turns, one sample each; SM MHz: median clock over the row's samples, * some "
+                  "at reduced clocks)\n");
+  for (const auto& finding : c.clock_findings) fmt::print(out, "  clocks: {}\n", finding);
 }
 
 void print_demo(std::FILE* out, const TimingDemo& d) {

@@ -65,10 +65,19 @@ RIDGE_REGISTER_REPORT_SECTION(ReportSection{"info", "Device", 10, SectionMode::g
 // ---- 20: the timing demo -----------------------------------------------------------------------
 
 std::string timing_table(const TimingCase& c) {
-  std::string md = "| method | median | min | max | TFLOP/s | what the number means |\n|---|---:|---:|---:|---:|---|\n";
-  for (const auto& [r, meaning] : c.methods)
-    md += fmt::format("| `{}` | {} | {} | {} | {:.2f} | {} |\n", r.method, format_ms(r.summary.median),
-                      format_ms(r.summary.min), format_ms(r.summary.max), r.flops_per_s() / 1e12, meaning);
+  std::string md = "| method | median | min | max | TFLOP/s | SM clock | what the number means |\n"
+                   "|---|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& m : c.methods) {
+    const Record& r = m.record;
+    const std::string clock = !m.clocks.known() ? "-"
+                              : fmt::format("{:.0f} MHz{}", m.clocks.median_sm_mhz,
+                                            m.clocks.reduced_count > 0 ? " (some samples reduced)" : "");
+    md += fmt::format("| `{}` | {} | {} | {} | {:.2f} | {} | {} |\n", r.method, format_ms(r.summary.median),
+                      format_ms(r.summary.min), format_ms(r.summary.max), r.flops_per_s() / 1e12, clock, m.meaning);
+  }
+  md += "\nThe methods took their samples in turns (one of each, round-robin), so a clock change hits them alike; "
+        "SM clock is each row's median over its samples.\n";
+  for (const auto& finding : c.clock_findings) md += fmt::format("\n> **Clocks:** {}\n", finding);
   return md + "\n";
 }
 

@@ -90,7 +90,12 @@ struct ReferenceLogits {
   std::vector<float> logits;   ///< [batch][vocab]
   std::optional<std::vector<float>> logits_bf16;  ///< the same reference run in bf16, when present
 };
-/// Reads and checks a reference file against `config`. Throws UsageError when a tensor is missing
+/// Checks a reference file against `config` from its header alone (no tensor data read, no GPU):
+/// 'tokens' [batch, length] of an integer dtype, 'logits' [batch, vocab] of a float dtype, a prompt
+/// within the context. Returns the file's ReferenceLogits with its path, batch, length and kind
+/// filled (no tokens or logits). Throws UsageError naming the file, the tensor and what is wrong.
+ReferenceLogits check_reference_logits_file(const std::string& path, const Config& config);
+/// Reads and checks a reference file against `config` (see check_reference_logits_file). Throws UsageError when a tensor is missing
 /// or has the wrong shape, or the prompt is longer than the model's context.
 ReferenceLogits read_reference_logits(const std::string& path, const Config& config);
 

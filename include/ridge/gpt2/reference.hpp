@@ -35,6 +35,13 @@ Weights random_weights(const Config& config, std::uint64_t seed);
 /// is cut short.
 Weights load_safetensors(const std::string& path, std::optional<int> heads = std::nullopt);
 
+/// Checks a GPT-2 weights file from its header alone (fast, reads no tensor data, needs no GPU):
+/// the safetensors header itself (see SafetensorsFile), then every tensor load_safetensors needs:
+/// present, with the shape the file's vocabulary, width, context and layers imply, and a
+/// floating-point dtype. Returns that configuration. Throws UsageError naming the file, the tensor
+/// and what is wrong.
+Config check_weights_file(const std::string& path, std::optional<int> heads = std::nullopt);
+
 /// Writes weights as a safetensors file with the usual GPT-2 names (F32 or BF16).
 void save_safetensors(const Weights& weights, const std::string& path, const std::string& dtype = "F32");
 

@@ -5,6 +5,7 @@
 // in memory whole.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,14 +23,24 @@ struct SafetensorsEntry {
 /// Bytes of one element of a safetensors dtype name; 0 when unknown.
 int safetensors_element_bytes(const std::string& dtype);
 
+/// Bytes of a tensor of `shape` with elements of `element_bytes`; nullopt when a size is negative
+/// or the count does not fit in 2^63 bytes.
+std::optional<std::uint64_t> checked_byte_count(const std::vector<std::int64_t>& shape, int element_bytes);
+
+/// The largest header the reader accepts, in bytes (the format's own limit: 100 MB).
+inline constexpr std::uint64_t max_safetensors_header_bytes = 100'000'000;
+
 /// "[768, 2304]".
 std::string shape_string(const std::vector<std::int64_t>& shape);
 
 class SafetensorsFile {
  public:
-  /// Opens `path` and parses its header. Throws UsageError saying what is wrong: file missing,
-  /// shorter than its header says, a header that is not JSON, an entry without dtype/shape/offsets,
-  /// offsets that disagree with the shape and dtype, or data past the end of the file (truncated).
+  /// Opens `path` and parses its header; reads no tensor data. Throws UsageError naming the file
+  /// (and the tensor) and saying what is wrong: file missing, a header length past the end of the
+  /// file or over 100 MB, a header that is not a JSON object, an entry without dtype/shape/offsets,
+  /// an unknown dtype, negative sizes or offsets, a shape whose byte count overflows, offsets that
+  /// disagree with shape x dtype, data past the end of the file (truncated), or two tensors whose
+  /// bytes overlap.
   explicit SafetensorsFile(std::string path);
 
   const std::string& path() const { return path_; }
@@ -48,6 +59,8 @@ class SafetensorsFile {
   std::vector<unsigned char> read_bytes(const std::string& name) const;
 
  private:
+  void check_no_overlap() const;
+
   std::string path_;
   std::uint64_t data_start_ = 0;
   std::map<std::string, SafetensorsEntry> entries_;

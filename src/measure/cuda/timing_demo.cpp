@@ -35,24 +35,49 @@ TimingCase describe_case(const Gemm& gemm, const GemmCheck& check) {
   return c;
 }
 
-// Runs one measurement while a ClockMonitor watches the clocks, and makes its record.
-template <typename F>
-TimedMethod timed(int device, Gemm& gemm, const GemmCheck& check, const char* which, const ClockReading& start,
-                  std::string meaning, F&& measure_fn) {
+// One row of a table before it is timed: the method and what its number means.
+struct RowPlan {
+  InterleavedMethod method;
+  std::string meaning;
+};
+
+double nvml_sm_mhz(int device) {
+  const ClockReading c = read_clocks(device);
+  return c.source == "nvml" ? c.sm_mhz : -1.0;
+}
+
+// Times a case's rows interleaved (one sample of each in turn, the SM clock read between turns)
+// while a ClockMonitor watches the clocks, and makes their records.
+std::vector<TimedMethod> timed_interleaved(int device, Gemm& gemm, const GemmCheck& check, const char* which,
+                                           std::vector<RowPlan> plan, int samples, int warmup) {
+  std::vector<InterleavedMethod> methods;
+  for (const auto& row : plan) methods.push_back(row.method);
+  const ClockReading start = read_clocks(device);
   ClockMonitor monitor(device);
-  const Measurement m = measure_fn();
+  InterleaveOptions options;
+  options.samples = samples;
+  options.warmup = warmup;
+  options.read_sm_mhz = [device] { return nvml_sm_mhz(device); };
+  const std::vector<Measurement> measured = measure_interleaved(methods, options);
   const ClockActivity clocks = monitor.stop();
-  nlohmann::json params = gemm_params(gemm.shape());
-  params[std::string(param_key::timing_case)] = which;
-  Record r = to_record(m, "timing", to_string(gemm.dtype()), params, gemm.bytes(), gemm.flops());
-  r.extra["clocks_during"] = clocks.to_json();
-  r.verification = check.passed ? "passed" : "failed";
-  r.extra["algorithm"] = gemm.algorithm();
-  r.extra["check"] = check.summary();
-  r.extra["meaning"] = describe(m.method);
-  r.clocks_start = start;
-  r.clocks_end = read_clocks(device);
-  return TimedMethod{std::move(r), std::move(meaning)};
+  const ClockReading end = read_clocks(device);
+  std::vector<TimedMethod> rows;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    const Measurement& m = measured[i];
+    nlohmann::json params = gemm_params(gemm.shape());
+    params[std::string(param_key::timing_case)] = which;
+    Record r = to_record(m, "timing", to_string(gemm.dtype()), params, gemm.bytes(), gemm.flops());
+    r.extra["clocks_during"] = clocks.to_json();
+    r.extra["interleaved"] = true;
+    r.verification = check.passed ? "passed" : "failed";
+    r.extra["algorithm"] = gemm.algorithm();
+    r.extra["check"] = check.summary();
+    r.extra["meaning"] = describe(m.method);
+    r.clocks_start = start;
+    r.clocks_end = end;
+    rows.push_back(TimedMethod{std::move(r), std::move(plan[i].meaning), {}});
+  }
+  return rows;
 }
 
 }  // namespace
@@ -68,6 +93,7 @@ TimingDemo run_timing_demo(const TimingDemoOptions& o, const std::function<void(
   };
   TimingDemo demo;
   demo.options = o;
+  demo.rated_sm_mhz = describe_device(o.device).max_sm_clock_mhz;
 
   // --- the large case: naive vs synchronized wall clock vs events ---------------------------
   Gemm gemm({o.n, o.n, o.n}, dtype, 1, backend);
@@ -78,44 +104,52 @@ TimingDemo run_timing_demo(const TimingDemoOptions& o, const std::function<void(
     gemm.run(s);
     if (slowdown_ns > 0) launch_busy_wait(s, slowdown_ns);
   };
-  status("timing: unsynchronized wall clock");
-  ClockReading start = read_clocks(o.device);
-  demo.large.methods.push_back(timed(o.device, gemm, check, "large", start,
-                                     "WRONG: the time to queue the launch; the GPU ran the work later",
-                                     [&] { return measure_naive([&] { run(nullptr); }, o.samples, o.warmup); }));
-  status("timing: synchronized wall clock");
-  demo.large.methods.push_back(timed(o.device, gemm, check, "large", start,
-                                     "synchronized before and after: what the caller waits", [&] {
-                                       return measure_wall([&] { run(nullptr); }, WallOptions{o.samples, o.warmup, true});
-                                     }));
-  status("timing: CUDA events");
-  demo.large.methods.push_back(timed(o.device, gemm, check, "large", start,
-                                     "GPU clock between two events: the kernel's time", [&] {
-                                       return measure_cuda(run, CudaOptions{.warmup = o.warmup, .samples = o.samples,
-                                                                            .repeats = o.repeats});
-                                     }));
+  status("timing: unsynchronized wall clock, synchronized wall clock and CUDA events, interleaved");
+  std::vector<RowPlan> large_rows;
+  large_rows.push_back({{"wall_naive", [&](int samples, int warmup) {
+                           return measure_naive([&] { run(nullptr); }, samples, warmup);
+                         }},
+                        "WRONG: the time to queue the launch; the GPU ran the work later"});
+  large_rows.push_back({{"wall_sync", [&](int samples, int warmup) {
+                           return measure_wall([&] { run(nullptr); }, WallOptions{samples, warmup, true});
+                         }},
+                        "synchronized before and after: what the caller waits"});
+  large_rows.push_back({{"cuda_events", [&](int samples, int warmup) {
+                           return measure_cuda(run, CudaOptions{.warmup = warmup, .samples = samples,
+                                                                .repeats = o.repeats});
+                         }},
+                        "GPU clock between two events: the kernel's time"});
+  demo.large.methods = timed_interleaved(o.device, gemm, check, "large", std::move(large_rows), o.samples, o.warmup);
 
   // --- the small case: per-sample events vs the launch-free methods --------------------------
   Gemm small({o.small_n, o.small_n, o.small_n}, small_dtype, 7, backend);
   const GemmCheck small_check = checked(small);
   demo.small = describe_case(small, small_check);
   auto run_small = [&](cuda_stream s) { small.run(s); };
-  status("timing: small case");
-  start = read_clocks(o.device);
+  status("timing: small case, interleaved");
   const int small_samples = std::max(o.samples, 50);
-  demo.small.methods.push_back(timed(o.device, small, small_check, "small", start,
-                                     "per-sample events: include the host's launch latency", [&] {
-                                       return measure_cuda(run_small, CudaOptions{.warmup = o.warmup,
-                                                                                  .samples = small_samples, .repeats = 1});
-                                     }));
-  demo.small.methods.push_back(timed(o.device, small, small_check, "small", start,
-                                     "stream held by a spin kernel while the sample is queued: GPU time only", [&] {
-                                       return measure_spin(run_small, CudaOptions{.warmup = o.warmup,
-                                                                                  .samples = small_samples, .repeats = 1});
-                                     }));
-  demo.small.methods.push_back(timed(o.device, small, small_check, "small", start, "", [&] {
-    return measure_graph(run_small, CudaOptions{.warmup = o.warmup, .samples = small_samples, .repeats = 0});
-  }));
+  int graph_repeats = 0;  // chosen on the first (warm-up) turn, then kept, so every sample is alike
+  auto one_call = [](int samples, int warmup) {
+    return CudaOptions{.warmup = warmup, .samples = samples, .repeats = 1};
+  };
+  std::vector<RowPlan> small_rows;
+  small_rows.push_back({{"cuda_events", [&](int samples, int warmup) {
+                           return measure_cuda(run_small, one_call(samples, warmup));
+                         }},
+                        "per-sample events: include the host's launch latency"});
+  small_rows.push_back({{"spin_hold", [&](int samples, int warmup) {
+                           return measure_spin(run_small, one_call(samples, warmup));
+                         }},
+                        "stream held by a spin kernel while the sample is queued: GPU time only"});
+  small_rows.push_back({{"graph_replay", [&](int samples, int warmup) {
+                           Measurement m = measure_graph(
+                               run_small, CudaOptions{.warmup = warmup, .samples = samples, .repeats = graph_repeats});
+                           graph_repeats = m.repeats_per_sample;
+                           return m;
+                         }},
+                        ""});
+  demo.small.methods =
+      timed_interleaved(o.device, small, small_check, "small", std::move(small_rows), small_samples, o.warmup);
   auto& graph = demo.small.methods.back();
   graph.meaning = fmt::format("{} calls in one CUDA graph: GPU time per call", graph.record.repeats_per_sample);
   status("");

@@ -75,12 +75,22 @@ const Weights& ReferenceWeights::get(const std::function<void()>& on_generate) {
   return *weights_;
 }
 
-ReferenceLogits read_reference_logits(const std::string& path, const Config& config) {
-  SafetensorsFile file(path);
+namespace {
+
+ReferenceLogits check_reference_header(const SafetensorsFile& file, const Config& config) {
+  const std::string& path = file.path();
   const auto& tokens_entry = file.entry("tokens");
   if (tokens_entry.shape.size() != 2 || tokens_entry.shape[0] < 1 || tokens_entry.shape[1] < 1)
     throw UsageError(fmt::format("'{}': tensor 'tokens' has shape {}; expected [batch, length]", path,
                                  shape_string(tokens_entry.shape)));
+  if (tokens_entry.dtype != "I32" && tokens_entry.dtype != "I64")
+    throw UsageError(fmt::format("'{}': tensor 'tokens' has dtype {}; expected I32 or I64", path, tokens_entry.dtype));
+  if (tokens_entry.shape[0] > (1 << 20))
+    throw UsageError(fmt::format("'{}': tensor 'tokens' has shape {}; a batch of at most 2^20 sequences is supported",
+                                 path, shape_string(tokens_entry.shape)));
+  if (tokens_entry.shape[1] > config.context)
+    throw UsageError(fmt::format("'{}': {} tokens exceed the model's context of {}", path, tokens_entry.shape[1],
+                                 config.context));
   ReferenceLogits r;
   r.path = path;
   r.batch = static_cast<int>(tokens_entry.shape[0]);
@@ -89,9 +99,23 @@ ReferenceLogits read_reference_logits(const std::string& path, const Config& con
   if (logits_entry.shape != std::vector<std::int64_t>{r.batch, config.vocab})
     throw UsageError(fmt::format("'{}': tensor 'logits' has shape {}; expected [{}, {}]", path,
                                  shape_string(logits_entry.shape), r.batch, config.vocab));
-  if (r.length > config.context)
-    throw UsageError(fmt::format("'{}': {} tokens exceed the model's context of {}", path, r.length, config.context));
+  if (logits_entry.dtype != "F32" && logits_entry.dtype != "BF16" && logits_entry.dtype != "F16" &&
+      logits_entry.dtype != "F64")
+    throw UsageError(fmt::format("'{}': tensor 'logits' has dtype {}; expected a floating-point dtype", path,
+                                 logits_entry.dtype));
   r.kind = file.metadata().count("reference") ? file.metadata().at("reference") : "reference";
+  return r;
+}
+
+}  // namespace
+
+ReferenceLogits check_reference_logits_file(const std::string& path, const Config& config) {
+  return check_reference_header(SafetensorsFile(path), config);
+}
+
+ReferenceLogits read_reference_logits(const std::string& path, const Config& config) {
+  SafetensorsFile file(path);
+  ReferenceLogits r = check_reference_header(file, config);
   r.tokens = file.read_ints("tokens");
   r.logits = file.read_floats("logits");
   if (file.contains("logits_bf16")) r.logits_bf16 = file.read_floats("logits_bf16");

@@ -12,6 +12,7 @@
 #include "ridge/checks.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
+#include "ridge/gpt2/reference.hpp"
 #include "ridge/roofline.hpp"
 
 namespace ridge::gpt2 {
@@ -30,16 +31,19 @@ void DecodeOptions::validate() const {
   if (warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", warmup));
   if (bandwidth_bytes_per_s < 0) throw UsageError("--bandwidth must be > 0 (GB/s)");
   if (heads < 0) throw UsageError(fmt::format("--heads must be >= 0 (0: width/64), got {}", heads));
-  if (weights.empty()) {
-    const Config config = preset(model);
-    for (int c : contexts)
-      if (c > config.context)
-        throw UsageError(fmt::format("--context {} exceeds GPT-2 {}'s {} positions", c, config.name, config.context));
-  } else if (!std::filesystem::exists(weights)) {
+  if (!weights.empty() && !std::filesystem::exists(weights))
     throw UsageError(fmt::format("--weights: file '{}' does not exist", weights));
-  }
+  // The weights file's header is read here, so a malformed file is refused before any GPU work.
+  const Config config = weights.empty() ? preset(model)
+                                        : check_weights_file(weights, heads > 0 ? std::optional<int>(heads)
+                                                                                : std::nullopt);
+  const std::string model_name = weights.empty() ? "GPT-2 " + config.name : "the weights in '" + weights + "'";
+  for (int c : contexts)
+    if (c > config.context)
+      throw UsageError(fmt::format("--context {} exceeds {}'s {} positions", c, model_name, config.context));
   if (!check_logits.empty() && !std::filesystem::exists(check_logits))
     throw UsageError(fmt::format("--check-logits: file '{}' does not exist", check_logits));
+  if (!check_logits.empty()) check_reference_logits_file(check_logits, config);
   if (!timeline_path.empty() && batches.size() * contexts.size() != 1)
     throw UsageError(fmt::format("--timeline records one configuration's step; got {} batches x {} contexts",
                                  batches.size(), contexts.size()));

@@ -129,10 +129,27 @@ Weights random_weights(const Config& config, std::uint64_t seed) {
   return w;
 }
 
-Weights load_safetensors(const std::string& path, std::optional<int> heads) {
-  SafetensorsFile file(path);
+namespace {
+
+// Where GPT-2's tensors sit in a checked file: the config its shapes give and the name prefix.
+struct WeightsLayout {
+  Config config;
   std::string prefix;
-  if (!file.contains("wte.weight") && file.contains("transformer.wte.weight")) prefix = "transformer.";
+};
+
+std::string expected_shape_hint(const TensorSpec& s, const SafetensorsEntry& e) {
+  const bool transposed = s.kind == TensorKind::conv1d && e.shape.size() == 2 && e.shape[0] == s.shape[1] &&
+                          e.shape[1] == s.shape[0];
+  return transposed ? " (it looks transposed: GPT-2 Conv1D weights are stored [in, out])" : "";
+}
+
+// Checks every tensor GPT-2 needs from the header alone: present, the shape the config implies,
+// a floating-point dtype. Reads no tensor data.
+WeightsLayout check_weights_layout(const SafetensorsFile& file, std::optional<int> heads) {
+  const std::string& path = file.path();
+  WeightsLayout layout;
+  if (!file.contains("wte.weight") && file.contains("transformer.wte.weight")) layout.prefix = "transformer.";
+  const std::string& prefix = layout.prefix;
   const auto& wte = file.entry(prefix + "wte.weight");
   const auto& wpe = file.entry(prefix + "wpe.weight");
   if (wte.shape.size() != 2)
@@ -141,7 +158,12 @@ Weights load_safetensors(const std::string& path, std::optional<int> heads) {
   if (wpe.shape.size() != 2)
     throw UsageError(fmt::format("'{}': tensor '{}' has shape {}; expected [context, width]", path, wpe.name,
                                  shape_string(wpe.shape)));
-  Config config;
+  constexpr std::int64_t max_size = std::numeric_limits<int>::max();
+  for (const auto* e : {&wte, &wpe})
+    if (e->shape[0] > max_size || e->shape[1] > max_size)
+      throw UsageError(fmt::format("'{}': tensor '{}' has shape {}; too large for GPT-2", path, e->name,
+                                   shape_string(e->shape)));
+  Config& config = layout.config;
   config.name = "file";
   config.vocab = static_cast<int>(wte.shape[0]);
   config.width = static_cast<int>(wte.shape[1]);
@@ -152,9 +174,11 @@ Weights load_safetensors(const std::string& path, std::optional<int> heads) {
   if (layers == 0)
     throw UsageError(fmt::format("'{}' has no transformer blocks: tensor '{}h.0.ln_1.weight' is missing", path, prefix));
   config.layers = layers;
-  config.validate();
-  Weights w;
-  w.config = config;
+  try {
+    config.validate();
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("'{}': its tensors do not describe a GPT-2 model: {}", path, e.what()));
+  }
   for (const auto& s : tensor_specs(config)) {
     const std::string name = prefix + s.name;
     const auto& e = file.entry(name);  // throws, naming the tensor, when missing
@@ -162,13 +186,27 @@ Weights load_safetensors(const std::string& path, std::optional<int> heads) {
       throw UsageError(fmt::format("'{}': tensor '{}' has shape {}; expected {} for GPT-2 with {} layers, width {}, "
                                    "vocabulary {}, context {}{}",
                                    path, name, shape_string(e.shape), shape_string(s.shape), config.layers,
-                                   config.width, config.vocab, config.context,
-                                   s.kind == TensorKind::conv1d && e.shape.size() == 2 &&
-                                           e.shape[0] == s.shape[1] && e.shape[1] == s.shape[0]
-                                       ? " (it looks transposed: GPT-2 Conv1D weights are stored [in, out])"
-                                       : ""));
-    w.tensors.push_back(file.read_floats(name));  // throws, naming the tensor, for a non-float dtype
+                                   config.width, config.vocab, config.context, expected_shape_hint(s, e)));
+    if (e.dtype != "F32" && e.dtype != "BF16" && e.dtype != "F16" && e.dtype != "F64")
+      throw UsageError(fmt::format("'{}': tensor '{}' has dtype {}; GPT-2 weights must be F32, BF16 or F16", path,
+                                   name, e.dtype));
   }
+  return layout;
+}
+
+}  // namespace
+
+Config check_weights_file(const std::string& path, std::optional<int> heads) {
+  return check_weights_layout(SafetensorsFile(path), heads).config;
+}
+
+Weights load_safetensors(const std::string& path, std::optional<int> heads) {
+  SafetensorsFile file(path);
+  const WeightsLayout layout = check_weights_layout(file, heads);
+  Weights w;
+  w.config = layout.config;
+  for (const auto& s : tensor_specs(layout.config))
+    w.tensors.push_back(file.read_floats(layout.prefix + s.name));
   return w;
 }
 

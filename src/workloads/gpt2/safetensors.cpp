@@ -1,5 +1,6 @@
 #include "ridge/gpt2/safetensors.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -56,8 +57,22 @@ std::uint64_t read_le64(const unsigned char* p) {
 
 std::int64_t SafetensorsEntry::numel() const {
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape) n *= d;  // the reader refused shapes whose product overflows
   return n;
+}
+
+std::optional<std::uint64_t> checked_byte_count(const std::vector<std::int64_t>& shape, int element_bytes) {
+  std::uint64_t bytes = static_cast<std::uint64_t>(element_bytes);
+  constexpr std::uint64_t limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  std::uint64_t elements = 1;
+  for (auto d : shape) {
+    if (d < 0) return std::nullopt;
+    const auto size = static_cast<std::uint64_t>(d);
+    if (size != 0 && elements > limit / size) return std::nullopt;
+    elements *= size;
+  }
+  if (elements != 0 && bytes > limit / elements) return std::nullopt;
+  return elements * bytes;
 }
 
 int safetensors_element_bytes(const std::string& dtype) {
@@ -84,6 +99,10 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
   unsigned char length_bytes[8];
   in.read(reinterpret_cast<char*>(length_bytes), 8);
   const std::uint64_t header_length = read_le64(length_bytes);
+  if (header_length > max_safetensors_header_bytes)
+    throw UsageError(fmt::format("'{}' is not a safetensors file: its header length field says {} bytes, more than "
+                                 "the format's limit of {} bytes",
+                                 path_, header_length, max_safetensors_header_bytes));
   if (header_length > file_size - 8)
     throw UsageError(fmt::format("'{}' is truncated or not a safetensors file: its header claims {} bytes but only {} "
                                  "follow the length field",
@@ -130,14 +149,35 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
     if (e.end < e.begin) throw bad("data_offsets end before they begin");
     const int element = safetensors_element_bytes(e.dtype);
     if (element == 0) throw bad(fmt::format("unknown dtype '{}'", e.dtype));
-    if (e.end - e.begin != static_cast<std::uint64_t>(e.numel()) * element)
+    const auto expected = checked_byte_count(e.shape, element);
+    if (!expected)
+      throw bad(fmt::format("shape {} of {} holds more than 2^63 bytes (its element count overflows)",
+                            shape_string(e.shape), e.dtype));
+    if (e.end - e.begin != *expected)
       throw bad(fmt::format("{} bytes of data for shape {} of {} ({} bytes expected)", e.end - e.begin,
-                            shape_string(e.shape), e.dtype, e.numel() * element));
+                            shape_string(e.shape), e.dtype, *expected));
     if (e.end > data_size)
       throw UsageError(fmt::format("'{}' is truncated: tensor '{}' ends at data byte {} but the file holds only {} "
                                    "data bytes",
                                    path_, name, e.end, data_size));
     entries_[name] = std::move(e);
+  }
+  check_no_overlap();
+}
+
+void SafetensorsFile::check_no_overlap() const {
+  std::vector<const SafetensorsEntry*> by_offset;
+  for (const auto& [name, e] : entries_)
+    if (e.end > e.begin) by_offset.push_back(&e);  // an empty tensor shares its offset with anything
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const SafetensorsEntry* a, const SafetensorsEntry* b) { return a->begin < b->begin; });
+  for (std::size_t i = 1; i < by_offset.size(); ++i) {
+    const auto& before = *by_offset[i - 1];
+    const auto& after = *by_offset[i];
+    if (after.begin < before.end)
+      throw UsageError(fmt::format("'{}': tensors '{}' (data bytes {}..{}) and '{}' (data bytes {}..{}) overlap; each "
+                                   "tensor needs its own bytes",
+                                   path_, before.name, before.begin, before.end, after.name, after.begin, after.end));
   }
 }
 
