@@ -122,30 +122,21 @@ struct BandwidthPlan {
 /// Checks every option (no GPU needed). Throws UsageError naming the bad option.
 BandwidthPlan plan_bandwidth_sweep(const BandwidthSweepOptions& options);
 
-/// The bandwidth ceilings a bandwidth sweep compares with (bytes/s; 0 = unknown).
-struct BandwidthCeilings {
-  double datasheet_bytes_per_s = 0;
-  std::string datasheet_name;        ///< the catalog entry's name; empty when none matched
-  double measured_bytes_per_s = 0;   ///< measured HBM bandwidth
-  std::string measured_kernel;       ///< which probe reached it
-  std::string measured_at_utc;
-  std::string measured_note;         ///< why no measured ceiling is used (empty when one is)
-  double fp32_peak_flops_per_s = 0;  ///< for the plausibility floor (the fastest known GPU's when unknown)
-
-  /// The ceiling knees are found against: measured when known, else the datasheet's; 0 = none.
-  double reference_bytes_per_s() const;
-  /// "measured HBM" or "datasheet".
-  std::string reference_name() const;
-};
-/// The one place a bandwidth sweep reads the catalog entry and the measured ceilings.
-BandwidthCeilings bandwidth_ceilings(const std::optional<CatalogEntry>& datasheet,
-                                     const std::optional<MeasuredCeilings>& measured, std::string measured_note = {});
+/// The memory bandwidths a bandwidth sweep compares with, read from CeilingsLookup (ridge/catalog.hpp):
+/// the datasheet's and the measured HBM bandwidth, bytes/s; 0 when unknown.
+double datasheet_memory_bytes_per_s(const CeilingsLookup& ceilings);
+double measured_memory_bytes_per_s(const CeilingsLookup& ceilings);
+/// The bandwidth knees are found against: the measured HBM bandwidth when known, else the
+/// datasheet's (bytes/s); 0 = none.
+double knee_reference_bytes_per_s(const CeilingsLookup& ceilings);
+/// Which one knee_reference_bytes_per_s is: "measured HBM" or "datasheet".
+std::string knee_reference_name(const CeilingsLookup& ceilings);
 
 /// What the sweep found out before measuring: the plan, the device and the ceilings.
 struct BandwidthSetup {
   BandwidthPlan plan;
   DeviceDescription device;
-  BandwidthCeilings ceilings;
+  CeilingsLookup ceilings;  ///< the matched datasheet and the measured ceilings (per options.ceilings)
 };
 
 /// A record is launch-bound when its median is within this factor of an empty launch's.
@@ -193,7 +184,7 @@ BandwidthSweep run_bandwidth_sweep(const BandwidthSweepOptions& options, const S
 /// Adds the derived values of one measured streaming record to its extra (gb_per_s, fractions of
 /// the ceilings, cache_resident, empty_launch_ms, launch_bound) and its plausibility warnings.
 /// `empty_launch_ms`: an empty launch timed the same way.
-void annotate_stream_record(Record& record, double empty_launch_ms, const BandwidthCeilings& ceilings,
+void annotate_stream_record(Record& record, double empty_launch_ms, const CeilingsLookup& ceilings,
                             double l2_bytes, bool cold);
 /// Groups sweep.records into curves, finds launch-bound ranges, knees and the best variant per op,
 /// writes the findings and the plot, and records the ranges and knees in each record's extra.

@@ -45,30 +45,10 @@ struct MatmulPlan {
 /// Checks every option (no GPU needed). Throws UsageError naming the bad option.
 MatmulPlan plan_matmul_sweep(const MatmulSweepOptions& options);
 
-/// One roofline: a dtype's peak (FLOP/s) under a memory bandwidth (bytes/s); 0 = unknown.
-struct GemmRoof {
-  double peak_flops_per_s = 0;
-  double bandwidth_bytes_per_s = 0;
-  bool known() const { return peak_flops_per_s > 0 && bandwidth_bytes_per_s > 0; }
-};
-
-/// The roofs a GEMM sweep compares with, per dtype: the datasheet's and the measured ones.
-struct MatmulCeilings {
-  std::string datasheet_name;  ///< empty when the catalog has no entry for the device
-  std::map<DType, GemmRoof> datasheet, measured;
-  std::string measured_note;   ///< why no measured ceilings are used (empty when they are)
-  GemmRoof datasheet_roof(DType dtype) const;
-  GemmRoof measured_roof(DType dtype) const;
-};
-/// The one place a GEMM sweep reads the catalog entry and the measured ceilings.
-MatmulCeilings matmul_ceilings(const std::optional<CatalogEntry>& datasheet,
-                               const std::optional<MeasuredCeilings>& measured, const std::vector<DType>& dtypes,
-                               std::string measured_note = {});
-
 struct MatmulSetup {
   MatmulPlan plan;
   DeviceDescription device;
-  MatmulCeilings ceilings;
+  CeilingsLookup ceilings;  ///< the matched datasheet and the measured ceilings (per options.ceilings)
 };
 
 /// Where one GEMM record sits under the datasheet and measured roofs (the placement under one set
@@ -102,7 +82,9 @@ struct MatmulSweep {
   std::vector<MatmulKnees> knees;             ///< per dtype, datasheet then measured
   std::vector<Finding> findings;
   Plot rate_plot;      ///< TFLOP/s against n (or FLOPs per call for shapes), with the peaks
-  Plot roofline_plot;  ///< the records at their intensity under the roofs
+  /// The records at their intensity under the roofs (roofline_plot: the measured ceilings, the
+  /// datasheet's behind them; the datasheet's alone when nothing was measured)
+  Plot roofline_plot;
   double seconds = 0;
 };
 
@@ -119,8 +101,8 @@ MatmulSweep run_matmul_sweep(const MatmulSweepOptions& options, const SweepCallb
 /// Places a measured GEMM record on the roofs of its dtype, writes the placement and the derived
 /// values (tflop_per_s, empty_launch_ms, cache_resident) into its extra and adds its plausibility
 /// warnings. `empty_launch_ms`: an empty launch timed the same way.
-GemmPlacement annotate_gemm_record(Record& record, const MatmulCeilings& ceilings, double empty_launch_ms,
-                                       double l2_bytes, bool cold);
+GemmPlacement annotate_gemm_record(Record& record, const CeilingsLookup& ceilings, double empty_launch_ms,
+                                   double l2_bytes, bool cold);
 /// The 70% and 90% knees of the square records of `dtype` against `peak_flops_per_s`.
 std::vector<Knee> matmul_knees(const std::vector<Record>& records, DType dtype, double peak_flops_per_s);
 /// Knees, findings and plots from sweep.records; records the knees in each record's extra.

@@ -112,8 +112,10 @@ struct RooflinePlotOptions {
   /// ceilings know.
   std::vector<std::string> dtypes;
   /// A second set drawn dashed grey behind the first (e.g. the datasheet behind measured ceilings):
-  /// its memory slope and its highest 16-bit roof, for scale.
+  /// its memory slope and the roofs of `overlay_dtypes`.
   std::optional<DeviceCeilings> overlay;
+  /// The overlay's roofs to draw, by dtype name; empty = its highest 16-bit roof, for scale.
+  std::vector<std::string> overlay_dtypes;
   /// Intensity range (FLOP/byte); 0 = from 0.01 to 1e4, widened to the operations' decades.
   double x_min = 0, x_max = 0;
   std::string operations_name = "measured operations";  ///< legend entry of operations with no series

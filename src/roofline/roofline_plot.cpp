@@ -134,13 +134,18 @@ Plot roofline_plot(const DeviceCeilings& ceilings, const std::vector<RooflineOpe
     const std::string overlay_kind = to_string(o.source);
     slope(fmt::format("{} memory {}", overlay_kind, format_bytes_per_s(o.memory_bytes_per_s)), o.memory_bytes_per_s,
           "#9a9a9a", true);
-    // The overlay's highest 16-bit roof, for scale.
-    for (const char* d : {"bf16", "fp16"})
-      if (double r = o.peak_flops(d); r > 0 && o.memory_bytes_per_s > 0) {
+    // The roofs asked for, else the highest 16-bit roof, for scale.
+    std::vector<std::string> overlay_roofs = options.overlay_dtypes;
+    if (overlay_roofs.empty())
+      for (const char* d : {"bf16", "fp16"})
+        if (o.peak_flops(d) > 0) {
+          overlay_roofs = {d};
+          break;
+        }
+    for (const auto& d : overlay_roofs)
+      if (double r = o.peak_flops(d); r > 0 && o.memory_bytes_per_s > 0)
         line_series(plot, fmt::format("{} {} {}", overlay_kind, dtype_title(d), format_flops(r)), "#9a9a9a", true)
             .points = {{std::min(r / o.memory_bytes_per_s, x_hi), r, ""}, {x_hi, r, ""}};
-        break;
-      }
   }
 
   // Ridge points: where each roof meets the memory slope (one marker per distinct intensity).

@@ -102,51 +102,44 @@ BandwidthPlan plan_bandwidth_sweep(const BandwidthSweepOptions& given) {
   return p;
 }
 
-double BandwidthCeilings::reference_bytes_per_s() const {
-  return measured_bytes_per_s > 0 ? measured_bytes_per_s : datasheet_bytes_per_s;
+double datasheet_memory_bytes_per_s(const CeilingsLookup& c) {
+  return c.datasheet ? c.datasheet->ceilings.memory_bytes_per_s : 0;
 }
 
-std::string BandwidthCeilings::reference_name() const { return measured_bytes_per_s > 0 ? "measured HBM" : "datasheet"; }
+double measured_memory_bytes_per_s(const CeilingsLookup& c) { return c.measured ? c.measured->ceilings.memory_bytes_per_s : 0; }
 
-BandwidthCeilings bandwidth_ceilings(const std::optional<CatalogEntry>& datasheet,
-                                     const std::optional<MeasuredCeilings>& measured, std::string measured_note) {
-  BandwidthCeilings c;
-  if (datasheet) {
-    c.datasheet_bytes_per_s = datasheet->ceilings.memory_bytes_per_s;
-    c.datasheet_name = datasheet->name;
-  }
-  const auto fp32 = datasheet ? datasheet->peak(DType::fp32) : std::nullopt;
-  c.fp32_peak_flops_per_s = fp32 ? *fp32 : fastest_known_peak_flops(DType::fp32);
-  if (measured) {
-    c.measured_bytes_per_s = measured->ceilings.memory_bytes_per_s;
-    c.measured_kernel = measured->hbm_kernel;
-    c.measured_at_utc = measured->measured_at_utc;
-  }
-  c.measured_note = std::move(measured_note);
-  return c;
+double knee_reference_bytes_per_s(const CeilingsLookup& c) {
+  return measured_memory_bytes_per_s(c) > 0 ? measured_memory_bytes_per_s(c) : datasheet_memory_bytes_per_s(c);
+}
+
+std::string knee_reference_name(const CeilingsLookup& c) {
+  return measured_memory_bytes_per_s(c) > 0 ? "measured HBM" : "datasheet";
 }
 
 // ---- one record ---------------------------------------------------------------------------------
 
-void annotate_stream_record(Record& r, double empty_ms, const BandwidthCeilings& ceilings, double l2, bool cold) {
+void annotate_stream_record(Record& r, double empty_ms, const CeilingsLookup& ceilings, double l2, bool cold) {
   const double rate = r.bytes_per_s();
   const double working_set = stream_working_set_bytes(stream_point(r).op, stream_point(r).n);
   const bool cache_resident = !cold && l2 > 0 && working_set <= l2;
   r.extra["gb_per_s"] = rate / 1e9;
-  if (ceilings.measured_bytes_per_s > 0) r.extra["fraction_of_measured_hbm"] = rate / ceilings.measured_bytes_per_s;
-  if (ceilings.datasheet_bytes_per_s > 0) r.extra["fraction_of_datasheet"] = rate / ceilings.datasheet_bytes_per_s;
+  const double datasheet_bw = datasheet_memory_bytes_per_s(ceilings), measured_bw = measured_memory_bytes_per_s(ceilings);
+  if (measured_bw > 0) r.extra["fraction_of_measured_hbm"] = rate / measured_bw;
+  if (datasheet_bw > 0) r.extra["fraction_of_datasheet"] = rate / datasheet_bw;
   r.extra["l2_bytes"] = l2;
   r.extra["cache_resident"] = cache_resident;
   r.extra["empty_launch_ms"] = empty_ms;
   r.extra["launch_bound"] = r.summary.median <= launch_bound_factor * empty_ms;
   // The roofline floor holds for HBM traffic; a hot, cache-resident working set may beat it.
   std::optional<DeviceCeilings> roof;
-  const double floor_bw = std::max(ceilings.datasheet_bytes_per_s, ceilings.measured_bytes_per_s);
+  const double floor_bw = std::max(datasheet_bw, measured_bw);
   if (!cache_resident && floor_bw > 0) {
+    // The faster of the two bandwidths, under the datasheet's FP32 peak (the fastest known GPU's when unknown).
+    const double fp32 = ceilings.datasheet ? ceilings.datasheet->ceilings.peak_flops("fp32") : 0;
     roof.emplace();
-    roof->source_text = !ceilings.datasheet_name.empty() ? "datasheet of " + ceilings.datasheet_name : "measured";
+    roof->source_text = ceilings.datasheet ? "datasheet of " + ceilings.datasheet->name : "measured";
     roof->memory_bytes_per_s = floor_bw;
-    roof->peak_flops_per_s["fp32"] = ceilings.fp32_peak_flops_per_s;
+    roof->peak_flops_per_s["fp32"] = fp32 > 0 ? fp32 : fastest_known_peak_flops(DType::fp32);
   }
   add_plausibility_warnings(r, roof, l2);
 }
@@ -180,26 +173,26 @@ std::vector<BandwidthCurve> group_curves(const std::vector<Record>& records) {
 }
 
 // Fills the curve's range, largest point and knees, and records them in its records' extra.
-void analyze_curve(BandwidthCurve& c, std::vector<Record>& records, const BandwidthCeilings& ceilings) {
+void analyze_curve(BandwidthCurve& c, std::vector<Record>& records, const CeilingsLookup& ceilings) {
   for (std::size_t i : c.records) {
     if (!records[i].extra.value("launch_bound", false)) break;
     c.launch_bound_up_to = stream_point(records[i]).n;
   }
   std::vector<RatePoint> rates;
   for (std::size_t i : c.records) rates.push_back({double(stream_point(records[i]).n), records[i].bytes_per_s()});
-  if (ceilings.reference_bytes_per_s() > 0) c.knees = find_knees(rates, ceilings.reference_bytes_per_s());
+  if (knee_reference_bytes_per_s(ceilings) > 0) c.knees = find_knees(rates, knee_reference_bytes_per_s(ceilings));
   const Record& top = records[c.records.back()];
   c.largest_n = stream_point(top).n;
   c.largest_bytes_per_s = top.bytes_per_s();
-  c.fraction_of_datasheet =
-      ceilings.datasheet_bytes_per_s > 0 ? c.largest_bytes_per_s / ceilings.datasheet_bytes_per_s : unknown;
-  c.fraction_of_measured = ceilings.measured_bytes_per_s > 0 ? c.largest_bytes_per_s / ceilings.measured_bytes_per_s : unknown;
+  const double datasheet_bw = datasheet_memory_bytes_per_s(ceilings), measured_bw = measured_memory_bytes_per_s(ceilings);
+  c.fraction_of_datasheet = datasheet_bw > 0 ? c.largest_bytes_per_s / datasheet_bw : unknown;
+  c.fraction_of_measured = measured_bw > 0 ? c.largest_bytes_per_s / measured_bw : unknown;
   for (std::size_t i : c.records) {
     auto& extra = records[i].extra;
     extra["launch_bound_up_to_elements"] = c.launch_bound_up_to ? nlohmann::json(*c.launch_bound_up_to) : nlohmann::json(nullptr);
     for (const auto& k : c.knees)
       extra[fmt::format("knee_{:.0f}_elements", k.fraction * 100)] = k.size ? nlohmann::json(*k.size) : nlohmann::json(nullptr);
-    if (!c.knees.empty()) extra["knee_ceiling"] = ceilings.reference_name();
+    if (!c.knees.empty()) extra["knee_ceiling"] = knee_reference_name(ceilings);
   }
 }
 
@@ -211,10 +204,10 @@ void op_findings(const BandwidthSweep& s, const BandwidthCurve& c, std::vector<F
   const Record& top = s.records[c.records.back()];
   std::string line = fmt::format("{}: at {} elements the best variant, {}, moves {}", to_string(c.op),
                                  size_label(c.largest_n), to_string(c.variant), format_bytes_per_s(c.largest_bytes_per_s));
-  if (ceilings.datasheet_bytes_per_s > 0)
+  if (datasheet_memory_bytes_per_s(ceilings) > 0)
     line += fmt::format(", {} of the {} datasheet", format_percent(c.fraction_of_datasheet),
-                        format_bytes_per_s(ceilings.datasheet_bytes_per_s));
-  if (ceilings.measured_bytes_per_s > 0) line += fmt::format(" ({} of measured)", format_percent(c.fraction_of_measured));
+                        format_bytes_per_s(datasheet_memory_bytes_per_s(ceilings)));
+  if (measured_memory_bytes_per_s(ceilings) > 0) line += fmt::format(" ({} of measured)", format_percent(c.fraction_of_measured));
   if (top.extra.value("cache_resident", false)) line += "; its working set fits in the L2, so this is a cache figure";
   out.push_back({line + ".", 0});
   const Record& smallest = s.records[c.records.front()];
@@ -232,13 +225,13 @@ void op_findings(const BandwidthSweep& s, const BandwidthCurve& c, std::vector<F
   for (const auto& k : c.knees) {
     const int pct = static_cast<int>(std::lround(k.fraction * 100));
     if (!k.size) {
-      out.push_back({fmt::format("It never reaches {}% of the {} bandwidth in this sweep.", pct, ceilings.reference_name()), 1});
+      out.push_back({fmt::format("It never reaches {}% of the {} bandwidth in this sweep.", pct, knee_reference_name(ceilings)), 1});
       continue;
     }
     const double working_set = stream_working_set_bytes(c.op, std::max<std::int64_t>(1, std::llround(*k.size)));
     const bool in_cache = !cold && l2 > 0 && working_set <= l2;
     out.push_back({fmt::format("It reaches {}% of the {} bandwidth from about {} elements ({} working set){}.", pct,
-                               ceilings.reference_name(), knee_text(k.size), format_bytes(working_set),
+                               knee_reference_name(ceilings), knee_text(k.size), format_bytes(working_set),
                                in_cache ? ", inside the L2: rerun with --cold for the HBM knee" : ""),
                    1});
   }
@@ -269,7 +262,7 @@ Plot bandwidth_plot(const BandwidthSweep& s) {
   auto hline = [&](const std::string& name, double gbps, const std::string& color) {
     plot.series.push_back(line_series(name, {{x_lo, gbps, ""}, {x_hi, gbps, name}}, true, color));
   };
-  const double datasheet_bw = ceilings.datasheet_bytes_per_s, measured_bw = ceilings.measured_bytes_per_s;
+  const double datasheet_bw = datasheet_memory_bytes_per_s(ceilings), measured_bw = measured_memory_bytes_per_s(ceilings);
   if (datasheet_bw > 0) hline(fmt::format("datasheet {:.0f} GB/s", datasheet_bw / 1e9), datasheet_bw / 1e9, "#888888");
   if (measured_bw > 0) hline(fmt::format("measured HBM {:.0f} GB/s", measured_bw / 1e9), measured_bw / 1e9, "#444444");
   const double l2 = double(s.setup.device.l2_bytes);
@@ -301,7 +294,7 @@ void analyze_bandwidth_sweep(BandwidthSweep& s) {
     if (best) s.best_curve_per_op.push_back(*best);
   }
   for (std::size_t i : s.best_curve_per_op) op_findings(s, s.curves[i], s.findings);
-  if (s.setup.ceilings.reference_bytes_per_s() <= 0)
+  if (knee_reference_bytes_per_s(s.setup.ceilings) <= 0)
     s.findings.push_back({"No bandwidth ceiling known for this GPU (not in the catalog, none measured): no knees.", 0});
   if (!s.records.empty()) s.plot = bandwidth_plot(s);
 }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -84,32 +83,22 @@ MatmulPlan plan_matmul_sweep(const MatmulSweepOptions& given) {
   return p;
 }
 
-GemmRoof MatmulCeilings::datasheet_roof(DType d) const {
-  const auto it = datasheet.find(d);
-  return it == datasheet.end() ? GemmRoof{} : it->second;
-}
+namespace {
 
-GemmRoof MatmulCeilings::measured_roof(DType d) const {
-  const auto it = measured.find(d);
-  return it == measured.end() ? GemmRoof{} : it->second;
-}
+// The two sets of ceilings a GEMM is compared with, by label; null when absent.
+const DeviceCeilings* datasheet_of(const CeilingsLookup& c) { return c.datasheet ? &c.datasheet->ceilings : nullptr; }
+const DeviceCeilings* measured_of(const CeilingsLookup& c) { return c.measured ? &c.measured->ceilings : nullptr; }
 
-MatmulCeilings matmul_ceilings(const std::optional<CatalogEntry>& datasheet, const std::optional<MeasuredCeilings>& measured,
-                               const std::vector<DType>& dtypes, std::string measured_note) {
-  MatmulCeilings c;
-  if (datasheet) c.datasheet_name = datasheet->name;
-  for (DType d : dtypes) {
-    if (datasheet) c.datasheet[d] = GemmRoof{datasheet->peak(d).value_or(0), datasheet->ceilings.memory_bytes_per_s};
-    if (measured)
-      c.measured[d] = GemmRoof{measured->ceilings.peak_flops(to_string(d)), measured->ceilings.memory_bytes_per_s};
-  }
-  c.measured_note = std::move(measured_note);
-  return c;
-}
+double peak_of(const DeviceCeilings* c, DType d) { return c ? c->peak_flops(to_string(d)) : 0; }
+double bandwidth_of(const DeviceCeilings* c) { return c ? c->memory_bytes_per_s : 0; }
+// A roof to place a GEMM under: the dtype's peak and the memory bandwidth both known.
+bool has_roof(const DeviceCeilings* c, DType d) { return peak_of(c, d) > 0 && bandwidth_of(c) > 0; }
 
-GemmPlacement annotate_gemm_record(Record& r, const MatmulCeilings& ceilings, double empty_ms, double l2, bool cold) {
+}  // namespace
+
+GemmPlacement annotate_gemm_record(Record& r, const CeilingsLookup& ceilings, double empty_ms, double l2, bool cold) {
   const DType dtype = dtype_from_string(r.dtype);
-  const GemmRoof ds = ceilings.datasheet_roof(dtype), me = ceilings.measured_roof(dtype);
+  const DeviceCeilings *ds = datasheet_of(ceilings), *me = measured_of(ceilings);
   const double rate = r.flops_per_s();
   GemmPlacement p;
   p.intensity_flop_per_byte = r.intensity_flop_per_byte();
@@ -118,31 +107,32 @@ GemmPlacement annotate_gemm_record(Record& r, const MatmulCeilings& ceilings, do
   r.extra["empty_launch_ms"] = empty_ms;
   r.extra["cache_resident"] = cache_resident;
   r.extra["l2_bytes"] = l2;
-  auto place = [&](const GemmRoof& roof, double& attainable, double& of_attainable, double& of_peak, const char* label) {
-    if (!roof.known()) {
+  auto place = [&](const DeviceCeilings* c, double& attainable, double& of_attainable, double& of_peak, const char* label) {
+    if (!has_roof(c, dtype)) {
       attainable = of_attainable = of_peak = unknown;
       return;
     }
-    attainable = attainable_flops(p.intensity_flop_per_byte, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s);
+    const double peak = peak_of(c, dtype), bandwidth = bandwidth_of(c);
+    attainable = attainable_flops(p.intensity_flop_per_byte, peak, bandwidth);
     of_attainable = rate / attainable;
-    of_peak = rate / roof.peak_flops_per_s;
+    of_peak = rate / peak;
     r.extra[fmt::format("{}_attainable_flops_per_s", label)] = attainable;
     r.extra[fmt::format("fraction_of_{}_attainable", label)] = of_attainable;
     r.extra[fmt::format("fraction_of_{}_peak", label)] = of_peak;
     if (p.bound.empty())
-      p.bound = to_string(classify(p.intensity_flop_per_byte, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s));
+      p.bound = to_string(classify(p.intensity_flop_per_byte, peak, bandwidth));
   };
   place(ds, p.datasheet_attainable_flops_per_s, p.fraction_of_datasheet_attainable, p.fraction_of_datasheet_peak,
         "datasheet");
   place(me, p.measured_attainable_flops_per_s, p.fraction_of_measured_attainable, p.fraction_of_measured_peak, "measured");
   if (!p.bound.empty()) r.extra["bound"] = p.bound;
   // A cache-resident working set can beat the HBM floor honestly; the compute floor always holds.
-  double floor_peak = std::max(ds.peak_flops_per_s, me.peak_flops_per_s);
+  double floor_peak = std::max(peak_of(ds, dtype), peak_of(me, dtype));
   if (floor_peak <= 0) floor_peak = fastest_known_peak_flops(dtype);
-  double floor_bw = std::max(ds.bandwidth_bytes_per_s, me.bandwidth_bytes_per_s);
+  double floor_bw = std::max(bandwidth_of(ds), bandwidth_of(me));
   if (cache_resident || floor_bw <= 0) floor_bw = 1e18;  // no memory floor to hold it to
   DeviceCeilings floor;
-  floor.source_text = !ceilings.datasheet_name.empty() ? "datasheet of " + ceilings.datasheet_name : "fastest known GPU";
+  floor.source_text = ceilings.datasheet ? "datasheet of " + ceilings.datasheet->name : "fastest known GPU";
   floor.memory_bytes_per_s = floor_bw;
   floor.peak_flops_per_s[to_string(dtype)] = floor_peak;
   add_plausibility_warnings(r, floor, l2);
@@ -186,58 +176,56 @@ Finding knee_finding(const MatmulKnees& k) {
           0};
 }
 
-void build_plots(MatmulSweep& s) {
+// The GEMMs on the roofline: under the measured ceilings with the datasheet's behind them, or
+// under the datasheet's alone.
+Plot gemm_roofline_plot(const MatmulSweep& s) {
+  const CeilingsLookup& c = s.setup.ceilings;
+  std::vector<RooflineOperation> operations;
+  for (const auto& r : s.records)
+    operations.push_back({shape_label(gemm_shape(r)), r.dtype, r.intensity_flop_per_byte(), r.flops_per_s(),
+                          r.dtype + " measured", ""});
+  RooflinePlotOptions options;
+  options.title = fmt::format("GEMMs on the {} roofline", s.setup.device.name);
+  for (DType d : s.setup.plan.dtypes) options.dtypes.push_back(to_string(d));
+  if (c.measured) {
+    options.overlay = c.datasheet_ceilings();
+    options.overlay_dtypes = options.dtypes;  // each swept dtype's datasheet roof too
+  }
+  return roofline_plot(c.best().value_or(DeviceCeilings{}), operations, options);
+}
+
+// TFLOP/s against n (or FLOPs per call), with each known peak.
+Plot gemm_rate_plot(const MatmulSweep& s) {
   const auto& p = s.setup.plan;
-  const std::string& device = s.setup.device.name;
-  Plot& rate = s.rate_plot;
-  Plot& roofline = s.roofline_plot;
-  rate = Plot{};
-  roofline = Plot{};
-  rate.title = fmt::format("GEMM throughput vs size on {} ({})", device, p.options.cold ? "cold L2" : "hot L2");
+  Plot rate;
+  rate.title = fmt::format("GEMM throughput vs size on {} ({})", s.setup.device.name, p.options.cold ? "cold L2" : "hot L2");
   rate.x_label = p.square ? "n (square n x n x n)" : "FLOPs per call";
   rate.y_label = "TFLOP/s";
   rate.log_y = false;
-  roofline.title = fmt::format("GEMMs on the {} roofline", device);
-  roofline.x_label = "arithmetic intensity (FLOP/byte)";
-  roofline.y_label = "TFLOP/s";
-  double i_lo = 1e300, i_hi = 0, x_lo = 1e300, x_hi = 0;
+  double x_lo = 1e300, x_hi = 0;
   for (DType d : p.dtypes) {
-    PlotSeries curve, dots;
+    PlotSeries curve;
     curve.name = to_string(d);
-    dots.name = to_string(d) + " measured";
-    dots.line = false;
     for (const auto& r : s.records) {
       if (r.dtype != to_string(d)) continue;
       const GemmShape shape = gemm_shape(r);
       const double x = p.square ? double(shape.n) : r.flops;
       curve.points.push_back({x, r.flops_per_s() / 1e12,
                               fmt::format("{} {}: {:.0f} TFLOP/s", r.dtype, shape_label(shape), r.flops_per_s() / 1e12)});
-      dots.points.push_back({r.intensity_flop_per_byte(), r.flops_per_s() / 1e12, shape_label(shape)});
-      i_lo = std::min(i_lo, r.intensity_flop_per_byte());
-      i_hi = std::max(i_hi, r.intensity_flop_per_byte());
       x_lo = std::min(x_lo, x);
       x_hi = std::max(x_hi, x);
     }
     rate.series.push_back(std::move(curve));
-    roofline.series.push_back(std::move(dots));
   }
-  // Roofs: the HBM slope up to the ridge, then the dtype's peak, from 1/10 of the lowest intensity
-  // to 10x the highest (and always past the ridge).
   for (DType d : p.dtypes)
-    for (const auto& [roof, label, dashed] : {std::tuple{s.setup.ceilings.datasheet_roof(d), std::string("datasheet"), false},
-                                             std::tuple{s.setup.ceilings.measured_roof(d), std::string("measured"), true}}) {
-      if (!roof.known()) continue;
-      const double peak = roof.peak_flops_per_s, bw = roof.bandwidth_bytes_per_s;
-      const double ridge = ridge_point(peak, bw);
-      const double lo = std::min(i_lo / 10, ridge / 10), hi = std::max(i_hi * 10, ridge * 10);
-      roofline.series.push_back(line_series(fmt::format("{} {} roof", to_string(d), label),
-                                            {{lo, lo * bw / 1e12, ""},
-                                             {ridge, peak / 1e12, fmt::format("ridge {:.0f} FLOP/B", ridge)},
-                                             {hi, peak / 1e12, ""}},
-                                            dashed));
+    for (const auto& [c, label] : {std::pair{datasheet_of(s.setup.ceilings), std::string("datasheet")},
+                                   std::pair{measured_of(s.setup.ceilings), std::string("measured")}}) {
+      if (!has_roof(c, d)) continue;
+      const double peak = peak_of(c, d);
       rate.series.push_back(line_series(fmt::format("{} {} peak", to_string(d), label),
                                         {{x_lo, peak / 1e12, ""}, {x_hi, peak / 1e12, ""}}, true));
     }
+  return rate;
 }
 
 }  // namespace
@@ -246,10 +234,10 @@ void analyze_matmul_sweep(MatmulSweep& s) {
   s.knees.clear();
   s.findings.clear();
   for (DType d : s.setup.plan.dtypes) {
-    for (const auto& [roof, label] : {std::pair{s.setup.ceilings.datasheet_roof(d), std::string("datasheet")},
-                                      std::pair{s.setup.ceilings.measured_roof(d), std::string("measured")}}) {
-      if (roof.peak_flops_per_s <= 0) continue;
-      MatmulKnees k = knees_of(s.records, d, label, roof.peak_flops_per_s);
+    for (const auto& [c, label] : {std::pair{datasheet_of(s.setup.ceilings), std::string("datasheet")},
+                                   std::pair{measured_of(s.setup.ceilings), std::string("measured")}}) {
+      if (peak_of(c, d) <= 0) continue;
+      MatmulKnees k = knees_of(s.records, d, label, peak_of(c, d));
       if (k.knees.empty()) continue;  // no square record of this dtype
       s.findings.push_back(knee_finding(k));
       for (auto& r : s.records)
@@ -260,7 +248,10 @@ void analyze_matmul_sweep(MatmulSweep& s) {
       s.knees.push_back(std::move(k));
     }
   }
-  if (!s.records.empty()) build_plots(s);
+  if (!s.records.empty()) {
+    s.rate_plot = gemm_rate_plot(s);
+    s.roofline_plot = gemm_roofline_plot(s);
+  }
 }
 
 }  // namespace ridge

@@ -278,7 +278,8 @@ TEST(Gpt2Gpu, RunDecodeChecksTimesAndPlacesEachConfiguration) {
   callbacks.on_ready = [&](const gpt2::DecodeRun& run) {
     ++ready;
     EXPECT_TRUE(run.configurations.empty()) << "on_ready comes before any timing";
-    EXPECT_EQ(run.ceilings.source, "--bandwidth");
+    EXPECT_EQ(run.ceilings.source, CeilingsSource::user);
+    EXPECT_EQ(run.ceilings.source_text, "--bandwidth");
   };
   callbacks.on_record = [&](const Record& r, const gpt2::DecodeConfiguration& point) {
     ++records;

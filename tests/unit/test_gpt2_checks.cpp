@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "ridge/checks.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/format.hpp"
 #include "ridge/gpt2/checks.hpp"
 #include "ridge/gpt2/decode.hpp"
 #include "ridge/gpt2/profile.hpp"
@@ -184,8 +186,9 @@ TEST(Gpt2DecodeRun, GraphSpeedupNeedsBothModes) {
 
 TEST(Gpt2DecodeRun, PlotsHoldOneSeriesPerModeMethodAndContextWithoutSpinHold) {
   gpt2::DecodeRun run;
-  run.ceilings.bandwidth_bytes_per_s = 4.5e12;
-  run.ceilings.peak_flops_per_s = 700e12;
+  run.ceilings.source = CeilingsSource::measured;
+  run.ceilings.memory_bytes_per_s = 4.5e12;
+  run.ceilings.peak_flops_per_s["bf16"] = 700e12;
   auto add = [&](const std::string& mode, const std::string& method, int batch) {
     Record r;
     r.name = "decode";
@@ -204,8 +207,37 @@ TEST(Gpt2DecodeRun, PlotsHoldOneSeriesPerModeMethodAndContextWithoutSpinHold) {
     add("graph", "graph_replay", batch);
   }
   const Plot roof = gpt2::decode_roofline_plot(run);
-  ASSERT_EQ(roof.series.size(), 3u);  // the roofline, eager (cuda_events), graph (graph_replay)
-  EXPECT_EQ(roof.series[1].points.size(), 2u);
+  auto series = [&](const Plot& plot, const std::string& name) -> const PlotSeries* {
+    for (const auto& s : plot.series)
+      if (s.name == name) return &s;
+    return nullptr;
+  };
+  // Drawn by roofline_plot: the memory slope, the bf16 roof, the ridge point, then one series per
+  // mode and method (spin_hold left out), each left to right.
+  const PlotSeries* eager = series(roof, "eager (cuda_events), context 1024");
+  const PlotSeries* graph = series(roof, "graph (graph_replay), context 1024");
+  ASSERT_NE(eager, nullptr);
+  ASSERT_NE(graph, nullptr);
+  EXPECT_EQ(series(roof, "eager (spin_hold), context 1024"), nullptr);
+  ASSERT_EQ(eager->points.size(), 2u);
+  EXPECT_LT(eager->points[0].x, eager->points[1].x);
+  EXPECT_EQ(eager->points[0].label, "B=1");
+  EXPECT_NE(series(roof, "measured memory " + format_bytes_per_s(4.5e12)), nullptr);
+  bool roof_at_peak = false;
+  for (const auto& s : roof.series)
+    roof_at_peak = roof_at_peak || (!s.points.empty() && !s.markers && s.points.back().y == 700e12);
+  EXPECT_TRUE(roof_at_peak);
+  EXPECT_NE(roof.title.find("bf16 at " + format_bytes_per_s(4.5e12)), std::string::npos) << roof.title;
+  // A given bandwidth has no peak: the roof is the fastest known GPU's.
+  gpt2::DecodeRun given = run;
+  given.ceilings = DeviceCeilings{};
+  given.ceilings.source = CeilingsSource::user;
+  given.ceilings.memory_bytes_per_s = 4.5e12;
+  const Plot given_roof = gpt2::decode_roofline_plot(given);
+  bool fastest_roof = false;
+  for (const auto& s : given_roof.series)
+    fastest_roof = fastest_roof || (!s.points.empty() && !s.markers && s.points.back().y == fastest_known_peak_flops(DType::bf16));
+  EXPECT_TRUE(fastest_roof);
   const Plot tokens = gpt2::decode_tokens_plot(run);
   ASSERT_EQ(tokens.series.size(), 3u);  // two measured series and one decode_ceiling
   EXPECT_TRUE(tokens.series[2].dashed);

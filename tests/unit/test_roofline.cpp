@@ -245,6 +245,23 @@ TEST(RooflinePlot, DtypesRangeAndOverlay) {
   EXPECT_FALSE(series_named(plot, "measured operations")) << "no operations, no series";
 }
 
+TEST(RooflinePlot, OverlayRoofsAskedFor) {
+  DeviceCeilings sheet = test_ceilings(CeilingsSource::datasheet);
+  sheet.memory_bytes_per_s = 4.8e12;
+  sheet.peak_flops_per_s = {{"fp32", 67e12}, {"tf32", 490e12}, {"bf16", 990e12}};
+  const Plot plot = roofline_plot(test_ceilings(), {}, {.dtypes = {"fp32", "tf32"}, .overlay = sheet,
+                                                        .overlay_dtypes = {"fp32", "tf32"}});
+  const PlotSeries* fp32 = series_named(plot, "datasheet FP32");
+  ASSERT_TRUE(fp32);
+  EXPECT_TRUE(fp32->dashed);
+  EXPECT_DOUBLE_EQ(fp32->points[0].y, 67e12);
+  EXPECT_DOUBLE_EQ(fp32->points[0].x, 67e12 / 4.8e12);  // starts at the datasheet's ridge point
+  ASSERT_TRUE(series_named(plot, "datasheet TF32"));
+  EXPECT_FALSE(series_named(plot, "datasheet BF16")) << "only the overlay roofs asked for";
+  // The measured set has no TF32 peak: its roofs are FP32 alone.
+  EXPECT_FALSE(series_named(plot, "measured TF32"));
+}
+
 TEST(RooflineAnalysis, ModelOnlyAndMeasured) {
   const CatalogEntry& h200 = catalog_entry("h200-sxm");
   const std::vector<RooflineOperation> ops{*roofline_operation(gemm_record(4096, 0.25, "bf16"))};

@@ -8,6 +8,7 @@
 
 #include "ridge/bandwidth.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/format.hpp"
 #include "ridge/matmul.hpp"
 #include "ridge/timing.hpp"
 
@@ -29,15 +30,29 @@ Record stream_record(StreamOp op, StreamVariant variant, std::int64_t n, double 
   return r;
 }
 
+// The ceilings a sweep compares with: a datasheet entry "Synthetic" (memory bandwidth and FP32
+// peak) and, when measured_bandwidth > 0, measured ceilings with that HBM bandwidth.
+CeilingsLookup synthetic_lookup(double datasheet_bandwidth, double datasheet_fp32, double measured_bandwidth) {
+  CeilingsLookup c;
+  c.datasheet.emplace();
+  c.datasheet->name = "Synthetic";
+  c.datasheet->ceilings.memory_bytes_per_s = datasheet_bandwidth;
+  c.datasheet->ceilings.peak_flops_per_s["fp32"] = datasheet_fp32;
+  if (measured_bandwidth > 0) {
+    c.measured.emplace();
+    c.measured->ceilings.source = CeilingsSource::measured;
+    c.measured->ceilings.memory_bytes_per_s = measured_bandwidth;
+    c.measured->hbm_kernel = "copy";
+  }
+  return c;
+}
+
 BandwidthSetup h200_like_setup(bool with_measured) {
   BandwidthSetup setup;
   setup.plan = plan_bandwidth_sweep(BandwidthSweepOptions{.ops = "add", .variants = "scalar,vec4", .sizes = "2^10:2^28:4"});
   setup.device.name = "Synthetic GPU";
   setup.device.l2_bytes = 60'000'000;
-  setup.ceilings.datasheet_bytes_per_s = 4.8e12;
-  setup.ceilings.datasheet_name = "Synthetic";
-  setup.ceilings.fp32_peak_flops_per_s = 67e12;
-  if (with_measured) setup.ceilings.measured_bytes_per_s = 4.2e12;
+  setup.ceilings = synthetic_lookup(4.8e12, 67e12, with_measured ? 4.2e12 : 0);
   return setup;
 }
 
@@ -107,25 +122,19 @@ TEST(BandwidthPlan, QuickAndValidation) {
   EXPECT_THROW(plan_bandwidth_sweep(BandwidthSweepOptions{.variants = "broken_for_tests"}), UsageError);
 }
 
-TEST(BandwidthCeilingsLookup, MeasuredWinsAsTheReference) {
-  CatalogEntry entry;
-  entry.name = "Synthetic";
-  entry.ceilings.memory_bytes_per_s = 4.8e12;
-  entry.ceilings.peak_flops_per_s["fp32"] = 67e12;
-  MeasuredCeilings measured;
-  measured.ceilings.memory_bytes_per_s = 4.2e12;
-  measured.hbm_kernel = "copy";
-  const BandwidthCeilings both = bandwidth_ceilings(entry, measured);
-  EXPECT_DOUBLE_EQ(both.reference_bytes_per_s(), 4.2e12);
-  EXPECT_EQ(both.reference_name(), "measured HBM");
-  EXPECT_DOUBLE_EQ(both.fp32_peak_flops_per_s, 67e12);
-  const BandwidthCeilings sheet = bandwidth_ceilings(entry, std::nullopt, "none cached");
-  EXPECT_DOUBLE_EQ(sheet.reference_bytes_per_s(), 4.8e12);
-  EXPECT_EQ(sheet.reference_name(), "datasheet");
-  EXPECT_EQ(sheet.measured_note, "none cached");
-  const BandwidthCeilings none = bandwidth_ceilings(std::nullopt, std::nullopt);
-  EXPECT_EQ(none.reference_bytes_per_s(), 0);
-  EXPECT_GT(none.fp32_peak_flops_per_s, 0);  // the fastest known GPU's, for the plausibility floor
+TEST(BandwidthKneeReference, MeasuredWinsOverTheDatasheet) {
+  const CeilingsLookup both = synthetic_lookup(4.8e12, 67e12, 4.2e12);
+  EXPECT_DOUBLE_EQ(datasheet_memory_bytes_per_s(both), 4.8e12);
+  EXPECT_DOUBLE_EQ(measured_memory_bytes_per_s(both), 4.2e12);
+  EXPECT_DOUBLE_EQ(knee_reference_bytes_per_s(both), 4.2e12);
+  EXPECT_EQ(knee_reference_name(both), "measured HBM");
+  const CeilingsLookup sheet = synthetic_lookup(4.8e12, 67e12, 0);
+  EXPECT_DOUBLE_EQ(knee_reference_bytes_per_s(sheet), 4.8e12);
+  EXPECT_EQ(knee_reference_name(sheet), "datasheet");
+  EXPECT_EQ(measured_memory_bytes_per_s(sheet), 0);
+  const CeilingsLookup none;
+  EXPECT_EQ(knee_reference_bytes_per_s(none), 0);
+  EXPECT_EQ(datasheet_memory_bytes_per_s(none), 0);
 }
 
 TEST(BandwidthAnalysis, CurvesRangesKneesAndBest) {
@@ -178,7 +187,7 @@ TEST(BandwidthAnalysis, FindingsSayWhatTheTableShows) {
 
 TEST(BandwidthAnalysis, NoCeilingMeansNoKnees) {
   BandwidthSweep s = synthetic_bandwidth_sweep(false);
-  s.setup.ceilings = BandwidthCeilings{};
+  s.setup.ceilings = CeilingsLookup{};
   analyze_bandwidth_sweep(s);
   for (const auto& c : s.curves) {
     EXPECT_TRUE(c.knees.empty());
@@ -199,9 +208,7 @@ TEST(BandwidthAnalysis, PlotHasACurvePerVariantAndTheCeilings) {
 }
 
 TEST(BandwidthAnalysis, AnnotationFlagsLaunchBoundCacheResidentAndImpossible) {
-  BandwidthCeilings ceilings;
-  ceilings.datasheet_bytes_per_s = 4.8e12;
-  ceilings.fp32_peak_flops_per_s = 67e12;
+  const CeilingsLookup ceilings = synthetic_lookup(4.8e12, 67e12, 0);
   Record small = stream_record(StreamOp::add, StreamVariant::vec4, 1 << 10, 5);
   annotate_stream_record(small, small.summary.median, ceilings, 60e6, false);
   EXPECT_TRUE(small.extra["launch_bound"].get<bool>());
@@ -214,8 +221,14 @@ TEST(BandwidthAnalysis, AnnotationFlagsLaunchBoundCacheResidentAndImpossible) {
   EXPECT_NEAR(fast.extra["fraction_of_datasheet"].get<double>(), 20e12 / 4.8e12, 1e-9);
   EXPECT_FALSE(fast.extra.contains("fraction_of_measured_hbm"));
   bool impossible = false;
-  for (const auto& w : fast.warnings) impossible |= w.rfind("impossible", 0) == 0;
+  for (const auto& w : fast.warnings)
+    impossible |= w.rfind("impossible", 0) == 0 && w.find("datasheet of Synthetic") != std::string::npos;
   EXPECT_TRUE(impossible);
+  // Without any ceilings there is no memory floor, so nothing is called impossible.
+  Record unknown = stream_record(StreamOp::add, StreamVariant::vec4, 1 << 28, 20000);
+  annotate_stream_record(unknown, 1e-3, CeilingsLookup{}, 60e6, false);
+  EXPECT_FALSE(unknown.extra.contains("fraction_of_datasheet"));
+  for (const auto& w : unknown.warnings) EXPECT_NE(w.rfind("impossible", 0), 0u) << w;
 }
 
 // ---- matmul ------------------------------------------------------------------------------------
@@ -235,11 +248,11 @@ Record gemm_record(std::int64_t n, double tflops, const std::string& dtype = "bf
   return r;
 }
 
-MatmulCeilings synthetic_gemm_ceilings() {
-  MatmulCeilings c;
-  c.datasheet_name = "Synthetic";
-  c.datasheet[DType::bf16] = GemmRoof{989e12, 4.8e12};
-  c.measured[DType::bf16] = GemmRoof{800e12, 4.2e12};
+// Datasheet: bf16 989 TFLOP/s under 4.8 TB/s; measured: bf16 800 TFLOP/s under 4.2 TB/s.
+CeilingsLookup synthetic_gemm_ceilings() {
+  CeilingsLookup c = synthetic_lookup(4.8e12, 0, 4.2e12);
+  c.datasheet->ceilings.peak_flops_per_s = {{"bf16", 989e12}};
+  c.measured->ceilings.peak_flops_per_s = {{"bf16", 800e12}};
   return c;
 }
 
@@ -260,25 +273,8 @@ TEST(MatmulPlan, QuickShapesAndValidation) {
   EXPECT_THROW(plan_matmul_sweep(MatmulSweepOptions{.sizes = "70000"}), UsageError);
 }
 
-TEST(MatmulCeilingsLookup, DatasheetAndMeasuredPerDtype) {
-  CatalogEntry entry;
-  entry.name = "Synthetic";
-  entry.ceilings.memory_bytes_per_s = 4.8e12;
-  entry.ceilings.peak_flops_per_s["bf16"] = 989e12;
-  MeasuredCeilings measured;
-  measured.ceilings.memory_bytes_per_s = 4.2e12;
-  measured.ceilings.peak_flops_per_s["fp32"] = 50e12;
-  measured.ceilings.peak_flops_per_s["bf16"] = 700e12;
-  const MatmulCeilings c = matmul_ceilings(entry, measured, {DType::bf16, DType::fp32});
-  EXPECT_DOUBLE_EQ(c.datasheet_roof(DType::bf16).peak_flops_per_s, 989e12);
-  EXPECT_DOUBLE_EQ(c.measured_roof(DType::bf16).peak_flops_per_s, 700e12);
-  EXPECT_DOUBLE_EQ(c.measured_roof(DType::fp32).peak_flops_per_s, 50e12);  // the FMA peak stands in
-  EXPECT_FALSE(c.datasheet_roof(DType::fp32).known());                     // not in this entry
-  EXPECT_FALSE(c.datasheet_roof(DType::fp16).known());                     // not asked for
-}
-
 TEST(MatmulAnalysis, PlacementOnTheRoofline) {
-  const MatmulCeilings ceilings = synthetic_gemm_ceilings();
+  const CeilingsLookup ceilings = synthetic_gemm_ceilings();
   Record big = gemm_record(8192, 700);
   const GemmPlacement p = annotate_gemm_record(big, ceilings, 0.005, 60e6, false);
   EXPECT_NEAR(p.intensity_flop_per_byte, 8192.0 / 3, 1e-9);  // 2n^3 / (3 n^2 * 2 bytes)
@@ -335,8 +331,28 @@ TEST(MatmulAnalysis, KneesFindingsAndPlots) {
   EXPECT_TRUE(s.records[0].extra.contains("knee_70_of_datasheet_peak_n"));
   EXPECT_TRUE(s.records[0].extra["knee_90_of_datasheet_peak_n"].is_null());
   EXPECT_FALSE(s.rate_plot.series.empty());
-  EXPECT_FALSE(s.roofline_plot.series.empty());
   EXPECT_FALSE(render_svg(s.roofline_plot).empty());
+  // The roofline is roofline_plot's: measured memory slope and bf16 roof, the datasheet's dashed
+  // behind them, and the GEMMs as one series at their intensities.
+  auto named = [&](const std::string& name) -> const PlotSeries* {
+    for (const auto& series : s.roofline_plot.series)
+      if (series.name == name) return &series;
+    return nullptr;
+  };
+  EXPECT_EQ(s.roofline_plot.title, "GEMMs on the Synthetic GPU roofline");
+  ASSERT_NE(named("measured memory " + format_bytes_per_s(4.2e12)), nullptr);
+  const PlotSeries* sheet = named("datasheet memory " + format_bytes_per_s(4.8e12));
+  ASSERT_NE(sheet, nullptr);
+  EXPECT_TRUE(sheet->dashed);
+  const PlotSeries* gemms = named("bf16 measured");
+  ASSERT_NE(gemms, nullptr);
+  ASSERT_EQ(gemms->points.size(), 6u);
+  EXPECT_DOUBLE_EQ(gemms->points.back().x, s.records.back().intensity_flop_per_byte());
+  EXPECT_DOUBLE_EQ(gemms->points.back().y, s.records.back().flops_per_s());
+  bool measured_roof = false;
+  for (const auto& series : s.roofline_plot.series)
+    measured_roof = measured_roof || (!series.markers && !series.points.empty() && series.points.back().y == 800e12);
+  EXPECT_TRUE(measured_roof);
 }
 
 // ---- timing ------------------------------------------------------------------------------------

@@ -18,12 +18,13 @@ void print_setup(std::FILE* out, const BandwidthSetup& setup) {
   const auto& c = setup.ceilings;
   const auto& o = setup.plan.options;
   fmt::print(out, "ridge bandwidth on {} (L2 {}{})\n", setup.device.name, format_bytes(double(setup.device.l2_bytes)),
-             c.datasheet_bytes_per_s > 0 ? fmt::format(", datasheet {} HBM", format_bytes_per_s(c.datasheet_bytes_per_s))
-                                         : ", not in the catalog");
-  if (!c.measured_note.empty()) fmt::print(out, "{}\n", c.measured_note);
-  if (c.measured_bytes_per_s > 0)
-    fmt::print(out, "measured HBM ceiling {} ({}, {})\n", format_bytes_per_s(c.measured_bytes_per_s), c.measured_kernel,
-               c.measured_at_utc);
+             datasheet_memory_bytes_per_s(c) > 0
+                 ? fmt::format(", datasheet {} HBM", format_bytes_per_s(datasheet_memory_bytes_per_s(c)))
+                 : ", not in the catalog");
+  if (!c.note.empty()) fmt::print(out, "{}\n", c.note);
+  if (measured_memory_bytes_per_s(c) > 0)
+    fmt::print(out, "measured HBM ceiling {} ({}, {})\n", format_bytes_per_s(measured_memory_bytes_per_s(c)),
+               c.measured->hbm_kernel, c.measured->measured_at_utc);
   fmt::print(out, "fp32, random inputs, bytes = reads + writes; {}; each kernel's output checked before timing\n",
              o.cold ? "cold: L2 flushed before each sample (one call per sample)" : "hot: L2 not flushed");
   if (!setup.plan.method)

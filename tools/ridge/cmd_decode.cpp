@@ -33,7 +33,7 @@ void print_ready(const gpt2::DecodeRun& run, std::FILE* out) {
       fmt::print(out, "  (for scale: vs the reference run in bf16 the error is {:.3e})\n", *check.error_vs_reference_bf16);
   }
   fmt::print(out, "HBM bandwidth for the ceiling: {} ({}); device {}\n\n",
-             format_bytes_per_s(run.ceilings.bandwidth_bytes_per_s), run.ceilings.source, run.device_name);
+             format_bytes_per_s(run.ceilings.memory_bytes_per_s), run.ceilings.source_text, run.device_name);
   fmt::print(out, "{:>5} {:>7} {:>5} {:<11} {:>10} {:>10} {:>10} {:>9} {:>10} {:>7}  {}\n", "batch", "context", "mode",
              "method", "ms/step", "tokens/s", "bytes", "FLOP/B", "ceiling", "% ceil", "kernels, backend");
 }
@@ -75,7 +75,7 @@ gpt2::DecodeRun run_decode(const gpt2::DecodeOptions& o, const std::string& svg,
   progress_done();
   fmt::print(out, "\nbytes: weights read once per step ({}) + each sequence's KV cache up to its context; ceiling: "
                   "decode_ceiling in tokens/s at {}.\n",
-             format_bytes(run.weight_bytes_per_step), format_bytes_per_s(run.ceilings.bandwidth_bytes_per_s));
+             format_bytes(run.weight_bytes_per_step), format_bytes_per_s(run.ceilings.memory_bytes_per_s));
   fmt::print(out, "cuda_events: per-step events (include the host's launch time); spin_hold: queue held while the "
                   "step is launched (GPU time); graph_replay: the step captured once, replayed.\n");
   for (const auto& point : run.configurations)

@@ -18,17 +18,18 @@ void print_setup(std::FILE* out, const MatmulSetup& setup) {
   const auto& o = setup.plan.options;
   fmt::print(out, "ridge matmul on {} (cuBLASLt, random inputs in [-1, 1], C = A @ B, {})\n", setup.device.name,
              o.cold ? "cold: L2 flushed before each sample" : "hot: L2 not flushed");
-  if (!setup.ceilings.measured_note.empty()) fmt::print(out, "{}\n", setup.ceilings.measured_note);
+  if (!setup.ceilings.note.empty()) fmt::print(out, "{}\n", setup.ceilings.note);
+  const DeviceCeilings ds = setup.ceilings.datasheet_ceilings().value_or(DeviceCeilings{});
+  const DeviceCeilings me = setup.ceilings.measured ? setup.ceilings.measured->ceilings : DeviceCeilings{};
   for (DType d : setup.plan.dtypes) {
-    const GemmRoof ds = setup.ceilings.datasheet_roof(d), me = setup.ceilings.measured_roof(d);
-    fmt::print(out, "  {}: datasheet {}{}\n", to_string(d),
-               ds.known() ? fmt::format("{} peak, {} HBM, ridge at {:.0f} FLOP/B", format_flops(ds.peak_flops_per_s),
-                                        format_bytes_per_s(ds.bandwidth_bytes_per_s),
-                                        ridge_point(ds.peak_flops_per_s, ds.bandwidth_bytes_per_s))
-                          : std::string("unknown"),
-               me.known() ? fmt::format("; measured {} peak, {} HBM", format_flops(me.peak_flops_per_s),
-                                        format_bytes_per_s(me.bandwidth_bytes_per_s))
-                          : std::string(""));
+    const std::string t = to_string(d);
+    fmt::print(out, "  {}: datasheet {}{}\n", t,
+               ds.ridge_point(t) > 0 ? fmt::format("{} peak, {} HBM, ridge at {:.0f} FLOP/B", format_flops(ds.peak_flops(t)),
+                                                   format_bytes_per_s(ds.memory_bytes_per_s), ds.ridge_point(t))
+                                     : std::string("unknown"),
+               me.ridge_point(t) > 0 ? fmt::format("; measured {} peak, {} HBM", format_flops(me.peak_flops(t)),
+                                                   format_bytes_per_s(me.memory_bytes_per_s))
+                                     : std::string(""));
   }
   if (!setup.plan.method)
     fmt::print(out, "timing: --method auto = CUDA graph replay (launch-free) for GEMMs under 1 ms, CUDA events above\n");

@@ -45,10 +45,10 @@ SectionOutput bandwidth_section(ReportContext& ctx) {
     ctx.measured[prediction::add_tb_per_s] = best.largest_bytes_per_s / 1e12;
     md += fmt::format("At {} elements the best variant ({}) moves **{}**", best.largest_n, to_string(best.variant),
                       format_bytes_per_s(best.largest_bytes_per_s));
-    if (sweep.setup.ceilings.datasheet_bytes_per_s > 0) {
+    if (datasheet_memory_bytes_per_s(sweep.setup.ceilings) > 0) {
       ctx.measured[prediction::add_fraction_of_datasheet] = best.fraction_of_datasheet;
       md += fmt::format(", {} of the datasheet's {}", format_percent(best.fraction_of_datasheet, 0),
-                        format_bytes_per_s(sweep.setup.ceilings.datasheet_bytes_per_s));
+                        format_bytes_per_s(datasheet_memory_bytes_per_s(sweep.setup.ceilings)));
     }
     md += ".\n\n";
   }
@@ -98,7 +98,7 @@ SectionOutput decode_section(ReportContext& ctx) {
   std::string& md = out.markdown;
   md += fmt::format("The reference workload: one GPT-2 small ({}) decode step with a KV cache, eager launches "
                     "against the whole step replayed as a CUDA graph, next to `decode_ceiling` at {} ({}).\n\n",
-                    to_string(o.dtype), format_bytes_per_s(run.ceilings.bandwidth_bytes_per_s), ctx.ceilings.source_text);
+                    to_string(o.dtype), format_bytes_per_s(run.ceilings.memory_bytes_per_s), ctx.ceilings.source_text);
   md += "| batch | context | mode | method | ms/step | tokens/s | decode_ceiling tokens/s | % of ceiling |\n"
         "|---:|---:|---|---|---:|---:|---:|---:|\n";
   double best_fraction = 0, best_tokens = 0;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ridge/ceilings.hpp"
 #include "ridge/dtype.hpp"
 #include "ridge/gpt2/checks.hpp"
 #include "ridge/gpt2/config.hpp"
@@ -61,16 +62,12 @@ std::vector<int> parse_positive_ints(const std::string& text, const std::string&
 /// Parses "eager,graph" (either or both). Throws UsageError for an unknown mode or an empty list.
 std::vector<Mode> parse_modes(const std::string& text);
 
-/// The ceilings a decode step is compared with.
-struct DecodeCeilings {
-  double bandwidth_bytes_per_s = 0;       ///< HBM bandwidth decode_ceiling divides by
-  std::string source;                     ///< "--bandwidth" (given) or "measured (<kernel>)"
-  std::optional<double> peak_flops_per_s; ///< measured tensor/FP32 peak for the dtype, when known
-};
-/// The one place the decode step's ceilings come from: `bandwidth_bytes_per_s` when > 0, else the
-/// device's measured ceilings (cached per device; the first measurement takes tens of seconds).
-/// Throws Error when the measured bandwidth is missing.
-DecodeCeilings decode_ceilings(int device, double bandwidth_bytes_per_s, DType dtype);
+/// The one place the decode step's ceilings come from. `bandwidth_bytes_per_s` > 0: source user,
+/// source_text "--bandwidth", that memory bandwidth and no peaks. Otherwise the device's measured
+/// ceilings (cached per device; the first measurement takes tens of seconds) with source_text
+/// "measured (<the kernel that reached the HBM bandwidth>)". decode_ceiling divides by
+/// memory_bytes_per_s. Throws Error when the measured bandwidth is missing.
+DeviceCeilings decode_ceilings(int device, double bandwidth_bytes_per_s);
 
 /// One (batch, context) configuration.
 struct DecodeConfiguration {
@@ -96,7 +93,7 @@ struct DecodeRun {
   double device_bytes = 0;               ///< the model's weights on the GPU
   std::string device_name;
   std::optional<ReferenceLogitsCheck> reference_check;  ///< with `check_logits`
-  DecodeCeilings ceilings;
+  DeviceCeilings ceilings;                ///< what decode_ceiling and the plausibility floor use
   double weight_bytes_per_step = 0;      ///< weights read once per step
   bool pdl = true;                       ///< DecodeOptions::pdl (used where the GPU has it)
   std::vector<DecodeConfiguration> configurations;  ///< in the order run: batches outer, contexts inner
@@ -125,7 +122,7 @@ DecodeRun run_decode(const DecodeOptions& options, const DecodeCallbacks& callba
 
 /// The decode records on the roofline (achieved FLOP/s against intensity, one series per mode,
 /// method and context) under the roofline at the run's ceilings (the fastest known peak for the
-/// dtype when none was measured). No series when the run has no decode records.
+/// dtype when none was measured), drawn by roofline_plot. No series when the run has no decode records.
 Plot decode_roofline_plot(const DecodeRun& run);
 /// Tokens/s against batch per mode and context, with decode_ceiling dashed.
 Plot decode_tokens_plot(const DecodeRun& run);

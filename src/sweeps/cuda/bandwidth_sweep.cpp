@@ -20,8 +20,7 @@ BandwidthSetup prepare_bandwidth_sweep(const BandwidthSweepOptions& options) {
   const auto& o = setup.plan.options;
   require_gpu(o.device);
   setup.device = describe_device(o.device);
-  MeasuredLookup measured = lookup_measured_ceilings(o.device, setup.device, o.ceilings);
-  setup.ceilings = bandwidth_ceilings(datasheet_for(setup.device), measured.ceilings, measured.note);
+  setup.ceilings = ceilings_for(o.device, setup.device, ceilings_mode_from_string(o.ceilings));
   return setup;
 }
 
@@ -31,9 +30,9 @@ BandwidthSweep run_bandwidth_sweep(const BandwidthSetup& setup, const SweepCallb
   sweep.setup = setup;
   const BandwidthPlan& p = setup.plan;
   const auto& o = p.options;
-  const BandwidthCeilings& ceilings = setup.ceilings;
+  const CeilingsLookup& ceilings = setup.ceilings;
   const double l2 = static_cast<double>(setup.device.l2_bytes);
-  const double reference_bw = ceilings.reference_bytes_per_s();
+  const double reference_bw = knee_reference_bytes_per_s(ceilings);
 
   const std::int64_t capacity = *std::max_element(p.sizes.begin(), p.sizes.end());
   if (callbacks.on_status)

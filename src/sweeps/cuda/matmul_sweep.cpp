@@ -19,8 +19,7 @@ MatmulSetup prepare_matmul_sweep(const MatmulSweepOptions& options) {
   const auto& o = setup.plan.options;
   require_gpu(o.device);
   setup.device = describe_device(o.device);
-  MeasuredLookup measured = lookup_measured_ceilings(o.device, setup.device, o.ceilings);
-  setup.ceilings = matmul_ceilings(datasheet_for(setup.device), measured.ceilings, setup.plan.dtypes, measured.note);
+  setup.ceilings = ceilings_for(o.device, setup.device, ceilings_mode_from_string(o.ceilings));
   return setup;
 }
 
@@ -43,13 +42,14 @@ MatmulSweep run_matmul_sweep(const MatmulSetup& setup, const SweepCallbacks& cal
     if (!check.passed)
       throw VerificationError(fmt::format("the {} GEMM {}x{}x{} gave wrong results: {}", pt.dtype, shape.m, shape.n,
                                           shape.k, check.summary()));
-    const GemmRoof ds = setup.ceilings.datasheet_roof(dtype), me = setup.ceilings.measured_roof(dtype);
-    const double peak_guess = ds.peak_flops_per_s > 0   ? ds.peak_flops_per_s
-                              : me.peak_flops_per_s > 0 ? me.peak_flops_per_s
-                                                        : fastest_known_peak_flops(dtype);
-    const double bw_guess = ds.bandwidth_bytes_per_s > 0   ? ds.bandwidth_bytes_per_s
-                            : me.bandwidth_bytes_per_s > 0 ? me.bandwidth_bytes_per_s
-                                                           : 2e12;
+    const DeviceCeilings ds = setup.ceilings.datasheet_ceilings().value_or(DeviceCeilings{});
+    const DeviceCeilings me = setup.ceilings.measured ? setup.ceilings.measured->ceilings : DeviceCeilings{};
+    const double peak_guess = ds.peak_flops(to_string(dtype)) > 0   ? ds.peak_flops(to_string(dtype))
+                              : me.peak_flops(to_string(dtype)) > 0 ? me.peak_flops(to_string(dtype))
+                                                                    : fastest_known_peak_flops(dtype);
+    const double bw_guess = ds.memory_bytes_per_s > 0   ? ds.memory_bytes_per_s
+                            : me.memory_bytes_per_s > 0 ? me.memory_bytes_per_s
+                                                        : 2e12;
     // Estimated call time: the roofline floor at an assumed 50% of the ceilings.
     const double estimated_ms = roofline_floor_s(gemm.bytes(), gemm.flops(), peak_guess, bw_guess) * 1e3 / 0.5;
     const Method method = p.method ? *p.method : auto_method(estimated_ms);

@@ -11,16 +11,6 @@
 
 namespace ridge {
 
-// Both forward to ceilings_for (ridge/catalog.hpp), the one lookup of datasheet and measured ceilings.
-std::optional<CatalogEntry> datasheet_for(const DeviceDescription& device) {
-  return ceilings_for(device.index, device, CeilingsMode::none).datasheet;
-}
-
-MeasuredLookup lookup_measured_ceilings(int device, const DeviceDescription& description, const std::string& mode) {
-  CeilingsLookup lookup = ceilings_for(device, description, ceilings_mode_from_string(mode));
-  return {std::move(lookup.measured), lookup.note};
-}
-
 double EmptyLaunchFloor::ms(Method method, int repeats_per_sample, const CudaOptions& like) {
   int bucket = 1;
   while (bucket < repeats_per_sample && bucket < (1 << 14)) bucket *= 2;

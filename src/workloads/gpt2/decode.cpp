@@ -108,37 +108,29 @@ std::string series_key(const Record& r) {
 }  // namespace
 
 Plot decode_roofline_plot(const DecodeRun& run) {
-  const double bandwidth = run.ceilings.bandwidth_bytes_per_s;
-  const double peak = run.ceilings.peak_flops_per_s.value_or(fastest_known_peak_flops(run.dtype));
-  Plot roof;
-  roof.title = fmt::format("GPT-2 decode on the roofline ({} at {}, peak {})", to_string(run.dtype),
-                           format_bytes_per_s(bandwidth), format_flops(peak));
-  roof.x_label = "arithmetic intensity (FLOP/byte)";
+  std::vector<const Record*> plotted;
+  for (const auto& r : run.records)
+    if (is_plotted(r)) plotted.push_back(&r);
+  if (plotted.empty()) return Plot{};
+  // Series in key order, each left to right.
+  std::stable_sort(plotted.begin(), plotted.end(), [](const Record* a, const Record* b) {
+    const std::string ka = series_key(*a), kb = series_key(*b);
+    return ka != kb ? ka < kb : a->intensity_flop_per_byte() < b->intensity_flop_per_byte();
+  });
+  std::vector<RooflineOperation> operations;
+  for (const Record* r : plotted)
+    operations.push_back({fmt::format("B={}", r->params.value("batch", 0)), r->dtype, r->intensity_flop_per_byte(),
+                          r->flops_per_s(), series_key(*r), ""});
+  // Without a measured peak (e.g. --bandwidth) the roof is the fastest known GPU's.
+  DeviceCeilings ceilings = run.ceilings;
+  const std::string dtype = to_string(run.dtype);
+  if (!(ceilings.peak_flops(dtype) > 0)) ceilings.peak_flops_per_s[dtype] = fastest_known_peak_flops(run.dtype);
+  RooflinePlotOptions options;
+  options.title = fmt::format("GPT-2 decode on the roofline ({} at {}, peak {})", dtype,
+                              format_bytes_per_s(ceilings.memory_bytes_per_s), format_flops(ceilings.peak_flops(dtype)));
+  options.dtypes = {dtype};
+  Plot roof = roofline_plot(ceilings, operations, options);
   roof.y_label = "achieved (FLOP/s)";
-  std::map<std::string, PlotSeries> by_key;
-  double min_i = 1e9, max_i = 0;
-  for (const auto& r : run.records) {
-    if (!is_plotted(r)) continue;
-    const double intensity = r.intensity_flop_per_byte();
-    min_i = std::min(min_i, intensity);
-    max_i = std::max(max_i, intensity);
-    auto& s = by_key[series_key(r)];
-    s.name = series_key(r);
-    s.points.push_back({intensity, r.flops_per_s(), fmt::format("B={}", r.params.value("batch", 0))});
-  }
-  if (by_key.empty()) return roof;
-  PlotSeries roofline;
-  roofline.name = "roofline: min(peak, I x bandwidth)";
-  roofline.markers = false;
-  roofline.dashed = true;
-  roofline.color = "#444";
-  const double lo = std::max(0.1, min_i / 2), hi = std::max(max_i * 2, 2 * ridge_point(peak, bandwidth));
-  for (double i = lo; i <= hi * 1.0001; i *= 1.25) roofline.points.push_back({i, attainable_flops(i, peak, bandwidth), ""});
-  roof.series.push_back(roofline);
-  for (auto& [key, s] : by_key) {
-    sort_by_x(s);
-    roof.series.push_back(s);
-  }
   return roof;
 }
 

@@ -19,15 +19,21 @@
 
 namespace ridge::gpt2 {
 
-DecodeCeilings decode_ceilings(int device, double bandwidth_bytes_per_s, DType dtype) {
-  if (bandwidth_bytes_per_s > 0) return {bandwidth_bytes_per_s, "--bandwidth", std::nullopt};
+DeviceCeilings decode_ceilings(int device, double bandwidth_bytes_per_s) {
+  if (bandwidth_bytes_per_s > 0) {
+    DeviceCeilings given;
+    given.source = CeilingsSource::user;
+    given.source_text = "--bandwidth";
+    given.memory_bytes_per_s = bandwidth_bytes_per_s;
+    return given;
+  }
   const MeasuredCeilings c = measured_ceilings(device);
   if (!(c.ceilings.memory_bytes_per_s > 0))
     throw Error("the measured HBM bandwidth is missing or zero; pass --bandwidth GB/s");
-  DecodeCeilings d{c.ceilings.memory_bytes_per_s,
-                   fmt::format("measured ({})", c.hbm_kernel.empty() ? "ceilings" : c.hbm_kernel), std::nullopt};
-  d.peak_flops_per_s = c.ceilings.peak(dtype);
-  return d;
+  DeviceCeilings measured = c.ceilings;
+  // Decode is bound by the HBM bandwidth: name the kernel that reached it (records keep this text).
+  measured.source_text = fmt::format("measured ({})", c.hbm_kernel.empty() ? "ceilings" : c.hbm_kernel);
+  return measured;
 }
 
 namespace {
@@ -93,7 +99,7 @@ Record decode_record(const Measurement& m, Mode mode, const DecodeConfiguration&
   r.verification = "passed";
   const double tokens_per_s = point.batch / r.median_s();
   const double ceiling = point.ceiling_tokens_per_s;
-  const DecodeCeilings& bw = sweep.run.ceilings;
+  const DeviceCeilings& bw = sweep.run.ceilings;
   r.extra = {{"tokens_per_s", tokens_per_s},
              {"ms_per_step", r.summary.median},
              {"decode_ceiling_tokens_per_s", ceiling},
@@ -101,24 +107,20 @@ Record decode_record(const Measurement& m, Mode mode, const DecodeConfiguration&
              {"weight_bytes", cost.weight_bytes},
              {"kv_bytes_per_sequence", cost.kv_bytes_per_sequence},
              {"intensity_flop_per_byte", cost.intensity()},
-             {"bandwidth_bytes_per_s", bw.bandwidth_bytes_per_s},
-             {"bandwidth_source", bw.source},
+             {"bandwidth_bytes_per_s", bw.memory_bytes_per_s},
+             {"bandwidth_source", bw.source_text},
              {"kernels_per_step", point.kernels_per_step},
              {"check", point.check.summary()},
              {"meaning", describe(m.method)}};
   r.clocks_end = read_clocks(sweep.options.device);
+  // The roofline floor needs the dtype's peak: only measured ceilings have one.
   std::optional<DeviceCeilings> ceilings;
-  if (bw.peak_flops_per_s) {
-    ceilings.emplace();
-    ceilings->source_text = bw.source;
-    ceilings->memory_bytes_per_s = bw.bandwidth_bytes_per_s;
-    ceilings->peak_flops_per_s[to_string(sweep.options.dtype)] = *bw.peak_flops_per_s;
-  }
+  if (bw.peak_flops(to_string(sweep.options.dtype)) > 0) ceilings = bw;
   add_plausibility_warnings(r, ceilings, sweep.l2_bytes);
   if (tokens_per_s > ceiling * 1.02)
     r.warnings.push_back(fmt::format("impossible: {:.0f} tokens/s is above decode_ceiling ({:.0f}) at {}; the timer "
                                      "did not see the work",
-                                     tokens_per_s, ceiling, format_bytes_per_s(bw.bandwidth_bytes_per_s)));
+                                     tokens_per_s, ceiling, format_bytes_per_s(bw.memory_bytes_per_s)));
   return r;
 }
 
@@ -146,7 +148,7 @@ void run_configuration(int batch, int context, Sweep& sweep) {
   }
   decoder.fill_random_cache(cached, o.seed);
   point.cost = decoder.cost(cached);
-  point.ceiling_tokens_per_s = decode_ceiling(point.cost.weight_bytes, sweep.run.ceilings.bandwidth_bytes_per_s, batch,
+  point.ceiling_tokens_per_s = decode_ceiling(point.cost.weight_bytes, sweep.run.ceilings.memory_bytes_per_s, batch,
                                               point.cost.kv_bytes_per_sequence);
   point.gemm = decoder.gemm();
   point.kernel = decoder.kernel();
@@ -218,7 +220,7 @@ DecodeRun run_decode(const DecodeOptions& o, const DecodeCallbacks& callbacks) {
 
   if (!o.check_logits.empty()) run_reference_file_check(*model, o, callbacks, run);
   if (!(o.bandwidth_bytes_per_s > 0)) report(callbacks, "decode: measured ceilings (cached after the first run)");
-  run.ceilings = decode_ceilings(o.device, o.bandwidth_bytes_per_s, o.dtype);
+  run.ceilings = decode_ceilings(o.device, o.bandwidth_bytes_per_s);
   report(callbacks, "");
   if (callbacks.on_ready) callbacks.on_ready(run);
 
