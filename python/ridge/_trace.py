@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import warnings
 from typing import Iterator, Optional
 
 from . import _ridge
@@ -65,6 +66,16 @@ class TraceSession:
                                       self._tracer.analysis_text(self.top, self.step_range))
 
 
+_nvtx_routed = False
+
+
+def _route_nvtx_to_cupti() -> None:
+    global _nvtx_routed
+    if not _nvtx_routed:
+        _ridge.enable_nvtx_capture()
+        _nvtx_routed = True
+
+
 @contextlib.contextmanager
 def trace(path: Optional[str] = "runs/trace.json", *, step_range: str = "", top: int = 10,
           all_api_calls: bool = False) -> Iterator[TraceSession]:
@@ -81,11 +92,17 @@ def trace(path: Optional[str] = "runs/trace.json", *, step_range: str = "", top:
         yield session
     finally:
         session._finish()
+    if step_range and session.analysis is not None and not session.analysis.steps:
+        warnings.warn(f"no NVTX range named {step_range!r} reached the trace. NVTX picks its tool at the process's "
+                      "first NVTX call: import ridge and use ridge.nvtx (or ridge.trace) before anything else "
+                      "calls NVTX.", RuntimeWarning, stacklevel=3)
 
 
 @contextlib.contextmanager
 def nvtx(name: str) -> Iterator[None]:
-    """An NVTX range around the block (a step or an operator in the trace)."""
+    """An NVTX range around the block (a step or an operator in the trace). The first call routes
+    NVTX to CUPTI, so ranges reach ridge.trace even when opened before a trace starts."""
+    _route_nvtx_to_cupti()
     scope = _ridge.NvtxScope(name)
     scope.enter()
     try:

@@ -69,6 +69,8 @@ void bind_trace(nb::module_& m) {
       .def(nb::init<std::string>(), "name"_a)
       .def("enter", &NvtxScope::enter)
       .def("exit", &NvtxScope::exit);
+  m.def("enable_nvtx_capture", &enable_nvtx_capture,
+        "Routes this process's NVTX calls to CUPTI (NVTX reads this at its first call); False if CUPTI is not found.");
   m.def("nvtx_mark", [](const std::string& name) { nvtx_mark(name.c_str()); }, "name"_a, "An instantaneous NVTX marker.");
 
   m.def(
