@@ -38,8 +38,9 @@ def test_trace_counts_kernels_per_step_and_writes_perfetto_json(tmp_path):
                 y = torch.relu(y)
     a = t.analysis
     assert path.exists() and path.stat().st_size > 0
-    assert a.kernel_count >= 6
-    assert a.kernels_per_step == [2, 2, 2]
+    per_step = a.kernels_per_step
+    assert len(per_step) == 3 and len(set(per_step)) == 1 and per_step[0] >= 2  # matmul + relu, each step alike
+    assert a.kernel_count >= sum(per_step)
     assert a.gpu_busy_ms > 0 and a.kernels
     again = ridge.analyze_trace(path, step_range="step")
     assert again.kernel_count == a.kernel_count
