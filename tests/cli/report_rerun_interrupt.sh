@@ -41,6 +41,7 @@ mkdir empty; report -o empty >/dev/null 2>err || fail "a report into an empty fo
 # interrupted SIGNAL RC: stopped after the first section, DEST absent, partial folder marked.
 interrupted() {
   local sig=$1 want=$2 dest=dest-$1
+  rm -f err  # the wait below reads the new run's stderr, never an earlier one's
   CUDA_VISIBLE_DEVICES= "$ridge" report -o "$dest" --pause-between-sections 30 >out 2>err &
   local pid=$!
   for _ in $(seq 200); do grep -q "done in" err 2>/dev/null && break; sleep 0.05; done
@@ -59,6 +60,7 @@ interrupted TERM 143
 
 # SIGINT into an existing folder with --force: the old report stays as it was.
 before=$(cat old/report.md)
+rm -f err
 CUDA_VISIBLE_DEVICES= "$ridge" report -o old --force --pause-between-sections 30 >out 2>err &
 pid=$!
 for _ in $(seq 200); do grep -q "done in" err 2>/dev/null && break; sleep 0.05; done
@@ -68,6 +70,7 @@ kill -INT "$pid"; wait "$pid"; rc=$?
 [ "$(cat old/notes.txt)" = keep ] || fail "an interrupted --force run touched notes.txt"
 
 # A second SIGINT exits at once, even while the first is being honoured.
+rm -f err
 CUDA_VISIBLE_DEVICES= "$ridge" report -o twice --pause-between-sections 30 >out 2>err &
 pid=$!
 for _ in $(seq 200); do [ -f "twice.partial-$pid/INCOMPLETE" ] && break; sleep 0.05; done
