@@ -140,8 +140,13 @@ struct SignalForwarding {
     forward.sa_sigaction = forward_signal;
     forward.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&forward.sa_mask);
-    for (std::size_t i = 0; i < std::size(previous); ++i)
-      sigaction(trace_detail::forwarded_signals[i], &forward, &previous[i]);
+    for (std::size_t i = 0; i < std::size(previous); ++i) {
+      const int sig = trace_detail::forwarded_signals[i];
+      sigaction(sig, nullptr, &previous[i]);
+      // An ignored signal stays ignored, for the program too (nohup's SIGHUP).
+      const bool ignored = !(previous[i].sa_flags & SA_SIGINFO) && previous[i].sa_handler == SIG_IGN;
+      if (!ignored) sigaction(sig, &forward, nullptr);
+    }
   }
   ~SignalForwarding() {
     for (std::size_t i = 0; i < std::size(previous); ++i)

@@ -770,6 +770,20 @@ TEST(TraceProgram, ForwardsToTheWholeGroupOfAProgramThatLeadsOne) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));  // sleep was interrupted
 }
 
+TEST(TraceProgram, ASignalIgnoredByTheCallerStaysIgnoredForTheProgram) {
+  // nohup ridge trace ...: a hangup must not end the program.
+  struct sigaction ignore {}, previous {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGHUP, &ignore, &previous);
+  const ProgramTrace t = trace_program(shell("kill -HUP $$; exit 3"));
+  struct sigaction after {};
+  sigaction(SIGHUP, &previous, &after);
+  EXPECT_EQ(t.program.exit_code, 3);
+  EXPECT_EQ(t.program.signal, 0);
+  EXPECT_EQ(after.sa_handler, SIG_IGN) << "trace_program must put the caller's disposition back";
+}
+
 TEST(TraceProgram, AnalyzesASavedTraceThroughAWindow) {
   const std::string file = std::string(RIDGE_SOURCE_DIR) + "/tests/cli/data/tiny_pytorch_trace.json";
   const TraceFileAnalysis all = analyze_trace_file(file, {}, {.top = 10, .step_range = "step"});
