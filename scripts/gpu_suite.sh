@@ -12,7 +12,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 { git log --oneline -1; nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv; } > "$out/environment.txt" 2>&1
 scripts/setup.sh > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 ctest --test-dir build -j4 --output-on-failure > "$out/ctest.log" 2>&1; ctest_rc=$?
-{ time build/bin/ridge report -o "$out/report" ; } > "$out/report.log" 2>&1; report_rc=$?
+{ time build/bin/ridge report -o "$out/report" --force ; } > "$out/report.log" 2>&1; report_rc=$?
 RIDGE_VENV=build/python-site scripts/test_python.sh --current-env > "$out/pytest.log" 2>&1; pytest_rc=$?
 PYTHONPATH=build/python-site python3 bench/python_vs_triton.py --out "$out" > "$out/python_vs_triton.log" 2>&1; bench_rc=$?
 grep -E "tests passed|tests failed" "$out/ctest.log"; tail -1 "$out/pytest.log"; tail -3 "$out/report.log"

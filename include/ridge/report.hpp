@@ -104,6 +104,12 @@ struct ReportOptions {
   std::FILE* log = nullptr;    ///< where sections print their own output; nullptr = discarded
   /// The command line, for results.json's context and the report's last line.
   std::vector<std::string> argv;
+  /// An existing, non-empty folder is refused (UsageError) unless this is set; then ridge's own
+  /// files in it (is_report_file) are replaced at the end and every other file is kept.
+  bool force = false;
+  /// TESTING AID, not a measurement: wait this many seconds after each section (stopping early
+  /// when a stop is requested), so a test can interrupt a model-only report between sections.
+  double pause_between_sections_s = 0;
 };
 
 /// How one section went.
@@ -122,10 +128,13 @@ struct ReportCallbacks {
   std::function<void(const std::string& note)> on_note;
   std::function<void(std::size_t index, std::size_t count, const ReportSection& section)> on_section_start;
   std::function<void(std::size_t index, std::size_t count, const SectionRun& run)> on_section_done;
+  /// Asked between sections: a signal number (e.g. SIGINT) stops the report there, leaving the
+  /// partial folder marked INCOMPLETE and the destination untouched; 0 = go on.
+  std::function<int()> stop_requested;
 };
 
 struct ReportResult {
-  std::filesystem::path folder;  ///< where everything was written
+  std::filesystem::path folder;  ///< where everything was written: the destination, or the partial folder when stopped
   bool gpu = false;              ///< false: a model-only report
   std::string subject;           ///< the device, or "<catalog device> (model only)"
   std::vector<SectionRun> sections;
@@ -134,8 +143,14 @@ struct ReportResult {
   std::string markdown;          ///< report.md
   std::vector<std::string> files;  ///< file names written into the folder
   double wall_seconds = 0;
-  /// The exit code of the first section that failed (the report is written anyway), else 0.
+  /// The exit code of the first section that failed (the report is written anyway), else 0;
+  /// 128 + the signal when the report was stopped.
   int exit_code = 0;
+  /// The signal that stopped the report between sections (0 = it ran to the end). When set,
+  /// `folder` is the partial folder, marked INCOMPLETE, and the destination was not touched.
+  int stopped_by_signal = 0;
+  /// Entries of an existing folder (--force) that are not ridge's and were kept, by name.
+  std::vector<std::string> kept_files;
 };
 
 /// Runs the registered sections in order on one GPU (GPU and always sections), or the model-only
@@ -143,6 +158,31 @@ struct ReportResult {
 /// user can get wrong (predictions, --device, --model) before any work and throws UsageError.
 /// A failing section is reported in the report and in the result, not thrown.
 ReportResult run_report(const ReportOptions& options, const ReportCallbacks& callbacks = {});
+
+// ---- the report folder: built beside the destination, moved into place at the end ------------
+
+/// True for the names ridge report writes into its folder: report.md, report.html, results.json,
+/// trace*.json, *.svg and INCOMPLETE. --force removes only these from an existing folder.
+bool is_report_file(const std::string& name);
+
+/// Checks the destination before any work: a non-folder is a UsageError; an existing non-empty
+/// folder is a UsageError unless `force` (which names --force and -o).
+void check_report_destination(const std::filesystem::path& destination, bool force);
+
+/// A new folder beside `destination` (same filesystem, so the final rename is atomic), named
+/// DEST.partial-PID, holding an INCOMPLETE file written first that says a report is being built.
+std::filesystem::path make_partial_report_folder(const std::filesystem::path& destination);
+
+/// Rewrites INCOMPLETE in `partial`: the report was stopped by `signal` after `finished` sections;
+/// `not_run` never ran.
+void mark_report_incomplete(const std::filesystem::path& partial, int signal, const std::vector<std::string>& finished,
+                            const std::vector<std::string>& not_run);
+
+/// Moves the finished report in `partial` (INCOMPLETE removed) to `destination`: a rename when the
+/// destination does not exist; otherwise ridge's own files in it are removed and the new ones
+/// moved in. Returns the destination's other entries, which were kept.
+std::vector<std::string> finalize_report_folder(const std::filesystem::path& partial,
+                                                const std::filesystem::path& destination);
 
 // ---- predictions -------------------------------------------------------------------------------
 

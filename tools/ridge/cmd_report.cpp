@@ -1,6 +1,9 @@
 // `ridge report`: the main job. ridge::run_report runs the registered report sections
 // (report_sections.hpp) on one GPU, or the model-only ones without a GPU, and writes one folder;
 // this command maps the options, shows progress on stderr and prints the folder on stdout.
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <memory>
 
@@ -11,6 +14,22 @@
 
 namespace ridge::cli {
 namespace {
+
+// Set by the first SIGINT/SIGTERM; the runner stops at the next section boundary. A second one exits at once.
+volatile std::sig_atomic_t stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal) {
+  if (stop_signal != 0) _exit(128 + signal);
+  stop_signal = signal;
+}
+
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
 
 struct ReportCommand {
   ReportOptions options;
@@ -31,7 +50,19 @@ int report(ReportCommand c) {
     fmt::print(stderr, "ridge report: [{}/{}] {} {} in {:.1f} s\n", i + 1, n, run.title,
                run.failed() ? "FAILED" : "done", run.seconds);
   };
+  callbacks.stop_requested = [] { return int(stop_signal); };
+  install_stop_handlers();
   const ReportResult r = run_report(c.options, callbacks);
+  if (r.stopped_by_signal) {
+    fmt::print(stderr, "ridge report: stopped by signal {} after {} section(s); the partial report is in {} (marked "
+               "INCOMPLETE); the destination folder was not touched\n", r.stopped_by_signal, r.sections.size(),
+               r.folder.string());
+    fmt::print("{}\n", r.folder.string());
+    return r.exit_code;
+  }
+  if (!r.kept_files.empty())
+    fmt::print(stderr, "ridge report: note: --force kept {} file(s) in {} that ridge did not write: {}\n",
+               r.kept_files.size(), r.folder.string(), fmt::join(r.kept_files, ", "));
   fmt::print(stderr, "ridge report: wrote {} in {:.1f} s{}\n", (r.folder / "report.html").string(), r.wall_seconds,
              r.gpu ? "" : " (model-only: no usable GPU)");
   fmt::print("{}\n", r.folder.string());
@@ -48,7 +79,12 @@ RIDGE_REGISTER_COMMAND(Command{
           "and writes report.md, a self-contained report.html, SVG plots, results.json (every record) and\n"
           "trace.json into one folder, whose path is printed on stdout; progress goes to stderr.\n"
           "Without a usable GPU it writes a model-only report (catalog roofline, decode ceilings, Amdahl) and exits 0.\n"
-          "Exit code: that of the first section that failed (the report is written anyway), else 0.");
+          "The report is built in DIR.partial-PID beside DIR (a file INCOMPLETE says so) and renamed to DIR at the end.\n"
+          "An existing non-empty DIR is refused unless --force, which replaces only ridge's own files in it.\n"
+          "Ctrl-C or SIGTERM stops at the next section: DIR is untouched, the partial folder keeps the finished\n"
+          "sections and INCOMPLETE says which; a second Ctrl-C exits at once.\n"
+          "Exit code: that of the first section that failed (the report is written anyway), 130 after Ctrl-C,\n"
+          "143 after SIGTERM, else 0.");
       add_device_option(app, o.device);
       app.add_option("-o,--output", o.folder, "report folder (default runs/report-<UTC timestamp>)")->type_name("DIR");
       app.add_flag("--quick", o.quick, "fewer samples and sizes: a short run (target <= 20 s on an H200)");
@@ -59,12 +95,21 @@ RIDGE_REGISTER_COMMAND(Command{
                      "(listed in the report)")
           ->type_name("KEY=VALUE")
           ->take_all();
+      app.add_flag("--force", o.force,
+                   "write into an existing folder: replace ridge's own files there (report.md, report.html, "
+                   "results.json, trace*.json, *.svg, INCOMPLETE) and keep every other file");
       app.add_flag("-v,--verbose", c->verbose, "also print each section's own output on stderr");
       app.add_option("--inject-slowdown-us", o.inject_slowdown_us,
                      "TESTING AID, not a measurement: slow the timing section's large matmul by a GPU busy-wait of "
                      "this many microseconds per call, to check that `ridge compare` flags a slowdown")
           ->default_val(0)
           ->check(CLI::Range(0.0, 1e7));
+      app.add_option("--pause-between-sections", o.pause_between_sections_s,
+                     "TESTING AID, not a measurement: wait this many seconds after each section, so a test can "
+                     "interrupt a report between sections")
+          ->type_name("S")
+          ->default_val(0)
+          ->check(CLI::Range(0.0, 3600.0));
       return std::function<int()>([c] { return report(*c); });
     }});
 

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -90,6 +92,13 @@ std::vector<ReportSection> sections_to_run(bool gpu) {
     if (s.mode == SectionMode::always || (s.mode == SectionMode::gpu) == gpu) sections.push_back(s);
   std::stable_sort(sections.begin(), sections.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   return sections;
+}
+
+/// The testing aid --pause-between-sections: sleeps `seconds` in short steps, returning early when a stop is requested.
+void pause_unless_stopped(double seconds, const std::function<int()>& stop_signal) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until && stop_signal() == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 std::string report_header(const ReportResult& r, const CatalogEntry& model, bool quick) {
@@ -181,10 +190,13 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
     throw UsageError(fmt::format("--device {}: this machine has {} usable GPU(s), numbered from 0", o.device, count));
   const CatalogEntry& model = catalog_entry(o.model);  // throws UsageError listing the known keys
 
-  r.folder = o.folder.empty() ? default_folder() : fs::path(o.folder);
-  std::error_code ec;
-  fs::create_directories(r.folder, ec);
-  if (ec) throw Error(fmt::format("cannot create the report folder {}: {}", r.folder.string(), ec.message()));
+  if (!(o.pause_between_sections_s >= 0))
+    throw UsageError(fmt::format("--pause-between-sections must be >= 0 seconds, got {}", o.pause_between_sections_s));
+  const fs::path destination = o.folder.empty() ? default_folder() : fs::path(o.folder);
+  check_report_destination(destination, o.force);
+  // Built beside the destination and moved into place at the end: an interrupted or killed
+  // report leaves DEST as it was and a folder marked INCOMPLETE.
+  r.folder = make_partial_report_folder(destination);
 
   r.results = new_report_results(o.argv, o.device, r.gpu);
   r.results.context.predictions = predictions;
@@ -214,7 +226,10 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
   std::map<std::string, std::string> svgs;
   std::string trace;
   nlohmann::json section_log = nlohmann::json::array();
+  const auto stop_signal = [&] { return callbacks.stop_requested ? callbacks.stop_requested() : 0; };
   for (std::size_t i = 0; i < sections.size(); ++i) {
+    if (i > 0) pause_unless_stopped(o.pause_between_sections_s, stop_signal);
+    if ((r.stopped_by_signal = stop_signal()) != 0) break;
     if (callbacks.on_section_start) callbacks.on_section_start(i, sections.size(), sections[i]);
     SectionRun run;
     SectionOutput out = run_section(sections[i], ctx, run);
@@ -225,6 +240,9 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
   }
   if (r.gpu) r.results.context.clocks_end = read_clocks(o.device);
   r.wall_seconds = seconds_since(t0);
+  if (r.stopped_by_signal)
+    r.markdown += fmt::format("> **Incomplete report:** stopped by signal {} after {} of {} sections (see INCOMPLETE).\n\n",
+                              r.stopped_by_signal, r.sections.size(), sections.size());
   r.markdown += files_markdown(r, svgs, !trace.empty(), o.quick);
   r.measured = ctx.measured;
 
@@ -245,6 +263,16 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
     write_text((r.folder / "trace.json").string(), trace);
     r.files.push_back("trace.json");
   }
+  if (r.stopped_by_signal) {
+    std::vector<std::string> finished, not_run;
+    for (const auto& s : r.sections) finished.push_back(s.title);
+    for (std::size_t i = r.sections.size(); i < sections.size(); ++i) not_run.push_back(sections[i].title);
+    mark_report_incomplete(r.folder, r.stopped_by_signal, finished, not_run);
+    r.exit_code = 128 + r.stopped_by_signal;
+    return r;
+  }
+  r.kept_files = finalize_report_folder(r.folder, destination);
+  r.folder = destination;
   return r;
 }
 
