@@ -221,14 +221,18 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     case trace_detail::SignalAction::ignore: return;
     case trace_detail::SignalAction::flush_and_reraise: break;
   }
-  struct sigaction alarm_default {};
+  // The deadline borrows SIGALRM; the program's own alarm and handler are put back afterwards, for
+  // a program whose fault handler recovers.
+  struct sigaction alarm_default {}, program_alarm {};
   alarm_default.sa_handler = SIG_DFL;
   sigemptyset(&alarm_default.sa_mask);
-  sigaction(SIGALRM, &alarm_default, nullptr);
-  alarm(flush_deadline_seconds);
+  sigaction(SIGALRM, &alarm_default, &program_alarm);
+  const unsigned program_alarm_left = alarm(flush_deadline_seconds);
   wait_for_other_writer(flush_deadline_seconds);
   finish(trace_detail::end_reason(sig), sig);
   alarm(0);
+  sigaction(SIGALRM, &program_alarm, nullptr);
+  if (program_alarm_left != 0) alarm(program_alarm_left);
   // Back to the program's disposition: the default ends the process when this handler returns
   // (the signal is blocked until then); a program's fault handler runs when the fault recurs.
   sigaction(sig, &g_previous[sig], nullptr);
