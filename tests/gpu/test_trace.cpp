@@ -253,6 +253,9 @@ TEST(TraceGpu, RidgeTraceWritesWhatRanBeforeACrashOrAnExitFromAThread) {
 /// to ridge (not to the program: ridge must forward it) once the program says "ready". Returns
 /// ridge's exit code, or -1 when something timed out (the process is killed then).
 int signal_ridge_when_ready(const std::vector<std::string>& args, int sig) {
+  std::vector<char*> argv;  // built before fork: the child of a threaded process must not allocate
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   int out[2];
   if (::pipe(out) != 0) return -1;
   const pid_t pid = ::fork();
@@ -263,9 +266,6 @@ int signal_ridge_when_ready(const std::vector<std::string>& args, int sig) {
     ::dup2(out[1], STDOUT_FILENO);
     ::close(out[0]);
     ::close(out[1]);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
