@@ -336,6 +336,9 @@ struct ProgramTraceOptions {
 struct ProgramExit {
   int exit_code = 0;  ///< its exit code, or 128 + signal when a signal killed it
   int signal = 0;     ///< the signal that killed it, 0 when it exited
+  /// The signal `ridge trace` received and passed on to the program (SIGINT, SIGTERM, SIGHUP,
+  /// SIGQUIT sent to ridge), 0 when none. The program may have handled it and exited normally.
+  int forwarded_signal = 0;
 };
 
 /// What trace_program found.
@@ -349,6 +352,7 @@ struct ProgramTrace {
   std::uint64_t events = 0;  ///< events in the trace file
   double write_seconds = 0;  ///< time the program spent writing it, in seconds
   std::string end;           ///< when the trace was written: "exit", or "signal"/"crash" (from a signal handler)
+  int end_signal = 0;        ///< the signal whose handler wrote the trace (end "signal"/"crash"), else 0
   // How collection went (CUPTI's own counters).
   bool profiler_gated = false;        ///< collection was switched on and off at cudaProfilerStart/Stop
   std::uint64_t profiler_windows = 0; ///< cudaProfilerStart/Stop windows seen
@@ -359,7 +363,8 @@ struct ProgramTrace {
   std::vector<std::string> other_traces;
   /// Things worth saying that are not errors (e.g. an unreadable summary file).
   std::vector<std::string> notes;
-  /// The program's summary as it wrote it, with "program": {command, exit_code, signal} added.
+  /// The program's summary as it wrote it, with "program": {command, exit_code, signal,
+  /// forwarded_signal} added.
   nlohmann::json summary;
 
   /// What `ridge trace` exits with: the program's code; when tracing failed, that code if it is
@@ -368,7 +373,10 @@ struct ProgramTrace {
 };
 
 /// Runs `options.command` with the injection library, its standard streams and Ctrl-C shared with
-/// the caller, waits for it and reads the analysis it wrote. Throws UsageError for bad options or a
+/// the caller, waits for it and reads the analysis it wrote. SIGINT, SIGTERM, SIGHUP and SIGQUIT
+/// sent to the caller meanwhile are passed on to the program (to its process group when it leads
+/// one; a Ctrl-C typed at the terminal reaches it directly), whose injection library then writes
+/// what it collected; ProgramExit::forwarded_signal and a note say so. Throws UsageError for bad options or a
 /// program that cannot be found or run, Error when the injection library is missing. A program that
 /// runs but leaves no trace is not an exception: see ProgramTrace::error.
 ProgramTrace trace_program(const ProgramTraceOptions& options);

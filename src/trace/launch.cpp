@@ -20,6 +20,7 @@
 #include "ridge/trace.hpp"
 #include "ridge/writers.hpp"
 #include "trace/cupti/inject_env.hpp"
+#include "trace/model/signals.hpp"
 
 extern char** environ;
 
@@ -111,8 +112,54 @@ std::vector<std::string> child_environment(const Environment& extra) {
   return environment;
 }
 
-/// Runs the program with `extra` in its environment; its stdio is ours. Ctrl-C reaches the program
-/// (same process group), which decides what to do; we wait for it either way.
+// The program being waited for, read by forward_signal (a signal handler: plain atomics only).
+volatile sig_atomic_t g_program_pid = 0;
+volatile sig_atomic_t g_forwarded_signal = 0;
+
+/// SIGINT/SIGTERM/SIGHUP/SIGQUIT reaching `ridge trace` while the program runs: passed on (to its
+/// process group when it leads one), so that it ends and its injection library writes the trace,
+/// which we then read. Only async-signal-safe calls here (kill, getpgid).
+void forward_signal(int sig, siginfo_t* info, void*) {
+  const pid_t pid = g_program_pid;
+  if (pid <= 0) return;
+  const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
+  const bool own_group = ::getpgid(pid) == pid;  // asked now: the program may have called setsid
+  if (!trace_detail::forward_to_program(sig, from_terminal, own_group)) return;
+  g_forwarded_signal = sig;
+  ::kill(own_group ? -pid : pid, sig);
+}
+
+/// Installs forward_signal for the forwarded signals, and puts the previous dispositions back
+/// when destroyed. Installed before fork, so no signal slips between the fork and the wait.
+struct SignalForwarding {
+  struct sigaction previous[std::size(trace_detail::forwarded_signals)] {};
+  SignalForwarding() {
+    g_program_pid = 0;
+    g_forwarded_signal = 0;
+    struct sigaction forward {};
+    forward.sa_sigaction = forward_signal;
+    forward.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&forward.sa_mask);
+    for (std::size_t i = 0; i < std::size(previous); ++i) {
+      const int sig = trace_detail::forwarded_signals[i];
+      sigaction(sig, nullptr, &previous[i]);
+      // An ignored signal stays ignored, for the program too (nohup's SIGHUP).
+      const bool ignored = !(previous[i].sa_flags & SA_SIGINFO) && previous[i].sa_handler == SIG_IGN;
+      if (!ignored) sigaction(sig, &forward, nullptr);
+    }
+  }
+  ~SignalForwarding() {
+    for (std::size_t i = 0; i < std::size(previous); ++i)
+      sigaction(trace_detail::forwarded_signals[i], &previous[i], nullptr);
+    g_program_pid = 0;
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
+};
+
+/// Runs the program with `extra` in its environment; its stdio is ours, and so is its process
+/// group: Ctrl-C at the terminal reaches it directly. Signals sent to us alone are forwarded
+/// (forward_signal); we wait for the program either way, to read what it wrote.
 ProgramExit run_child(const std::string& program, const std::vector<std::string>& args, const Environment& extra) {
   std::vector<std::string> environment = child_environment(extra);
   std::vector<char*> envp, argv;
@@ -125,31 +172,28 @@ ProgramExit run_child(const std::string& program, const std::vector<std::string>
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error(fmt::format("pipe failed: {}", std::strerror(errno)));
   std::fflush(nullptr);
+  SignalForwarding forwarding;
   const pid_t pid = ::fork();
   if (pid < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
     ::close(pipe_fds[0]);
-    ::execve(program.c_str(), argv.data(), envp.data());
+    ::execve(program.c_str(), argv.data(), envp.data());  // exec resets forward_signal to the default
     const int error = errno;  // only reached when exec failed: tell the parent why
     [[maybe_unused]] auto n = ::write(pipe_fds[1], &error, sizeof error);
     ::_exit(127);
   }
+  g_program_pid = pid;
   ::close(pipe_fds[1]);
   int exec_error = 0;
-  const bool exec_failed = ::read(pipe_fds[0], &exec_error, sizeof exec_error) == static_cast<ssize_t>(sizeof exec_error);
+  ssize_t got = 0;
+  while ((got = ::read(pipe_fds[0], &exec_error, sizeof exec_error)) < 0 && errno == EINTR) {
+  }
+  const bool exec_failed = got == static_cast<ssize_t>(sizeof exec_error);
   ::close(pipe_fds[0]);
 
-  // The terminal's Ctrl-C goes to the program too; we outlive it to read the summary.
-  struct sigaction ignore {}, old_int {}, old_quit {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
   if (exec_failed) throw UsageError(fmt::format("cannot run {}: {}", program, std::strerror(exec_error)));
 
   ProgramExit result;
@@ -158,6 +202,7 @@ ProgramExit run_child(const std::string& program, const std::vector<std::string>
     result.signal = WTERMSIG(status);
     result.exit_code = 128 + result.signal;
   }
+  result.forwarded_signal = g_forwarded_signal;
   return result;
 }
 
@@ -226,6 +271,7 @@ void read_summary(const fs::path& summary, ProgramTrace& result) {
   result.write_seconds = j.value("write_seconds", 0.0);
   result.end = j.value("end", std::string("?"));
   const nlohmann::json stats = j.value("collector_stats", nlohmann::json::object());
+  result.end_signal = j.value("end_signal", 0);
   result.profiler_gated = stats.value("profiler_gated", false);
   result.profiler_windows = stats.value("profiler_windows", std::uint64_t{0});
   result.gate_seconds = stats.value("gate_seconds", 0.0);
@@ -275,10 +321,21 @@ ProgramTrace trace_program(const ProgramTraceOptions& o) {
   result.trace_file = o.output;
   result.program = run_child(program, o.command, injection_environment(o, library, output, summary, temp.path / "owner"));
   read_summary(summary, result);
-  if (!result.error.empty()) return result;
+  if (!result.error.empty()) {
+    if (result.program.forwarded_signal != 0)
+      result.notes.push_back(fmt::format("ridge trace passed signal {} ({}) on to the program",
+                                         result.program.forwarded_signal, strsignal(result.program.forwarded_signal)));
+    return result;
+  }
+  if (std::string note = trace_detail::partial_trace_note(result.end, result.program.signal != 0 ? result.program.signal
+                                                                                                   : result.end_signal,
+                                                           result.program.forwarded_signal);
+      !note.empty())
+    result.notes.push_back(std::move(note));
   if (!output.empty()) result.other_traces = sibling_traces(output);
   result.summary["program"] = {
-      {"command", o.command}, {"exit_code", result.program.exit_code}, {"signal", result.program.signal}};
+      {"command", o.command}, {"exit_code", result.program.exit_code}, {"signal", result.program.signal},
+      {"forwarded_signal", result.program.forwarded_signal}};
   return result;
 }
 

@@ -1,14 +1,20 @@
 // The tracer on a workload known in advance, traced in-process (ridge::Tracer) and by injection
 // into a separate program (`ridge trace -- trace_target`).
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "gpu_test_util.hpp"
 #include "ridge/errors.hpp"
@@ -210,6 +216,110 @@ TEST(TraceGpu, RidgeTracePassesExitCodesThroughAndWritesAfterACrash) {
   EXPECT_EQ(run_command(ridge + " trace -o " + crashed.string() + " -- " + target + " --abort"), 128 + SIGABRT);
   ASSERT_TRUE(fs::exists(crashed)) << "the trace must be written when the program aborts";
   EXPECT_EQ(load_chrome_trace(crashed.string()).kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels));
+}
+
+/// The trace and summary of `ridge trace -- trace_target ARGS` hold every kernel of the workload,
+/// which ran before the program crashed, was interrupted or exited from a thread.
+void expect_whole_workload(const fs::path& trace_file, const fs::path& summary, const char* end) {
+  ASSERT_TRUE(fs::exists(trace_file)) << "the trace must be written: " << trace_file;
+  EXPECT_EQ(load_chrome_trace(trace_file.string()).kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels));
+  ASSERT_TRUE(fs::exists(summary)) << summary;
+  const nlohmann::json j = nlohmann::json::parse(ridge::read_text(summary));
+  EXPECT_EQ(j["end"], end);
+  EXPECT_EQ(j["kernel_count"], trace_workload::total_kernels);
+}
+
+TEST(TraceGpu, RidgeTraceWritesWhatRanBeforeACrashOrAnExitFromAThread) {
+  RIDGE_REQUIRE_GPU();
+  const std::string ridge = (bin_dir() / "ridge").string(), target = (bin_dir() / "trace_target").string();
+  struct Case {
+    const char* how;
+    int exit_code;
+    const char* end;
+  };
+  for (const Case& c : {Case{"segv", 128 + SIGSEGV, "crash"}, Case{"abort", 128 + SIGABRT, "crash"},
+                        Case{"thread-exit", 5, "exit"}}) {
+    SCOPED_TRACE(c.how);
+    const fs::path trace_file = scratch(std::string("crash-") + c.how + ".json");
+    const fs::path summary = scratch(std::string("crash-") + c.how + ".summary.json");
+    const std::string line = "timeout -s KILL 300 " + ridge + " trace -o " + trace_file.string() + " --json " +
+                             summary.string() + " -- " + target + " --crash " + c.how;
+    EXPECT_EQ(run_command(line), c.exit_code) << line;
+    expect_whole_workload(trace_file, summary, c.end);
+  }
+}
+
+/// `ridge trace -- trace_target --wait-for-signal` started with its stdout on a pipe; sends `sig`
+/// to ridge (not to the program: ridge must forward it) once the program says "ready". Returns
+/// ridge's exit code, or -1 when something timed out (the process is killed then).
+int signal_ridge_when_ready(const std::vector<std::string>& args, int sig) {
+  std::vector<char*> argv;  // built before fork: the child of a threaded process must not allocate
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int out[2];
+  if (::pipe(out) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ::signal(SIGINT, SIG_DFL);  // whatever the test runner ignores, ridge must see the signal
+    ::signal(SIGTERM, SIG_DFL);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::close(out[0]);
+    ::close(out[1]);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string seen;
+  bool signalled = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  // Read everything ridge and the program print (so that neither blocks on a full pipe) until EOF.
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(out[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    seen.append(buffer, static_cast<std::size_t>(n));
+    if (!signalled && seen.find("ready\n") != std::string::npos) {
+      ::kill(pid, sig);
+      signalled = true;
+    }
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline && ::waitpid(pid, &status, WNOHANG) == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (std::chrono::steady_clock::now() >= deadline || !signalled) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    ADD_FAILURE() << (signalled ? "ridge trace did not end after the signal" : "the program never said ready")
+                  << "; its output:\n" << seen;
+    return -1;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+TEST(TraceGpu, RidgeTraceForwardsSigintAndSigtermAndWritesWhatWasCollected) {
+  RIDGE_REQUIRE_GPU();
+  const std::string ridge = (bin_dir() / "ridge").string(), target = (bin_dir() / "trace_target").string();
+  for (int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(strsignal(sig));
+    const fs::path trace_file = scratch("signal" + std::to_string(sig) + ".json");
+    const fs::path summary = scratch("signal" + std::to_string(sig) + ".summary.json");
+    // The program dies of the forwarded signal (its default action, after the injection library
+    // wrote the trace), and ridge exits as it did.
+    EXPECT_EQ(signal_ridge_when_ready(
+                  {ridge, "trace", "-o", trace_file.string(), "--json", summary.string(), "--", target, "--wait-for-signal"},
+                  sig),
+              128 + sig);
+    expect_whole_workload(trace_file, summary, "signal");
+    const nlohmann::json j = nlohmann::json::parse(ridge::read_text(summary));
+    EXPECT_EQ(j["program"]["forwarded_signal"], sig);
+    EXPECT_EQ(j["program"]["signal"], sig);
+    EXPECT_EQ(j["end_signal"], sig);
+  }
 }
 
 TEST(TraceGpu, RidgeTraceWindowsLeaveWarmupOut) {

@@ -2,6 +2,11 @@
 // GPU tests (`ridge trace -- trace_target`). Options:
 //   --exit-code N   exit with N after the workload (exit-code pass-through)
 //   --abort         call abort() after the workload (the trace must still be written)
+//   --crash segv|abort|thread-exit  after the workload, fault on a null pointer, call abort(), or
+//                   call exit(5) from a second thread while main waits: the trace must hold the
+//                   workload's kernels all the same
+//   --wait-for-signal  after the workload, print "ready" and wait (at most 120 s, then exit 4)
+//                   for a signal to end the program (`ridge trace` forwards SIGINT/SIGTERM to it)
 //   --many-kernels N  instead of the workload, launch N empty kernels on one stream (tracer
 //                     throughput and dropped records: bench/trace_vs_torch_profiler.sh)
 //   --graph N       instead of the workload, launch N times a CUDA graph of 4 empty kernels
@@ -14,6 +19,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <unistd.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <chrono>
@@ -22,6 +28,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "measure/cuda/cuda_check.hpp"
 #include "ridge/errors.hpp"
@@ -131,13 +138,37 @@ int graph_launches(long count) {
   return 0;
 }
 
+/// Ends the program as `how` says, after its kernels ran: what a traced program may do to us.
+int crash(const char* how) {
+  if (std::strcmp(how, "segv") == 0) {
+    int* volatile nowhere = nullptr;  // volatile: the compiler cannot see the fault coming
+    *nowhere = 1;
+  } else if (std::strcmp(how, "abort") == 0) {
+    std::abort();
+  } else if (std::strcmp(how, "thread-exit") == 0) {
+    std::thread([] { std::exit(5); }).join();  // exit runs the atexit handlers in this thread
+  }
+  std::fprintf(stderr, "trace_target: --crash %s did not end the program\n", how);
+  return 1;
+}
+
+/// Says "ready" once the kernels are done, then waits for a signal's default action to end us.
+int wait_for_signal() {
+  std::printf("ready\n");
+  std::fflush(stdout);
+  for (int i = 0; i < 1200; ++i) ::usleep(100'000);
+  std::fprintf(stderr, "trace_target: no signal came within 120 s\n");
+  return 4;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int exit_code = 0;
   bool abort_at_end = false;
   long many = 0, graphs = 0;
-  bool windows = false;
+  bool windows = false, wait = false;
+  const char* crash_how = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--exit-code") == 0 && i + 1 < argc) {
       exit_code = std::atoi(argv[++i]);
@@ -149,8 +180,13 @@ int main(int argc, char** argv) {
       graphs = std::atol(argv[++i]);
     } else if (std::strcmp(argv[i], "--profiler-windows") == 0) {
       windows = true;
+    } else if (std::strcmp(argv[i], "--crash") == 0 && i + 1 < argc) {
+      crash_how = argv[++i];
+    } else if (std::strcmp(argv[i], "--wait-for-signal") == 0) {
+      wait = true;
     } else {
-      std::fprintf(stderr, "usage: trace_target [--exit-code N] [--abort] [--many-kernels N] [--graph N] [--profiler-windows]\n");
+      std::fprintf(stderr, "usage: trace_target [--exit-code N] [--abort] [--crash segv|abort|thread-exit] "
+                           "[--wait-for-signal] [--many-kernels N] [--graph N] [--profiler-windows]\n");
       return 2;
     }
   }
@@ -169,5 +205,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   if (wrong != 0) return 3;
   if (abort_at_end) std::abort();
+  if (crash_how != nullptr) return crash(crash_how);
+  if (wait) return wait_for_signal();
   return exit_code;
 }

@@ -1,13 +1,21 @@
 // Trace model, analysis, windows and the Chrome writer on synthetic event lists.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ridge/errors.hpp"
 #include "ridge/trace.hpp"
+#include "trace/model/signals.hpp"
 
 using namespace ridge::trace;
 
@@ -638,6 +646,142 @@ TEST(TraceProgram, AnErrorSummaryMeansTracingFailedInsideTheProgram) {
   ASSERT_EQ(garbled.notes.size(), 1u);
   EXPECT_NE(garbled.notes[0].find("unreadable"), std::string::npos);
   EXPECT_EQ(garbled.exit_code(), 3);
+}
+
+// ---- signals: `ridge trace` forwarding them, the injection library flushing on them -----------
+
+namespace {
+/// Sends `sig` to this process once the program has created `ready` (so it runs, with its trap set).
+std::thread signal_when_ready(const std::filesystem::path& ready, int sig) {
+  return std::thread([ready, sig] {
+    for (int i = 0; i < 1000 && !std::filesystem::exists(ready); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (std::filesystem::exists(ready)) ::kill(::getpid(), sig);  // else the test fails on its own
+  });
+}
+
+/// A program that, like one running libridge_inject.so, writes its summary when SIGTERM arrives
+/// and then dies of it (or exits normally, when `then` says so).
+std::string trap_term(const std::filesystem::path& ready, const std::string& summary, const std::string& then) {
+  return fmt::format("trap 'printf %s \"{}\" > \"$RIDGE_TRACE_SUMMARY\"; {}' TERM; : > '{}'; "
+                     "i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; exit 9",
+                     summary, then, ready.string());
+}
+
+std::filesystem::path fresh_ready_file(const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / fmt::format("ridge-{}-{}", name, ::getpid());
+  std::filesystem::remove(path);
+  return path;
+}
+}  // namespace
+
+TEST(TraceSignals, FatalSignalsAreFlushedAndRaisedAgainEvenWhenTheProgramHandlesThem) {
+  using ridge::trace_detail::action_for;
+  using ridge::trace_detail::PreviousHandler;
+  using ridge::trace_detail::SignalAction;
+  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL})
+    for (auto previous : {PreviousHandler::default_action, PreviousHandler::function, PreviousHandler::ignored})
+      EXPECT_EQ(action_for(sig, previous), SignalAction::flush_and_reraise) << sig;
+  EXPECT_EQ(action_for(SIGINT, PreviousHandler::function), SignalAction::chain);  // Python's KeyboardInterrupt
+  EXPECT_EQ(action_for(SIGTERM, PreviousHandler::ignored), SignalAction::ignore);
+  EXPECT_EQ(action_for(SIGTERM, PreviousHandler::default_action), SignalAction::flush_and_reraise);
+  EXPECT_EQ(action_for(SIGINT, PreviousHandler::default_action), SignalAction::flush_and_reraise);
+  EXPECT_STREQ(ridge::trace_detail::end_reason(SIGSEGV), "crash");
+  EXPECT_STREQ(ridge::trace_detail::end_reason(SIGABRT), "crash");
+  EXPECT_STREQ(ridge::trace_detail::end_reason(SIGTERM), "signal");
+}
+
+TEST(TraceSignals, ACtrlCAtTheTerminalIsForwardedOnlyToAProgramInAGroupOfItsOwn) {
+  using ridge::trace_detail::forward_to_program;
+  EXPECT_TRUE(forward_to_program(SIGTERM, false, false));  // kill <ridge>: the program never saw it
+  EXPECT_TRUE(forward_to_program(SIGINT, false, false));
+  EXPECT_FALSE(forward_to_program(SIGINT, true, false));  // the terminal sent it to the program already
+  EXPECT_TRUE(forward_to_program(SIGINT, true, true));    // ... unless the program left our group
+  EXPECT_TRUE(forward_to_program(SIGHUP, false, false));
+  EXPECT_FALSE(forward_to_program(SIGUSR1, false, false));
+  EXPECT_FALSE(forward_to_program(SIGCHLD, false, false));
+}
+
+TEST(TraceSignals, APartialTraceSaysWhyItEndedEarly) {
+  using ridge::trace_detail::partial_trace_note;
+  EXPECT_EQ(partial_trace_note("exit", 0, 0), "");
+  const std::string crash = partial_trace_note("crash", SIGSEGV, 0);
+  EXPECT_NE(crash.find("crashed"), std::string::npos) << crash;
+  EXPECT_NE(crash.find(fmt::format("signal {}", SIGSEGV)), std::string::npos) << crash;
+  EXPECT_NE(crash.find("until then"), std::string::npos) << crash;
+  const std::string interrupted = partial_trace_note("signal", SIGTERM, SIGTERM);
+  EXPECT_NE(interrupted.find("interrupted"), std::string::npos) << interrupted;
+  EXPECT_NE(interrupted.find("passed signal 15"), std::string::npos) << interrupted;
+  const std::string handled = partial_trace_note("exit", 0, SIGINT);
+  EXPECT_NE(handled.find("passed signal 2"), std::string::npos) << handled;
+  EXPECT_NE(handled.find("exited"), std::string::npos) << handled;
+}
+
+TEST(TraceProgram, ForwardsSigtermAndReadsWhatTheProgramWroteBeforeDying) {
+  const auto ready = fresh_ready_file("forward-term");
+  std::thread sender = signal_when_ready(ready, SIGTERM);
+  const ProgramTrace t = trace_program(shell(trap_term(
+      ready, R"({\"kernel_count\": 2, \"end\": \"signal\", \"end_signal\": 15})", "trap - TERM; kill -TERM $$")));
+  sender.join();
+  std::filesystem::remove(ready);
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  EXPECT_EQ(t.program.forwarded_signal, SIGTERM);
+  EXPECT_EQ(t.program.signal, SIGTERM);
+  EXPECT_EQ(t.exit_code(), 128 + SIGTERM);
+  EXPECT_EQ(t.analysis.kernel_count, 2u);
+  EXPECT_EQ(t.end, "signal");
+  EXPECT_EQ(t.end_signal, SIGTERM);
+  EXPECT_EQ(t.summary["program"]["forwarded_signal"], SIGTERM);
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_NE(t.notes[0].find("interrupted by signal 15"), std::string::npos) << t.notes[0];
+  // Our own disposition is back: SIGTERM would end this test process again.
+  struct sigaction now {};
+  sigaction(SIGTERM, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+}
+
+TEST(TraceProgram, AProgramThatHandlesTheForwardedSignalKeepsItsExitCode) {
+  const auto ready = fresh_ready_file("forward-handled");
+  std::thread sender = signal_when_ready(ready, SIGTERM);
+  const ProgramTrace t =
+      trace_program(shell(trap_term(ready, R"({\"kernel_count\": 1, \"end\": \"exit\"})", "exit 0")));
+  sender.join();
+  std::filesystem::remove(ready);
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  EXPECT_EQ(t.program.forwarded_signal, SIGTERM);
+  EXPECT_EQ(t.program.signal, 0);
+  EXPECT_EQ(t.exit_code(), 0);
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_NE(t.notes[0].find("passed signal 15"), std::string::npos) << t.notes[0];
+}
+
+TEST(TraceProgram, ForwardsToTheWholeGroupOfAProgramThatLeadsOne) {
+  // setsid makes the shell a group leader; its `sleep` gets the signal too, so the trap runs at once.
+  const auto ready = fresh_ready_file("forward-group");
+  std::thread sender = signal_when_ready(ready, SIGINT);
+  auto o = shell(fmt::format("trap 'exit 4' INT; : > '{}'; sleep 10; exit 9", ready.string()));
+  o.command.insert(o.command.begin(), "setsid");
+  const auto start = std::chrono::steady_clock::now();
+  const ProgramTrace t = trace_program(o);
+  sender.join();
+  std::filesystem::remove(ready);
+  EXPECT_EQ(t.program.forwarded_signal, SIGINT);
+  EXPECT_EQ(t.program.exit_code, 4);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));  // sleep was interrupted
+}
+
+TEST(TraceProgram, ASignalIgnoredByTheCallerStaysIgnoredForTheProgram) {
+  // nohup ridge trace ...: a hangup must not end the program.
+  struct sigaction ignore {}, previous {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGHUP, &ignore, &previous);
+  const ProgramTrace t = trace_program(shell("kill -HUP $$; exit 3"));
+  struct sigaction after {};
+  sigaction(SIGHUP, &previous, &after);
+  EXPECT_EQ(t.program.exit_code, 3);
+  EXPECT_EQ(t.program.signal, 0);
+  EXPECT_EQ(after.sa_handler, SIG_IGN) << "trace_program must put the caller's disposition back";
 }
 
 TEST(TraceProgram, AnalyzesASavedTraceThroughAWindow) {

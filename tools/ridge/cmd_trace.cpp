@@ -99,7 +99,8 @@ RIDGE_REGISTER_COMMAND(Command{
       app.footer(
           "Usage: ridge trace [OPTIONS] -- PROGRAM [ARGS...]   or   ridge trace --analyze FILE [OPTIONS]\n"
           "The program runs unchanged; its output and exit code pass through (128+N when killed by signal N). The "
-          "trace is written when it exits, also after exit() or a crash/Ctrl-C (best effort), never half-written. "
+          "trace is written when it exits, also after exit() from any thread or a crash/Ctrl-C (best effort), never "
+          "half-written. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to ridge are passed on to the program. "
           "Exit codes of ridge itself: 2 usage error (including program not found), 1 tracing failed. Another CUPTI "
           "client (Nsight, PyTorch's profiler) cannot run in the same program at the same time.");
       app.add_option("-o,--output", o.output, "Chrome/Perfetto trace JSON to write (\"\" = none)")->default_val("runs/trace.json");

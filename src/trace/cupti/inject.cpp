@@ -5,7 +5,9 @@
 // program exits, returns from main, calls exit(), or dies of a signal (best effort).
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +26,7 @@
 #include "ridge/writers.hpp"
 #include "trace/cupti/collector.hpp"
 #include "trace/cupti/inject_env.hpp"
+#include "trace/model/signals.hpp"
 
 namespace {
 
@@ -40,7 +43,9 @@ struct Config {
 Config* g_config = nullptr;
 pid_t g_pid = 0;
 std::atomic<bool> g_tracing{false};
-std::atomic<bool> g_finished{false};
+std::atomic<bool> g_finished{false};  // finish() has begun (in some thread)
+std::atomic<bool> g_written{false};   // finish() is done: the trace and summary are on disk
+std::atomic<pthread_t> g_writer{};    // the thread running finish()
 std::atomic<bool> g_initialized{false};
 struct sigaction g_previous[NSIG];
 const int g_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
@@ -117,9 +122,13 @@ void synchronize_context() {
   dlclose(cuda);
 }
 
-void finish(const char* reason) {
-  if (!g_tracing.load() || g_finished.exchange(true)) return;
-  if (getpid() != g_pid) return;  // a fork()ed child inherited the collector's state: its parent writes
+/// Writes the trace and the summary, once, from whichever thread gets here first: the main thread
+/// returning from main, a thread calling exit() (atexit handlers run in the thread that calls
+/// exit), or a signal handler. `sig` is the signal whose handler called it, 0 at exit.
+void finish(const char* reason, int sig = 0) {
+  if (!g_tracing.load() || getpid() != g_pid) return;  // a fork()ed child inherited our state: its parent writes
+  if (g_finished.exchange(true)) return;
+  g_writer = pthread_self();
   const Config& c = *g_config;
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -138,6 +147,7 @@ void finish(const char* reason) {
       j["trace_file"] = c.output;
       j["pid"] = g_pid;
       j["end"] = reason;
+      j["end_signal"] = sig;
       j["events"] = t.event_count();
       j["collect_seconds"] = std::chrono::duration<double>(t1 - t0).count();
       j["write_seconds"] = std::chrono::duration<double>(t2 - t1).count();
@@ -160,31 +170,72 @@ void finish(const char* reason) {
     std::fprintf(stderr, "ridge trace: could not write the trace: %s\n", e.what());
     write_error_summary(c.summary, e.what());
   }
+  g_written = true;
 }
 
-void at_exit() { finish("exit"); }
+/// How long a signal handler may spend writing before SIGALRM ends the process (a crash inside a
+/// CUPTI or collector lock would otherwise hang the program forever instead of letting it die), and
+/// how long a signal or exit() waits for another thread that is writing.
+constexpr unsigned flush_deadline_seconds = 60;
 
-bool is_function(const struct sigaction& a) {
-  if (a.sa_flags & SA_SIGINFO) return a.sa_sigaction != nullptr;
-  return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+/// A signal arriving while another thread writes (SIGTERM during an exit() from a worker thread)
+/// must not end the process mid-write: wait for the writer, up to `seconds`.
+void wait_for_other_writer(unsigned seconds) {
+  if (!g_finished.load() || g_written.load() || pthread_equal(g_writer.load(), pthread_self())) return;
+  const timespec tick{0, 10'000'000};
+  for (unsigned i = 0; i < seconds * 100 && !g_written.load(); ++i) nanosleep(&tick, nullptr);
 }
 
-void on_signal(int sig, siginfo_t* info, void* context) {
+void at_exit() {
+  wait_for_other_writer(flush_deadline_seconds);
+  finish("exit");
+}
+
+trace_detail::PreviousHandler previous_handler(const struct sigaction& a) {
+  if (a.sa_flags & SA_SIGINFO)
+    return a.sa_sigaction != nullptr ? trace_detail::PreviousHandler::function : trace_detail::PreviousHandler::default_action;
+  if (a.sa_handler == SIG_IGN) return trace_detail::PreviousHandler::ignored;
+  return a.sa_handler == SIG_DFL ? trace_detail::PreviousHandler::default_action : trace_detail::PreviousHandler::function;
+}
+
+void call_previous(int sig, siginfo_t* info, void* context) {
   const struct sigaction& previous = g_previous[sig];
-  const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
-  if (!fault && is_function(previous)) {
-    // The program handles this signal itself (Python turns SIGINT into KeyboardInterrupt): let
-    // it, and write at its exit.
-    if (previous.sa_flags & SA_SIGINFO)
-      previous.sa_sigaction(sig, info, context);
-    else
-      previous.sa_handler(sig);
-    return;
+  if (previous.sa_flags & SA_SIGINFO)
+    previous.sa_sigaction(sig, info, context);
+  else
+    previous.sa_handler(sig);
+}
+
+// Not async-signal-safe, knowingly: flushing CUPTI, synchronizing the context, building the
+// analysis and writing files all allocate and take locks. After a crash the heap or a lock may be
+// broken, so this is best effort: the minimum (flush and write, no chaining in between) under a
+// SIGALRM deadline, then the program's own disposition is restored and the signal raised again,
+// so the process ends exactly as it would have without us.
+void on_signal(int sig, siginfo_t* info, void* context) {
+  switch (trace_detail::action_for(sig, previous_handler(g_previous[sig]))) {
+    case trace_detail::SignalAction::chain:
+      // The program handles this signal itself (Python turns SIGINT into KeyboardInterrupt):
+      // let it; the trace is written at its exit.
+      call_previous(sig, info, context);
+      return;
+    case trace_detail::SignalAction::ignore: return;
+    case trace_detail::SignalAction::flush_and_reraise: break;
   }
-  if (!fault && previous.sa_handler == SIG_IGN && !(previous.sa_flags & SA_SIGINFO)) return;
-  // Best effort: this is not async-signal-safe, but the alternative is losing the trace.
-  finish(fault ? "crash" : "signal");
-  sigaction(sig, &previous, nullptr);
+  // The deadline borrows SIGALRM; the program's own alarm and handler are put back afterwards, for
+  // a program whose fault handler recovers.
+  struct sigaction alarm_default {}, program_alarm {};
+  alarm_default.sa_handler = SIG_DFL;
+  sigemptyset(&alarm_default.sa_mask);
+  sigaction(SIGALRM, &alarm_default, &program_alarm);
+  const unsigned program_alarm_left = alarm(flush_deadline_seconds);
+  wait_for_other_writer(flush_deadline_seconds);
+  finish(trace_detail::end_reason(sig), sig);
+  alarm(0);
+  sigaction(SIGALRM, &program_alarm, nullptr);
+  if (program_alarm_left != 0) alarm(program_alarm_left);
+  // Back to the program's disposition: the default ends the process when this handler returns
+  // (the signal is blocked until then); a program's fault handler runs when the fault recurs.
+  sigaction(sig, &g_previous[sig], nullptr);
   raise(sig);
 }
 
