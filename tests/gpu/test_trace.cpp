@@ -237,10 +237,8 @@ TEST(TraceGpu, RidgeTraceWritesWhatRanBeforeACrashOrAnExitFromAThread) {
     int exit_code;
     const char* end;
   };
-  // Not yet "segv": on the H200 (2026-12-01) the trace of a faulting program was written, but the
-  // program then ran on past the faulting store and exited 1 instead of dying by SIGSEGV. Until the
-  // injection library's SIGSEGV path ends the program, that case is left out (issue 15, part 5).
-  for (const Case& c : {Case{"abort", 128 + SIGABRT, "crash"}, Case{"thread-exit", 5, "exit"}}) {
+  for (const Case& c : {Case{"segv", 128 + SIGSEGV, "crash"}, Case{"abort", 128 + SIGABRT, "crash"},
+                        Case{"thread-exit", 5, "exit"}}) {
     SCOPED_TRACE(c.how);
     const fs::path trace_file = scratch(std::string("crash-") + c.how + ".json");
     const fs::path summary = scratch(std::string("crash-") + c.how + ".summary.json");

@@ -19,6 +19,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -141,8 +142,14 @@ int graph_launches(long count) {
 /// Ends the program as `how` says, after its kernels ran: what a traced program may do to us.
 int crash(const char* how) {
   if (std::strcmp(how, "segv") == 0) {
-    int* volatile nowhere = nullptr;  // volatile: the compiler cannot see the fault coming
-    *nowhere = 1;
+    // A store to a page with no access rights: a real fault, not undefined behaviour the compiler
+    // may delete (it did delete a store through a null pointer: the program then ran on).
+    void* page = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) {
+      std::perror("trace_target: mmap");
+      return 1;
+    }
+    *static_cast<volatile int*>(page) = 1;
   } else if (std::strcmp(how, "abort") == 0) {
     std::abort();
   } else if (std::strcmp(how, "thread-exit") == 0) {
