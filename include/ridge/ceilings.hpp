@@ -4,6 +4,7 @@
 // cache of measured ceilings. The lookup that picks what a command compares with is in catalog.hpp.
 // (Implementation: src/roofline/ceilings.cpp; the probes: src/roofline/cuda/ceilings.cpp.)
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -100,6 +101,15 @@ std::string ceilings_cache_path(const std::string& uuid);
 /// The cached measured ceilings of the device with `uuid`, without measuring anything. nullopt
 /// when there is no cache file, or when it cannot be used: then `problem` (if given) says why.
 std::optional<MeasuredCeilings> cached_ceilings(const std::string& uuid, std::string* problem = nullptr);
+
+/// The cache protocol, apart from the GPU: returns the cached ceilings of `uuid` unless `refresh`,
+/// else calls `measure` and caches what it returns. Measuring holds an exclusive lock on
+/// `<cache file>.lock` (flock), so a second process that also finds no cache waits for the first
+/// and then uses its file instead of measuring on a GPU that is busy being measured; `waited` (if
+/// given) says whether it waited. A cache that cannot be read is measured over, with a note; a
+/// cache that cannot be written leaves a note, not an error.
+MeasuredCeilings cached_or_measured_ceilings(const std::string& uuid, bool refresh,
+                                             const std::function<MeasuredCeilings()>& measure, bool* waited = nullptr);
 
 /// Measured ceilings of `device`: from the cache (ceilings_cache_path) unless `refresh` or absent;
 /// otherwise measured (seconds) and cached. Every probe's output is checked before it is timed

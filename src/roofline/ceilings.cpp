@@ -2,7 +2,13 @@
 // ceilings, and the datasheet-vs-measured comparison. (The probes are in cuda/ceilings.cpp.)
 #include "ridge/ceilings.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -140,6 +146,63 @@ std::optional<MeasuredCeilings> cached_ceilings(const std::string& uuid, std::st
     if (problem) *problem = fmt::format("{}: {}", path, e.what());
     return std::nullopt;
   }
+}
+
+namespace {
+
+/// An exclusive flock on a file, held for the object's life. flock locks are released by the
+/// kernel when the process dies, so a crashed measurement never blocks the next one.
+class ExclusiveFileLock {
+ public:
+  explicit ExclusiveFileLock(const std::filesystem::path& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) return;  // a read-only cache folder: measure without the lock
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    waited_ = true;
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~ExclusiveFileLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ExclusiveFileLock(const ExclusiveFileLock&) = delete;
+  ExclusiveFileLock& operator=(const ExclusiveFileLock&) = delete;
+  bool waited() const { return waited_; }
+
+ private:
+  int fd_ = -1;
+  bool waited_ = false;
+};
+
+}  // namespace
+
+MeasuredCeilings cached_or_measured_ceilings(const std::string& uuid, bool refresh,
+                                             const std::function<MeasuredCeilings()>& measure, bool* waited) {
+  if (waited) *waited = false;
+  const std::string path = ceilings_cache_path(uuid);
+  std::string cache_problem;
+  if (!refresh)
+    if (auto cached = cached_ceilings(uuid, &cache_problem)) return *cached;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const ExclusiveFileLock lock(path + ".lock");
+  if (waited) *waited = lock.waited();
+  // Another process measured while this one waited: its numbers are as fresh as ours would be.
+  if (lock.waited())
+    if (auto cached = cached_ceilings(uuid, &cache_problem)) {
+      cached->notes.push_back("another ridge process was measuring this device: these are its numbers");
+      return *cached;
+    }
+  MeasuredCeilings c = measure();
+  if (!cache_problem.empty())
+    c.notes.push_back(fmt::format("measured again: the cache file {} could not be used", cache_problem));
+  c.cache_file = path;
+  try {
+    write_json(path, to_json(c));
+  } catch (const std::exception& e) {
+    c.notes.push_back(fmt::format("not cached: {}", e.what()));
+  }
+  return c;
 }
 
 // ---- the cache file's form ---------------------------------------------------------------------

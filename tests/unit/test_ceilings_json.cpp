@@ -1,11 +1,15 @@
 // The one ceilings type (DeviceCeilings) from both its sources, its JSON forms, the cache of
 // measured ceilings and the cache-folder lookup.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -250,6 +254,58 @@ TEST(CeilingsCache, CachedCeilingsLoadOrSayWhyNot) {
   problem.clear();
   EXPECT_FALSE(cached_ceilings("GPU-broken", &problem).has_value());
   EXPECT_NE(problem.find(ceilings_cache_path("GPU-broken")), std::string::npos) << problem;
+  std::filesystem::remove_all(dir);
+}
+
+// Four processes ask for the ceilings of one device at once with no cache: one measures, the
+// others wait for it and use its file; the file is whole at every moment.
+TEST(CeilingsCache, ConcurrentProcessesMeasureOnceAndNeverCorruptTheCache) {
+  ScopedEnv env;
+  const auto dir = std::filesystem::temp_directory_path() / ("ridge-unit-cache-race-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  env.set("RIDGE_CACHE_DIR", dir.c_str());
+  const std::filesystem::path measured_log = dir / "measured.log";
+  std::filesystem::create_directories(dir);
+
+  constexpr int processes = 4;
+  std::vector<pid_t> children;
+  for (int i = 0; i < processes; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int status = 0;
+      try {
+        const MeasuredCeilings c = cached_or_measured_ceilings("GPU-1234", false, [&] {
+          std::ofstream(measured_log, std::ios::app) << ::getpid() << "\n";
+          ::usleep(300'000);  // a measurement takes a while: the others arrive during it
+          return sample_measurement();
+        });
+        if (c.ceilings.memory_bytes_per_s != 4.41e12) status = 3;
+      } catch (...) {
+        status = 4;
+      }
+      ::_exit(status);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = -1;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+  std::ifstream log(measured_log);
+  int measurements = 0;
+  for (std::string line; std::getline(log, line);) ++measurements;
+  EXPECT_EQ(measurements, 1) << "only the first process measures";
+  std::string problem;
+  EXPECT_TRUE(cached_ceilings("GPU-1234", &problem).has_value()) << problem;
+
+  // --refresh measures even with a cache, and a waiting process says whose numbers it returns.
+  bool waited = true;
+  const MeasuredCeilings fresh = cached_or_measured_ceilings("GPU-1234", true, [] { return sample_measurement(); }, &waited);
+  EXPECT_FALSE(waited);
+  EXPECT_FALSE(fresh.from_cache);
+  EXPECT_EQ(fresh.cache_file, ceilings_cache_path("GPU-1234"));
   std::filesystem::remove_all(dir);
 }
 

@@ -471,21 +471,7 @@ class Prober {
 MeasuredCeilings measured_ceilings(int device, bool refresh) {
   require_gpu(device);
   const DeviceDescription d = describe_device(device);
-  const std::string path = ceilings_cache_path(d.uuid);
-  std::string cache_problem;
-  if (!refresh)
-    if (auto cached = cached_ceilings(d.uuid, &cache_problem)) return *cached;
-  // An unreadable or foreign cache file is measured over, not trusted.
-  MeasuredCeilings c = Prober(device, d).run();
-  if (!cache_problem.empty()) c.notes.push_back(fmt::format("measured again: the cache file {} could not be used", cache_problem));
-  c.cache_file = path;
-  try {
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    write_json(path, to_json(c));
-  } catch (const std::exception& e) {
-    c.notes.push_back(fmt::format("not cached: {}", e.what()));
-  }
-  return c;
+  return cached_or_measured_ceilings(d.uuid, refresh, [&] { return Prober(device, d).run(); });
 }
 
 }  // namespace ridge
