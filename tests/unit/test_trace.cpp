@@ -1008,10 +1008,12 @@ TEST(TraceProgram, AProgramThatHandlesTheForwardedSignalKeepsItsExitCode) {
 }
 
 TEST(TraceProgram, ForwardsToTheWholeGroupOfAProgramThatLeadsOne) {
-  // setsid makes the shell a group leader; its `sleep` gets the signal too, so the trap runs at once.
+  // setsid makes the shell a group leader; its child gets the signal too, so the trap runs at once.
+  // The child itself says it is ready: a signal sent between the shell's fork and its child's exec
+  // would otherwise reach a child still running the shell's trap, and be lost with that exec.
   const auto ready = fresh_ready_file("forward-group");
   std::thread sender = signal_when_ready(ready, SIGINT);
-  auto o = shell(fmt::format("trap 'exit 4' INT; : > '{}'; sleep 10; exit 9", ready.string()));
+  auto o = shell(fmt::format("trap 'exit 4' INT; sh -c \": > '{}'; exec sleep 10\"; exit 9", ready.string()));
   o.command.insert(o.command.begin(), "setsid");
   const auto start = std::chrono::steady_clock::now();
   const ProgramTrace t = trace_program(o);
