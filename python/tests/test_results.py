@@ -93,10 +93,8 @@ def test_a_gate_set_from_python_reaches_compare():
     record = results.add(ridge.measure_wall(lambda: sum(range(1000)), samples=5), "noop",
                          gate={"mode": "judged", "min_threshold": 0.5, "reason": "host-bound"})
     assert record["gate"]["min_threshold"] == 0.5
-    bad = ridge.Results()
-    bad.add(ridge.measure_wall(lambda: sum(range(1000)), samples=5), "noop", gate={"mode": "sometimes"})
-    with pytest.raises(ridge.UsageError):
-        bad.to_json()
+    with pytest.raises(ridge.UsageError, match="gate.mode"):
+        ridge.Results().add(ridge.measure_wall(lambda: sum(range(1000)), samples=5), "noop", gate={"mode": "sometimes"})
 
 
 @pytest.mark.parametrize("name", ["not_ridge.json", "malformed.json"])

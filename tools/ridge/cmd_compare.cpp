@@ -84,11 +84,13 @@ RIDGE_REGISTER_COMMAND(Command{
           "of the same code: BASE1 BASE2 ... NEW), --spread-factor x the spread of their medians. Records timed with\n"
           "wall_naive, and records their producer marked informational (host-latency-dominated numbers, method\n"
           "demonstrations), are shown but never judged. Different GPUs or SM clocks (> clock tolerance) are reported.\n"
-          "Exit codes: 0 no significant regression beyond the threshold, 5 at least one, 6 no record was compared\n"
-          "(none matched, or only records that are never judged), 2 a file is missing or malformed (or a bad option).");
-      app.add_option("BASE... NEW", c->files,
-                     "baseline(s) then the run to judge: ridge JSON result files or report folders holding "
-                     "results.json; several baselines must be repeated runs of the same code on one kind of GPU")
+          "Exit codes: 0 no significant regression beyond a record's noise band, 5 at least one,\n"
+          "6 no record was compared (none matched, or only records that are never judged), 2 a file is missing or\n"
+          "malformed (or a bad option).");
+      app.add_option("FILES", c->files,
+                     "BASE [BASE...] NEW: baseline(s), then the run to judge: ridge JSON result files or report "
+                     "folders holding results.json; several baselines must be repeated runs of the same code on "
+                     "one kind of GPU")
           ->required();
       app.add_option("--threshold", c->threshold,
                      "relative change of the median that counts, as a percentage (5%) or fraction (0.05)")
