@@ -22,6 +22,7 @@
 #include "ridge/stats.hpp"
 #include "ridge/sweep.hpp"
 #include "ridge/trace.hpp"
+#include "ridge/trace_ranks.hpp"
 #include "ridge/timing.hpp"
 #include "ridge/tracer.hpp"
 #include "ridge/version.hpp"

@@ -124,6 +124,20 @@ struct RejectedEvents {
   bool operator==(const RejectedEvents&) const = default;
 };
 
+/// Where the traced process sat in a multi-process job (MPI, SLURM, torchrun), read from its
+/// launcher's environment (trace_ranks.hpp: rank_from_environment). Written into the Chrome trace
+/// as "distributedInfo" {rank, world_size, backend}, the key Holistic Trace Analysis reads.
+struct DistributedInfo {
+  int rank = -1;          ///< -1: not part of a job ridge recognized
+  int world_size = 0;
+  int local_rank = -1;    ///< rank on its host (-1 = unknown)
+  std::string backend = "nccl";
+  std::string launcher;   ///< "torchrun", "openmpi", "mpich", "slurm"
+  std::string job;        ///< the launcher's job id ("" = unknown): rank files of one run share it
+  std::string host;       ///< host name
+  bool known() const { return rank >= 0 && world_size > 0; }
+};
+
 /// One trace: every event, the strings they name, and how it was collected.
 struct Trace {
   StringTable strings;
@@ -143,6 +157,7 @@ struct Trace {
   std::string window;                 ///< the window applied, described ("" = everything)
   Nanoseconds collection_start = 0, collection_stop = 0;  ///< when tracing ran (0 = unknown)
   std::unordered_map<std::uint32_t, std::string> device_names;
+  DistributedInfo distributed;        ///< rank and world size when traced inside a multi-process job
 
   /// Earliest timestamp of any event (collection_start when there are none).
   Nanoseconds origin() const;
@@ -373,6 +388,10 @@ struct ProgramTraceOptions {
   bool sync = false;              ///< also CUPTI synchronization records (CUPTI then hooks every runtime call)
   bool nvtx = true;               ///< record NVTX ranges
   std::size_t buffer_mb = 32;     ///< size of each CUPTI activity buffer, MiB (1 to 1024)
+  /// Inside a job of several ranks, rank 0 waits this long for the other ranks' files and merges
+  /// them (trace_ranks.hpp); 0 = no automatic merge.
+  double merge_timeout_seconds = 60;
+  std::string merged_output;      ///< the merged trace ("" = <stem>.merged<ext> beside the output)
   /// The injection library; "" = $RIDGE_INJECT_LIBRARY, else ../lib or the folder of the running executable.
   std::string inject_library;
 
@@ -407,8 +426,11 @@ struct ProgramTrace {
   double gate_seconds = 0;            ///< time spent switching CUPTI on and off, in seconds
   std::uint64_t cupti_errors = 0;     ///< CUPTI calls that failed while switching
   std::string last_cupti_error;
-  /// Traces written by further CUDA processes the program started (<stem>.pid<N><ext>).
+  /// Traces written by further CUDA processes the program started (<stem>.pid<N><ext>, and
+  /// <stem>.rank<R><ext> when the program is a launcher such as mpirun).
   std::vector<std::string> other_traces;
+  DistributedInfo distributed;  ///< this process's rank when run under a launcher (rank -1 otherwise)
+  std::string merged_trace;     ///< the merged trace of all ranks written at the end ("" = none)
   /// Things worth saying that are not errors (e.g. an unreadable summary file).
   std::vector<std::string> notes;
   /// The program's summary as it wrote it, with "program": {command, exit_code, signal,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 
 #include "ridge/errors.hpp"
 #include "ridge/trace.hpp"
+#include "ridge/trace_ranks.hpp"
 #include "ridge/writers.hpp"
 #include "trace/cupti/inject_env.hpp"
 #include "trace/model/signals.hpp"
@@ -294,6 +296,7 @@ void ProgramTraceOptions::validate() const {
   if (!(window.skip_seconds >= 0)) throw UsageError(fmt::format("--skip-seconds must be >= 0, got {}", window.skip_seconds));
   if (analysis.top == 0) throw UsageError("--top must be at least 1");
   if (buffer_mb < 1 || buffer_mb > 1024) throw UsageError(fmt::format("--buffer-mb must be within [1, 1024], got {}", buffer_mb));
+  if (!(merge_timeout_seconds >= 0)) throw UsageError(fmt::format("--merge-timeout must be >= 0, got {}", merge_timeout_seconds));
 }
 
 int ProgramTrace::exit_code() const {
@@ -307,6 +310,8 @@ ProgramTrace trace_program(const ProgramTraceOptions& o) {
     throw UsageError("nothing to trace: give the program after --, e.g. `ridge trace -- python3 train.py`, or "
                      "--analyze FILE");
   const std::string program = find_program(o.command.front());
+  const std::optional<DistributedInfo> rank = current_rank();  // malformed launcher variables: a usage error now
+  const double started = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const fs::path library = find_inject_library(o.inject_library);
   const fs::path output = o.output.empty() ? fs::path() : fs::absolute(o.output);
   TempDir temp;
@@ -334,6 +339,7 @@ ProgramTrace trace_program(const ProgramTraceOptions& o) {
       !note.empty())
     result.notes.push_back(std::move(note));
   if (!output.empty()) result.other_traces = sibling_traces(output);
+  finish_rank_traces(o, rank, started, result);
   result.summary["program"] = {
       {"command", o.command}, {"exit_code", result.program.exit_code}, {"signal", result.program.signal},
       {"forwarded_signal", result.program.forwarded_signal}};

@@ -8,6 +8,7 @@
 #include "cli.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/trace.hpp"
+#include "ridge/trace_ranks.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::cli {
@@ -16,17 +17,47 @@ namespace {
 struct TraceCommand {
   trace::ProgramTraceOptions options;  // the library's defaults are the command's
   std::string json;
-  std::string analyze;
+  std::vector<std::string> analyze;
+  std::vector<std::string> merge;
+  bool output_given = false;
   bool all_api = false;
   bool no_sync = false;  // the default since sync records became opt-in; accepted for old scripts
   bool no_nvtx = false;
   bool steady_state = false;
 };
 
+/// Several rank traces, or one merged trace: communication against computation per rank, slowest rank per step.
+int analyze_ranks(const TraceCommand& c, std::FILE* out) {
+  if (!c.options.window.empty())
+    throw UsageError("--skip-seconds, --skip-kernels, --nvtx-range and --profiler-range apply to one trace: analyze "
+                     "the rank files one at a time to window them");
+  const trace::RankAnalysis a = trace::analyze_ranks(trace::load_rank_traces(c.analyze), c.options.analysis.step_range);
+  fmt::print(out, "{}", trace::format_rank_analysis(a));
+  if (!c.json.empty()) write_json(c.json, trace::to_json(a));
+  return 0;
+}
+
+int merge_files(const TraceCommand& c, std::FILE* out) {
+  if (!c.options.command.empty() || !c.analyze.empty())
+    throw UsageError("--merge reads saved rank traces: give it alone, not with --analyze or -- COMMAND");
+  const std::string output = c.output_given ? c.options.output : trace::merged_trace_path(c.merge.front());
+  if (output.empty()) throw UsageError("--merge needs somewhere to write: give -o FILE");
+  const trace::MergeResult m = trace::merge_rank_trace_files(c.merge, output);
+  fmt::print(out, "Merged {} rank trace(s) of world size {} into {}: one process track per rank (pid = rank) - open it "
+                  "in https://ui.perfetto.dev\n",
+             m.ranks.size(), m.world_size, output);
+  for (const auto& r : m.ranks)
+    fmt::print(out, "  rank {}: {} ({} events, host {}, pid {})\n", r.rank, r.file, r.events, r.host.empty() ? "?" : r.host,
+               r.process_id);
+  for (const auto& note : m.notes) fmt::print(stderr, "ridge trace: note: {}\n", note);
+  return 0;
+}
+
 int analyze_file(const TraceCommand& c, std::FILE* out) {
   if (!c.options.command.empty())
     throw UsageError("--analyze reads a saved trace: give either --analyze FILE or -- COMMAND, not both");
-  const trace::TraceFileAnalysis f = trace::analyze_trace_file(c.analyze, c.options.window, c.options.analysis);
+  if (c.analyze.size() > 1 || trace::is_merged_trace_file(c.analyze.front())) return analyze_ranks(c, out);
+  const trace::TraceFileAnalysis f = trace::analyze_trace_file(c.analyze.front(), c.options.window, c.options.analysis);
   fmt::print(out, "{}: {}\n", f.file, f.command.empty() ? std::string("(command not recorded)") : f.command);
   fmt::print(out, "{}", trace::format_analysis(f.analysis));
   if (!c.json.empty()) {
@@ -58,6 +89,14 @@ void print_collection(const trace::ProgramTrace& t, std::FILE* out) {
     fmt::print(out, "The trace was written from a signal handler ({}): it holds what was collected until then.\n", t.end);
   for (const auto& other : t.other_traces)
     fmt::print(out, "Another CUDA process started by the program was traced too: {}\n", other);
+  if (t.distributed.known())
+    fmt::print(out, "Rank {} of {} ({}{}): the trace carries distributedInfo for Holistic Trace Analysis.\n",
+               t.distributed.rank, t.distributed.world_size, t.distributed.launcher,
+               t.distributed.job.empty() ? std::string() : ", job " + t.distributed.job);
+  if (!t.merged_trace.empty())
+    fmt::print(out, "Merged trace of all ranks: {} (one process track per rank; `ridge trace --analyze {} --step-range "
+                    "NAME` compares them)\n",
+               t.merged_trace, t.merged_trace);
 }
 
 int run_trace(TraceCommand c) {
@@ -73,6 +112,7 @@ int run_trace(TraceCommand c) {
     o.window.from_range = o.analysis.step_range;
   }
   o.validate();  // also before --analyze: the flags contradict each other either way
+  if (!c.merge.empty()) return merge_files(c, out);
   if (!c.analyze.empty()) return analyze_file(c, out);
 
   const trace::ProgramTrace t = trace::trace_program(o);
@@ -111,7 +151,19 @@ RIDGE_REGISTER_COMMAND(Command{
           "client (Nsight, PyTorch's profiler) cannot run in the same program at the same time.");
       app.add_option("-o,--output", o.output, "Chrome/Perfetto trace JSON to write (\"\" = none)")->default_val("runs/trace.json");
       app.add_option("--json", c->json, "write the analysis as JSON to FILE ('-' for stdout)");
-      app.add_option("--analyze", c->analyze, "analyze a trace written earlier by ridge trace (or PyTorch's profiler) instead of running a program");
+      auto* output = app.get_option("--output");
+      app.add_option("--analyze", c->analyze,
+                     "analyze a trace written earlier by ridge trace (or PyTorch's profiler) instead of running a program; "
+                     "several rank traces, or one merged trace: communication (NCCL kernels) against computation per "
+                     "rank, their overlap, and with --step-range the slowest rank of each step");
+      app.add_option("--merge", c->merge,
+                     "merge rank traces (trace.rank*.json, each with distributedInfo) into one Perfetto trace with one "
+                     "process track per rank, written to -o (default: <stem>.merged.json beside the first)");
+      app.add_option("--merge-timeout", o.merge_timeout_seconds,
+                     "in a job of several ranks (mpirun, srun, torchrun), rank 0 waits up to S seconds for the other "
+                     "ranks' trace files and merges them into <stem>.merged.json; 0 = no automatic merge")
+          ->default_val(60)->check(CLI::NonNegativeNumber);
+      app.add_option("--merged-output", o.merged_output, "where the automatic merge writes (default: <stem>.merged.json beside -o)");
       app.add_option("--skip-seconds", o.window.skip_seconds, "leave out what began in the first S seconds after CUDA initialization (with --analyze: after "
                      "the saved trace's start): start-up and warm-up")
           ->default_val(0)->check(CLI::NonNegativeNumber);
@@ -147,7 +199,10 @@ RIDGE_REGISTER_COMMAND(Command{
           ->default_val(32)->check(CLI::Range(1, 1024));
       app.add_option("command", o.command, "the program and its arguments (after --)");
       app.positionals_at_end();
-      return std::function<int()>([c] { return run_trace(*c); });
+      return std::function<int()>([c, output] {
+        c->output_given = output->count() > 0;
+        return run_trace(*c);
+      });
     }});
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include "ridge/errors.hpp"
 #include "ridge/trace.hpp"
+#include "ridge/trace_ranks.hpp"
 #include "ridge/writers.hpp"
 #include "trace/cupti/collector.hpp"
 #include "trace/cupti/inject_env.hpp"
@@ -38,6 +39,7 @@ struct Config {
   trace::Window window;
   std::size_t top = 10;
   trace_detail::CollectorOptions collector;
+  trace::DistributedInfo distributed;
 };
 
 Config* g_config = nullptr;
@@ -90,17 +92,29 @@ Config read_config() {
   } catch (const std::exception&) {
     throw UsageError("malformed RIDGE_TRACE_* number in the environment");
   }
+  // One rank of a job (mpirun, srun, torchrun: its launcher's variables are in our environment)
+  // writes trace.rank<R>.json with distributedInfo, whether ridge runs inside each rank or starts
+  // the launcher itself.
+  if (auto rank = trace::current_rank()) c.distributed = *rank;
+  const bool ranked = c.distributed.known() && c.distributed.world_size > 1;
+  if (ranked && !c.output.empty()) c.output = trace::rank_trace_path(c.output, c.distributed.rank);
   // A second CUDA process started by the program (a subprocess inheriting our environment) must
-  // not overwrite the first one's files: it writes its trace beside them, named by its pid.
+  // not overwrite the first one's files: it writes its trace beside them, named by its pid. Only
+  // the first process of all writes the summary `ridge trace` reads; each rank's first process
+  // owns its rank file.
   const std::string owner = getenv_or(env::owner);
+  auto claim = [](const std::string& path) {
+    const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd >= 0) ::close(fd);
+    return fd >= 0;
+  };
   if (!owner.empty()) {
-    const int fd = ::open(owner.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      ::close(fd);
-    } else if (!c.output.empty()) {
+    const bool first = claim(owner);
+    const bool owns_output = ranked ? claim(fmt::format("{}.rank{}", owner, c.distributed.rank)) : first;
+    if (!first) c.summary.clear();
+    if (!owns_output && !c.output.empty()) {
       std::filesystem::path p(c.output);
       c.output = (p.parent_path() / fmt::format("{}.pid{}{}", p.stem().string(), getpid(), p.extension().string())).string();
-      c.summary.clear();
     }
   }
   return c;
@@ -136,6 +150,7 @@ void finish(const char* reason, int sig = 0) {
     synchronize_context();
     trace::Trace t = trace_detail::collector_stop();
     t.command = c.command;
+    t.distributed = c.distributed;
     if (!c.window.empty()) t = trace::apply_window(t, c.window);
     const auto t1 = std::chrono::steady_clock::now();
     if (!c.output.empty()) trace::write_chrome_trace(t, c.output);

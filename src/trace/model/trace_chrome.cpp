@@ -323,7 +323,15 @@ struct Writer {
                         {"devices", nlohmann::json::object()}};
     for (const auto& [id, name] : trace.device_names) meta["devices"][std::to_string(id)] = name;
     for (const auto& r : trace.rejected_events) meta["rejected_events"].push_back({{"reason", r.reason}, {"count", r.count}});
+    const DistributedInfo& d = trace.distributed;
+    if (d.known())
+      meta["distributed"] = {{"launcher", d.launcher}, {"job", d.job}, {"host", d.host}, {"local_rank", d.local_rank}};
     out += "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",";
+    // The key Holistic Trace Analysis reads to know which rank a file is.
+    if (d.known())
+      fmt::format_to(std::back_inserter(out), "\"distributedInfo\":{},\n",
+                     nlohmann::json{{"rank", d.rank}, {"world_size", d.world_size}, {"backend", d.backend}}.dump(
+                         -1, ' ', false, nlohmann::json::error_handler_t::replace));
     fmt::format_to(std::back_inserter(out), "\"baseTimeNanoseconds\":{},\n\"ridge\":{},\n\"traceEvents\":[\n", origin,
                    meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     write_events();
@@ -399,6 +407,12 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
   trace.collection_stop = m.value("collection_stop_ns", Nanoseconds{0});
   if (m.contains("devices"))
     for (const auto& [k, v] : m["devices"].items()) trace.device_names[static_cast<std::uint32_t>(std::stoul(k))] = v.get<std::string>();
+  if (const auto d = m.find("distributed"); d != m.end() && d->is_object()) {
+    trace.distributed.launcher = d->value("launcher", std::string());
+    trace.distributed.job = d->value("job", std::string());
+    trace.distributed.host = d->value("host", std::string());
+    trace.distributed.local_rank = d->value("local_rank", -1);
+  }
   return meta;
 }
 
@@ -479,6 +493,21 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
     meta = read_ridge_metadata(doc, trace);
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("{}: ridge: malformed metadata: {}", source, e.what()));
+  }
+  if (const auto d = doc.find("distributedInfo"); d != doc.end() && d->is_object()) {  // end() for an array
+    const auto rank = d->find("rank");
+    if (rank != d->end() && rank->is_number_integer() && rank->get<std::int64_t>() >= 0 &&
+        rank->get<std::int64_t>() < (1 << 24)) {
+      trace.distributed.rank = rank->get<int>();
+      const auto world = d->find("world_size");
+      const int world_size = world != d->end() && world->is_number_integer() && world->get<std::int64_t>() > 0 &&
+                                     world->get<std::int64_t>() < (1 << 24)
+                                 ? world->get<int>()
+                                 : 0;
+      trace.distributed.world_size = std::max(world_size, trace.distributed.rank + 1);
+      const auto backend = d->find("backend");
+      trace.distributed.backend = backend != d->end() && backend->is_string() ? backend->get<std::string>() : "nccl";
+    }
   }
   const std::int64_t host_pid = meta.host_pid;
   // Which events are read, and the earliest time among them: negative times are shifted to 0.

@@ -316,6 +316,7 @@ Trace apply_window(const Trace& trace, const Window& window) {
   out.process_id = trace.process_id;
   out.command = trace.command;
   out.device_names = trace.device_names;
+  out.distributed = trace.distributed;
   out.collection_start = trace.collection_start;
   out.collection_stop = trace.collection_stop;
   std::string described = window.describe();
