@@ -339,15 +339,37 @@ void write_chrome_trace(const Trace& trace, const std::string& path) { write_tex
 
 namespace {
 
+// The first run of digits in `text` (which has one), as a number; UsageError when it overflows.
+std::int64_t digits_value(std::string_view text, const char* key) {
+  const auto digit = text.find_first_of("0123456789");
+  std::int64_t v = 0;
+  if (std::from_chars(text.data() + digit, text.data() + text.size(), v).ec != std::errc())
+    throw UsageError(fmt::format("not a trace ridge can read: \"{}\" is too large a number", key));
+  return v;
+}
+
+// Microseconds from a trace event as nanoseconds; negative is 0. UsageError past 10^15 us (31
+// years), where the conversion to an integer would no longer be defined.
+Nanoseconds ns_of_us(double us, const char* key) {
+  if (!(us <= 1e15)) throw UsageError(fmt::format("not a trace ridge can read: \"{}\" is {} us", key, us));
+  return static_cast<Nanoseconds>(std::llround(std::max(0.0, us) * 1000.0));
+}
+
 std::int64_t int_or(const nlohmann::json& j, const char* key, std::int64_t fallback) {
   auto it = j.find(key);
   if (it == j.end()) return fallback;
-  if (it->is_number_integer() || it->is_number_unsigned()) return it->get<std::int64_t>();
-  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_number_integer()) return it->get<std::int64_t>();  // unsigned above 2^63 wraps, as ids may
+  if (it->is_number_unsigned()) return static_cast<std::int64_t>(it->get<std::uint64_t>());
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    // The cast is undefined outside int64's range (and for NaN): refuse such a value.
+    if (!(d >= -9.2e18 && d <= 9.2e18))
+      throw UsageError(fmt::format("not a trace ridge can read: \"{}\" is {}, not an integer id", key, d));
+    return static_cast<std::int64_t>(d);
+  }
   if (it->is_string()) {  // PyTorch writes some ids as strings ("stream 7" tids)
     const std::string& s = it->get_ref<const std::string&>();
-    const auto digit = s.find_first_of("0123456789");
-    if (digit != std::string::npos) return std::stoll(s.substr(digit));
+    if (s.find_first_of("0123456789") != std::string::npos) return digits_value(s, key);
   }
   return fallback;
 }
@@ -355,9 +377,15 @@ std::int64_t int_or(const nlohmann::json& j, const char* key, std::int64_t fallb
 Dim3 dim3_of(const nlohmann::json& args, const char* key) {
   Dim3 d;
   auto it = args.find(key);
-  if (it != args.end() && it->is_array() && it->size() == 3)
-    d = Dim3{(*it)[0].get<std::int32_t>(), (*it)[1].get<std::int32_t>(), (*it)[2].get<std::int32_t>()};
-  return d;
+  if (it == args.end() || !it->is_array() || it->size() != 3) return d;
+  std::int32_t v[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    const auto& x = (*it)[i];
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > 0x7fffffff)
+      throw UsageError(fmt::format("not a trace ridge can read: \"{}\" must hold three non-negative integers", key));
+    v[i] = static_cast<std::int32_t>(x.get<std::int64_t>());
+  }
+  return Dim3{v[0], v[1], v[2]};
 }
 
 }  // namespace
@@ -392,10 +420,22 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
   trace.collection_start = m.value("collection_start_ns", Nanoseconds{0});
   trace.collection_stop = m.value("collection_stop_ns", Nanoseconds{0});
   if (m.contains("devices"))
-    for (const auto& [k, v] : m["devices"].items()) trace.device_names[static_cast<std::uint32_t>(std::stoul(k))] = v.get<std::string>();
+    for (const auto& [k, v] : m["devices"].items()) {
+      std::uint32_t device = 0;
+      const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), device);
+      if (ec != std::errc() || ptr != k.data() + k.size() || !v.is_string())
+        throw UsageError(fmt::format("not a trace ridge can read: ridge.devices maps device numbers to names, not "
+                                     "'{}'",
+                                     k));
+      trace.device_names[device] = v.get<std::string>();
+    }
   return meta;
 }
 
+}  // namespace
+
+namespace {
+Trace trace_from_json(const nlohmann::json& doc);
 }  // namespace
 
 Trace parse_chrome_json(const std::string& text) {
@@ -405,6 +445,16 @@ Trace parse_chrome_json(const std::string& text) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("not a JSON trace: {}", e.what()));
   }
+  try {
+    return trace_from_json(doc);
+  } catch (const nlohmann::json::exception& e) {  // a value of the wrong type, e.g. "dur": "5"
+    throw UsageError(fmt::format("not a trace ridge can read: {}", e.what()));
+  }
+}
+
+namespace {
+
+Trace trace_from_json(const nlohmann::json& doc) {
   const nlohmann::json& events = trace_events(doc);
   Trace trace;
   const RidgeMetadata meta = read_ridge_metadata(doc, trace);
@@ -413,8 +463,7 @@ Trace parse_chrome_json(const std::string& text) {
   auto ns_of = [&](const nlohmann::json& e, const char* key) -> Nanoseconds {
     auto it = e.find(key);
     if (it == e.end() || !it->is_number()) return origin;
-    const double us = it->get<double>();
-    return origin + static_cast<Nanoseconds>(std::llround(std::max(0.0, us) * 1000.0));
+    return origin + ns_of_us(it->get<double>(), key);
   };
   auto process_of = [&](std::int64_t pid) -> std::uint32_t {
     return pid == host_pid ? trace.process_id : static_cast<std::uint32_t>(pid);
@@ -430,7 +479,7 @@ Trace parse_chrome_json(const std::string& text) {
     const auto args_it = e.find("args");
     const nlohmann::json& args = args_it != e.end() && args_it->is_object() ? *args_it : no_args;
     const Nanoseconds start = ns_of(e, "ts");
-    const Nanoseconds end = start + static_cast<Nanoseconds>(std::llround(std::max(0.0, e.value("dur", 0.0)) * 1000.0));
+    const Nanoseconds end = start + ns_of_us(e.value("dur", 0.0), "dur");
     const std::int64_t pid = int_or(e, "pid", 0), tid = int_or(e, "tid", 0);
     const auto correlation = static_cast<std::uint32_t>(int_or(args, "correlation", 0));
     const auto external = static_cast<std::uint64_t>(int_or(args, "External id", 0));
@@ -504,6 +553,8 @@ Trace parse_chrome_json(const std::string& text) {
   finalize(trace);
   return trace;
 }
+
+}  // namespace
 
 Trace load_chrome_trace(const std::string& path) { return parse_chrome_json(read_text(path)); }
 
