@@ -171,7 +171,7 @@ TEST(Catalog, BadFilesAreRejectedNamingEntryAndField) {
 
   EXPECT_THROW(parse_catalog("{ not json"), UsageError);
 
-  // Found by fuzzing: an SM count past int's range was cast to int (undefined), and a figure near
+  // Found reading the reader for its fuzz target: an SM count past int's range was cast to int (undefined), and a figure near
   // DBL_MAX became infinite once scaled to bytes. Inputs: tests/unit/data/fuzz/catalog/.
   auto huge_sms = one_entry();
   huge_sms["devices"][0]["sm_count"] = 1e10;

@@ -515,7 +515,7 @@ TEST(TraceChrome, RejectsFilesThatAreNotTraces) {
 }
 
 TEST(TraceChrome, RejectsValuesOfTheWrongTypeOrRange) {
-  // Found by fuzzing: each of these escaped as a JSON type error or std::out_of_range, or cast a
+  // Found reading the reader for its fuzz target: each of these escaped as a JSON type error or std::out_of_range, or cast a
   // double past int64's range (undefined). Inputs: tests/unit/data/fuzz/chrome_trace/.
   const std::string kernel = R"("ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2)";
   const std::vector<std::string> bad = {
