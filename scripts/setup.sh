@@ -9,14 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-say() { echo "setup: $*" >&2; }
+source scripts/lib/apt.sh  # say, want, install_missing
 read -r -a cmake_args <<<"${RIDGE_CMAKE_ARGS:-}"
-
-# ---- what is missing: apt package names, and what each stands for ---------------------------
-apt_need=()
-missing=()
-want() { apt_need+=("$1"); missing+=("$2"); }
-listed() { local IFS=','; echo "$*" | sed 's/,/, /g'; }
 
 cmake_ok() {
   command -v cmake >/dev/null 2>&1 || return 1
@@ -85,29 +79,6 @@ check_tools() {
   cmake_ok || want cmake "CMake >= 3.25 (cmake on PATH: $(command -v cmake >/dev/null 2>&1 && cmake --version | head -n1 || echo none))"
   ninja_ok || want ninja-build "Ninja (ninja on PATH)"
   cxx_ok || want g++ "a C++ compiler (\$CXX, c++, g++ or clang++ on PATH)"
-}
-
-install_missing() {
-  [ ${#apt_need[@]} -eq 0 ] && return 0
-  say "missing: $(listed "${missing[@]}")"
-  if ! command -v apt-get >/dev/null 2>&1; then
-    say "no apt-get here: install $(listed "${missing[@]}") yourself (CMake packages can live anywhere CMAKE_PREFIX_PATH points)"
-    exit 1
-  fi
-  local sudo=""
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { say "installing ${apt_need[*]} needs root (no sudo found)"; exit 1; }
-    sudo="sudo"
-  fi
-  say "installing ${apt_need[*]} with apt-get"
-  if ! { $sudo apt-get update -qq &&
-         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_need[@]}" >/dev/null; }; then
-    say "apt-get could not install ${apt_need[*]} (no network or no such package?)."
-    say "install these yourself, then run scripts/setup.sh again: $(listed "${missing[@]}")"
-    [[ " ${apt_need[*]} " == *" cmake "* ]] && say "(a recent CMake and Ninja also come from pip: pip install cmake ninja)"
-    exit 1
-  fi
-  apt_need=(); missing=()
 }
 
 check_tools

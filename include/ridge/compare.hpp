@@ -59,6 +59,13 @@ struct CompareOptions {
   /// With several baselines (repeated runs of the same code), a change must also exceed this many
   /// times the record's run-to-run spread (the relative standard deviation of the baselines' medians).
   double spread_factor = 3;
+  /// Resolution: a change smaller than this many microseconds is never a regression. Between
+  /// processes, kernels of a few microseconds move by a few hundred nanoseconds (cuBLAS heuristics,
+  /// where buffers land in L2), which is 5-6% of them; on the H200 ten reports in a row showed it.
+  double min_change_us = 0.5;
+  /// Clock: when a record's SM clocks differ between the runs, its band widens by that difference
+  /// (a GEMM at the power cap runs as fast as its clock allows; a change the clock explains is not code).
+  bool widen_by_clock = true;
 };
 
 /// One record matched (or not) between the two files. Times in milliseconds.
@@ -80,7 +87,7 @@ struct RecordComparison {
   /// The relative change a significant difference must exceed to be a regression or an improvement:
   /// max(threshold, min_threshold, spread_factor x run_to_run_spread); 0 for rows never judged.
   double noise_band = 0;
-  std::string noise_band_source;  ///< which term set it: "threshold", "producer" or "run-to-run"
+  std::string noise_band_source;  ///< which term set it: "threshold", "producer", "run-to-run", "resolution" or "clock"
   std::string gate_reason;        ///< the producer's reason, when a gate set the verdict or the band
 };
 

@@ -63,8 +63,11 @@ nlohmann::json parse_json(std::string_view text, const std::string& source);
 /// parse_json(read_text(path), path).
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
-/// Reads a ridge JSON result file (or a folder holding results.json). Throws UsageError (exit 2)
-/// naming the file and the JSON path of the first bad value (see result_set_from_json).
+/// Parses the text of a ridge JSON result file read from `source` (named in errors). Throws
+/// UsageError (exit 2) naming the source and the JSON path of the first bad value (see
+/// result_set_from_json).
+ResultSet parse_result_text(std::string_view text, const std::string& source);
+/// Reads a ridge JSON result file (or a folder holding results.json): parse_result_text of its text.
 ResultSet load_result_file(const std::filesystem::path& path);
 
 /// Writes the exports a user asked for; empty paths are skipped.

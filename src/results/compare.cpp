@@ -349,18 +349,21 @@ double run_to_run_spread(const std::vector<double>& medians, double center) {
   return std::sqrt(squares / double(medians.size() - 1)) / center;
 }
 
-// The band a significant change must exceed, and which term set it.
-void set_noise_band(RecordComparison& row, const CompareOptions& options) {
+// The band a significant change must exceed, and which term set it. `clock_difference` is the
+// record's relative SM clock difference between the runs (-1 when unknown).
+void set_noise_band(RecordComparison& row, const CompareOptions& options, double clock_difference) {
+  auto widen = [&](double band, const char* source) {
+    if (band > row.noise_band) {
+      row.noise_band = band;
+      row.noise_band_source = source;
+    }
+  };
   row.noise_band = options.threshold;
   row.noise_band_source = "threshold";
-  if (row.min_threshold > row.noise_band) {
-    row.noise_band = row.min_threshold;
-    row.noise_band_source = "producer";
-  }
-  if (row.run_to_run_spread > 0 && options.spread_factor * row.run_to_run_spread > row.noise_band) {
-    row.noise_band = options.spread_factor * row.run_to_run_spread;
-    row.noise_band_source = "run-to-run";
-  }
+  widen(row.min_threshold, "producer");
+  if (row.run_to_run_spread > 0) widen(options.spread_factor * row.run_to_run_spread, "run-to-run");
+  if (row.base_median_ms > 0) widen(options.min_change_us * 1e-3 / row.base_median_ms, "resolution");
+  if (options.widen_by_clock && clock_difference > 0) widen(row.noise_band + clock_difference, "clock");
 }
 
 // Judges one record of the new run against the baselines that hold it (`runs`, first baseline
@@ -422,7 +425,7 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
     }
   }
   row.run_to_run_spread = run_to_run_spread(medians, row.base_median_ms);
-  set_noise_band(row, options);
+  set_noise_band(row, options, record_clocks);
   if (row.noise_band_source == "producer" && row.note.empty()) row.note = row.gate_reason;
   const bool significant = row.test.p_value < options.alpha;
   if (significant && row.ratio > 1 + row.noise_band) {
@@ -536,8 +539,9 @@ std::string summary_line(const Comparison& c) {
 std::string band_rule(const Comparison& c) {
   std::string rule = fmt::format(
       "A significant change counts when it exceeds the record's noise band: the {:.1f}% threshold, or the producer's "
-      "minimum for that record",
-      c.options.threshold * 100);
+      "minimum for that record, or a change of {:g} us (the resolution between processes){}",
+      c.options.threshold * 100, c.options.min_change_us,
+      c.options.widen_by_clock ? ", widened by the record's SM clock change between the runs" : "");
   if (c.baselines > 1)
     rule += fmt::format(", or {}x its run-to-run spread (relative standard deviation of the medians of the {} "
                         "baselines, whose samples are pooled)",
@@ -553,6 +557,9 @@ std::string noise_band_text(const RecordComparison& r) {
     return fmt::format("{:.1f}% ({:g}x run-to-run {:.1f}%)", r.noise_band * 100, r.noise_band / r.run_to_run_spread,
                        r.run_to_run_spread * 100);
   if (r.noise_band_source == "producer") return fmt::format("{:.1f}% (producer)", r.noise_band * 100);
+  if (r.noise_band_source == "resolution")
+    return fmt::format("{:.1f}% (resolution {:.2f} us)", r.noise_band * 100, r.noise_band * r.base_median_ms * 1e3);
+  if (r.noise_band_source == "clock") return fmt::format("{:.1f}% (threshold + SM clock change)", r.noise_band * 100);
   return fmt::format("{:.1f}% ({})", r.noise_band * 100, r.noise_band_source);
 }
 
@@ -650,6 +657,8 @@ nlohmann::json to_json(const Comparison& c) {
           {"threshold", c.options.threshold},
           {"alpha", c.options.alpha},
           {"clock_tolerance", c.options.clock_tolerance},
+          {"min_change_us", c.options.min_change_us},
+          {"widen_by_clock", c.options.widen_by_clock},
           {"baselines", c.baselines},
           {"spread_factor", c.options.spread_factor},
           {"geomean_ratio", c.geomean_ratio},

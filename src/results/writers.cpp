@@ -301,16 +301,20 @@ nlohmann::json parse_json(std::string_view text, const std::string& source) {
 
 nlohmann::json read_json_file(const std::filesystem::path& path) { return parse_json(read_text(path), path.string()); }
 
+ResultSet parse_result_text(std::string_view text, const std::string& source) {
+  const nlohmann::json j = parse_json(text, source);
+  try {
+    return result_set_from_json(j);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {}", source, e.what()));
+  }
+}
+
 ResultSet load_result_file(const std::filesystem::path& path) {
   std::filesystem::path file = path;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) file = path / "results.json";
-  const nlohmann::json j = read_json_file(file);
-  try {
-    return result_set_from_json(j);
-  } catch (const UsageError& e) {
-    throw UsageError(fmt::format("{}: {}", file.string(), e.what()));
-  }
+  return parse_result_text(read_text(file), file.string());
 }
 
 void export_results(const ResultSet& set, const std::string& json_path, const std::string& csv_path,

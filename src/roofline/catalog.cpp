@@ -29,6 +29,11 @@ const std::set<std::string> entry_fields = {"key",       "name",        "match_n
                                             "sparse_peak_tflops", "nvlink_gb_per_s", "pcie_gb_per_s",
                                             "interconnect_source", "notes", "source"};
 
+// The largest figure any numeric field may hold (in its own unit: GB, GB/s, MiB, TFLOP/s, SMs):
+// far above any datasheet, and small enough that scaling to bytes or FLOP/s stays finite and an SM
+// count fits in an int.
+constexpr double max_figure = 1e9;
+
 // Reads and checks one entry; every error names the entry and the field.
 class EntryReader {
  public:
@@ -64,7 +69,7 @@ class EntryReader {
     const json& v = j_[field];
     if (!v.is_number()) fail(field, "must be a number");
     const double d = v.get<double>();
-    if (!(d > 0) || !std::isfinite(d)) fail(field, fmt::format("must be > 0, got {}", d));
+    if (!(d > 0) || !(d <= max_figure)) fail(field, fmt::format("must be > 0 and at most {:g}, got {}", max_figure, d));
     return d;
   }
 
@@ -78,8 +83,8 @@ class EntryReader {
     for (const auto& [name, value] : j_[field].items()) {
       if (!peak_names.count(name))
         fail(fmt::format("{}.{}", field, name), "is not a known dtype (fp64, fp64_vector, fp32, tf32, fp16, bf16, fp8_e4m3, fp4)");
-      if (!value.is_number() || !(value.get<double>() > 0))
-        fail(fmt::format("{}.{}", field, name), "must be a number > 0 (TFLOP/s)");
+      if (!value.is_number() || !(value.get<double>() > 0) || !(value.get<double>() <= max_figure))
+        fail(fmt::format("{}.{}", field, name), fmt::format("must be a number > 0 and at most {:g} (TFLOP/s)", max_figure));
       out[name] = value.get<double>() * 1e12;
     }
     if (required && out.empty()) fail(field, "must list at least one dtype");

@@ -67,6 +67,7 @@ std::int64_t parse_size_value(const std::string& raw, const std::string& context
     throw UsageError(fmt::format("'{}' in '{}' is not a power: write BASE^EXPONENT with integers, e.g. 2^20", text, context));
   if (*base <= 0) throw UsageError(fmt::format("the base of '{}' in '{}' must be > 0", text, context));
   if (*exponent < 0) throw UsageError(fmt::format("the exponent of '{}' in '{}' must be >= 0", text, context));
+  if (*base == 1) return 1;  // 1^E: the loop below would run E times (up to 2^63)
   double v = std::pow(static_cast<double>(*base), static_cast<double>(*exponent));
   if (v > static_cast<double>(max_size)) throw UsageError(fmt::format("'{}' in '{}' is too large", text, context));
   std::int64_t exact = 1;

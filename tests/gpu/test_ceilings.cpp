@@ -35,7 +35,9 @@ TEST(Ceilings, MeasureCheckAndCache) {
   if (auto entry = match_device(describe_device(0))) {
     EXPECT_LT(c.ceilings.memory_bytes_per_s, entry->ceilings.memory_bytes_per_s * 1.05);
     for (const auto& [dtype, rate] : c.ceilings.peak_flops_per_s)
-      if (auto peak = entry->peak(dtype_from_string(dtype))) EXPECT_LT(rate, *peak * 1.05) << dtype;
+      if (auto peak = entry->peak(dtype_from_string(dtype))) {
+        EXPECT_LT(rate, *peak * 1.05) << dtype;
+      }
   }
 
   ASSERT_TRUE(std::filesystem::exists(c.cache_file));

@@ -43,7 +43,9 @@ TEST(CollectivesGpu, EveryOpDtypeAndPlacementCheckedAtWorldSizeOne) {
     EXPECT_GT(r.summary.median, 0) << r.name;
     EXPECT_GT(r.extra.value("algbw_bytes_per_s", 0.0), 0) << r.name;
     const auto op = collective_op_from_string(r.params.value("op", ""));
-    if (bus_factor(op, 1) == 0) EXPECT_EQ(r.extra.value("busbw_bytes_per_s", -1.0), 0.0) << r.name;
+    if (bus_factor(op, 1) == 0) {
+      EXPECT_EQ(r.extra.value("busbw_bytes_per_s", -1.0), 0.0) << r.name;
+    }
     EXPECT_EQ(r.extra["ranks"].size(), 1u);
   }
   EXPECT_FALSE(run.curves.empty());

@@ -72,8 +72,12 @@ TEST_P(Gpt2Decode, PrefillByStepsMatchesTheReference) {
   const int batch = 3;
   gpt2::Decoder decoder(*model, options(c, batch, 40));
   EXPECT_EQ(decoder.gemm(), c.gemm);
-  if (c.kernel != gpt2::StepKernel::automatic) EXPECT_EQ(decoder.kernel(), c.kernel);
-  if (c.gemm == gpt2::GemmPath::cublas) EXPECT_EQ(decoder.kernel(), gpt2::StepKernel::chain);
+  if (c.kernel != gpt2::StepKernel::automatic) {
+    EXPECT_EQ(decoder.kernel(), c.kernel);
+  }
+  if (c.gemm == gpt2::GemmPath::cublas) {
+    EXPECT_EQ(decoder.kernel(), gpt2::StepKernel::chain);
+  }
   std::vector<gpt2::Sequence> sequences(batch, gpt2::Sequence(config));
   for (int step = 0; step < 12; ++step) {
     std::vector<int> tokens(batch);
@@ -90,7 +94,9 @@ TEST_P(Gpt2Decode, PrefillByStepsMatchesTheReference) {
       EXPECT_LE(err, logits_tolerance(c.dtype)) << "step " << step << " sequence " << b;
       // Greedy choice: the GPU's token is the arg max of its own logits, and (fp32) the reference's.
       EXPECT_EQ(next[b], gpt2::argmax(got)) << "step " << step << " sequence " << b;
-      if (c.dtype == DType::fp32) EXPECT_EQ(next[b], gpt2::argmax(expected)) << "step " << step << " sequence " << b;
+      if (c.dtype == DType::fp32) {
+        EXPECT_EQ(next[b], gpt2::argmax(expected)) << "step " << step << " sequence " << b;
+      }
     }
   }
 }

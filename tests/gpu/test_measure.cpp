@@ -183,6 +183,8 @@ TEST(Measure, InterleavedMethodsEachReadTheCalibration) {
       EXPECT_GT(m.summary.median, 0.019);
     else
       EXPECT_NEAR(m.summary.median, 0.020, 0.004) << to_string(m.method);
-    if (read_clocks(0).source == "nvml") EXPECT_EQ(m.sample_sm_mhz.size(), 15u);
+    if (read_clocks(0).source == "nvml") {
+      EXPECT_EQ(m.sample_sm_mhz.size(), 15u);
+    }
   }
 }

@@ -71,10 +71,16 @@ TEST(Catalog, EveryEntryIsCompleteAndConsistent) {
     EXPECT_GT(e.ceilings.memory_bytes_per_s, 100e9);
     ASSERT_TRUE(e.peak(DType::fp32).has_value()) << "every GPU has an FP32 peak";
     for (const auto& [name, sparse] : e.sparse_peak_flops)
-      if (e.ceilings.peak_flops(name) > 0) EXPECT_LE(e.ceilings.peak_flops(name), sparse) << name;
+      if (e.ceilings.peak_flops(name) > 0) {
+        EXPECT_LE(e.ceilings.peak_flops(name), sparse) << name;
+      }
     // Tensor peaks sit above the FP32 FMA peak; FP8 is at least BF16's rate.
-    if (auto bf16 = e.peak(DType::bf16)) EXPECT_GT(*bf16, *e.peak(DType::fp32));
-    if (auto fp8 = e.peak(DType::fp8_e4m3)) EXPECT_GE(*fp8, *e.peak(DType::bf16));
+    if (auto bf16 = e.peak(DType::bf16)) {
+      EXPECT_GT(*bf16, *e.peak(DType::fp32));
+    }
+    if (auto fp8 = e.peak(DType::fp8_e4m3)) {
+      EXPECT_GE(*fp8, *e.peak(DType::bf16));
+    }
   }
   // GeForce parts carry the half-rate accumulate note.
   EXPECT_NE(catalog_entry("rtx-4090").notes.find("half"), std::string::npos);
@@ -164,6 +170,19 @@ TEST(Catalog, BadFilesAreRejectedNamingEntryAndField) {
   EXPECT_NE(error_of(duplicate).find("entry 1 ('test-gpu')"), std::string::npos);
 
   EXPECT_THROW(parse_catalog("{ not json"), UsageError);
+
+  // Found reading the reader for its fuzz target: an SM count past int's range was cast to int (undefined), and a figure near
+  // DBL_MAX became infinite once scaled to bytes. Inputs: tests/unit/data/fuzz/catalog/.
+  auto huge_sms = one_entry();
+  huge_sms["devices"][0]["sm_count"] = 1e10;
+  EXPECT_NE(error_of(huge_sms).find("field 'sm_count' must be > 0 and at most 1e+09"), std::string::npos)
+      << error_of(huge_sms);
+  auto huge_memory = one_entry();
+  huge_memory["devices"][0]["memory_gb"] = 1e300;
+  EXPECT_NE(error_of(huge_memory).find("field 'memory_gb' must be > 0 and at most"), std::string::npos);
+  auto huge_peak = one_entry();
+  huge_peak["devices"][0]["peak_tflops"]["fp32"] = 1e300;
+  EXPECT_NE(error_of(huge_peak).find("peak_tflops.fp32"), std::string::npos);
 }
 
 TEST(Catalog, UserFileReplacesTheBuiltIn) {

@@ -544,3 +544,35 @@ TEST(CompareBaselines, JsonStatesEachRowsBand) {
     EXPECT_FALSE(row["noise_band_source"].get<std::string>().empty());
   }
 }
+
+// Two terms of the noise band measured on the H200 (ten reports in a row, bench/report_repeatability.sh):
+// kernels of a few microseconds move by a few hundred nanoseconds between processes, and a GEMM at the
+// power cap moves with its SM clock.
+TEST(CompareBands, ChangesBelowTheResolutionOrExplainedByTheClockDoNotGate) {
+  auto one = [](double median_ms, unsigned seed, double sm_mhz) {
+    ResultSet s;
+    s.context.device = h200();
+    Record r = record("tiny", "spin_hold", 256, noisy(median_ms, 0.005, 60, seed));
+    r.clocks_start.sm_mhz = r.clocks_end.sm_mhz = sm_mhz;
+    s.records.push_back(r);
+    return s;
+  };
+  // +6% of 5 us is 0.3 us: below the 0.5 us resolution.
+  Comparison c = compare_results(one(0.005, 1, 1980), one(0.0053, 2, 1980));
+  EXPECT_NE(c.rows[0].verdict, Verdict::regression);
+  EXPECT_EQ(c.rows[0].noise_band_source, "resolution");
+  EXPECT_NE(noise_band_text(c.rows[0]).find("resolution 0.50 us"), std::string::npos) << noise_band_text(c.rows[0]);
+  CompareOptions exact;
+  exact.min_change_us = 0;
+  EXPECT_EQ(compare_results(one(0.005, 1, 1980), one(0.0053, 2, 1980), exact).rows[0].verdict, Verdict::regression);
+  // +7% of 2 ms with the SM clock 6% lower: the band is 5% + 6%.
+  c = compare_results(one(2.0, 3, 1980), one(2.14, 4, 1860));
+  EXPECT_NE(c.rows[0].verdict, Verdict::regression);
+  EXPECT_EQ(c.rows[0].noise_band_source, "clock");
+  EXPECT_NEAR(c.rows[0].noise_band, 0.05 + 120.0 / 1980, 1e-9);
+  CompareOptions strict;
+  strict.widen_by_clock = false;
+  EXPECT_EQ(compare_results(one(2.0, 3, 1980), one(2.14, 4, 1860), strict).rows[0].verdict, Verdict::regression);
+  // The same +7% at the same clock is a regression.
+  EXPECT_EQ(compare_results(one(2.0, 3, 1980), one(2.14, 4, 1980)).rows[0].verdict, Verdict::regression);
+}

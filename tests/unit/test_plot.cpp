@@ -279,7 +279,9 @@ TEST(Plot, FixedRangeLeavesOutsidePointsOut) {
   EXPECT_LE(cx, r.x + r.w);
   // Lines are clipped to the plot area.
   for (const auto& e : els)
-    if (e.name == "polyline") EXPECT_EQ(e.attributes.count("clip-path"), 1u);
+    if (e.name == "polyline") {
+      EXPECT_EQ(e.attributes.count("clip-path"), 1u);
+    }
 }
 
 TEST(Plot, LinearAxes) {

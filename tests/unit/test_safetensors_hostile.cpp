@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -48,7 +49,19 @@ class HostileSafetensors : public ::testing::Test {
       const std::string message = e.what();
       EXPECT_NE(message.find(path), std::string::npos) << message;
       for (const auto& f : fragments) EXPECT_NE(message.find(f), std::string::npos) << "'" << f << "' in " << message;
+      // The same bytes from memory (what the fuzz target reads) are refused with the same words.
+      try {
+        gpt2::SafetensorsFile::from_bytes(file_bytes(path), path);
+        ADD_FAILURE() << "from_bytes accepted " << path;
+      } catch (const UsageError& from_memory) {
+        EXPECT_EQ(std::string(from_memory.what()), message);
+      }
     }
+  }
+
+  static std::string file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
   std::filesystem::path dir_;
@@ -193,4 +206,37 @@ TEST_F(HostileSafetensors, DecodeOptionsCheckTheReferenceFileWithoutAGpu) {
   }
   write(config.vocab, "F32");  // tokens stored as floats
   EXPECT_THROW(o.validate(), UsageError);
+}
+
+TEST_F(HostileSafetensors, BytesInMemoryReadLikeTheFile) {
+  gpt2::Weights weights = gpt2::random_weights(gpt2::preset("tiny"), 3);
+  const std::string path = (dir_ / "tiny.safetensors").string();
+  gpt2::save_safetensors(weights, path);
+  const gpt2::SafetensorsFile on_disk(path);
+  const auto in_memory = gpt2::SafetensorsFile::from_bytes(file_bytes(path), "tiny in memory");
+  EXPECT_EQ(in_memory.path(), "tiny in memory");
+  ASSERT_EQ(in_memory.names(), on_disk.names());
+  ASSERT_FALSE(on_disk.names().empty());
+  for (const auto& name : on_disk.names()) {
+    EXPECT_EQ(in_memory.read_bytes(name), on_disk.read_bytes(name)) << name;
+    EXPECT_EQ(in_memory.entry(name).shape, on_disk.entry(name).shape) << name;
+  }
+  EXPECT_EQ(in_memory.metadata(), on_disk.metadata());
+}
+
+TEST_F(HostileSafetensors, EmptyTensorsReadAsEmpty) {
+  // Found by fuzzing (UBSan): an empty tensor was copied with memcpy from and to null pointers.
+  // The input, with one tensor of every dtype: tests/unit/data/fuzz/safetensors/.
+  const std::string path = std::string(RIDGE_SOURCE_DIR) + "/tests/unit/data/fuzz/safetensors/empty_tensor.safetensors";
+  const gpt2::SafetensorsFile on_disk(path);
+  const auto in_memory = gpt2::SafetensorsFile::from_bytes(file_bytes(path), path);
+  for (const auto* file : {&on_disk, &in_memory}) {
+    ASSERT_TRUE(file->contains("empty"));
+    EXPECT_EQ(file->entry("empty").shape, (std::vector<std::int64_t>{0, 5}));
+    EXPECT_TRUE(file->read_bytes("empty").empty());
+    EXPECT_TRUE(file->read_floats("empty").empty());
+    EXPECT_EQ(file->read_floats("f32"), (std::vector<float>{1, -2, 3.5f, 0}));
+    EXPECT_EQ(file->read_ints("i32"), (std::vector<int>{7, -7}));
+    EXPECT_THROW(file->read_ints("i64"), UsageError) << "2^40 does not fit in int";
+  }
 }

@@ -308,7 +308,11 @@ TEST(TraceAnalysis, JsonRoundTripKeepsEveryNumber) {
 TEST(TraceWindow, SkipsKernelsSecondsAndKeepsNvtxAndProfilerRanges) {
   Builder b;
   b.t.collection_start = 0;
-  for (int i = 0; i < 10; ++i) b.kernel("k" + std::to_string(i), 7, 1000000ull * i + 500, 1000000ull * i + 900, 1000000ull * i);
+  for (int i = 0; i < 10; ++i) {
+    std::string name = "k";  // not "k" + to_string(i): GCC 12 warns falsely on that at -O3 (-Wrestrict)
+    name += std::to_string(i);
+    b.kernel(name, 7, 1000000ull * i + 500, 1000000ull * i + 900, 1000000ull * i);
+  }
   b.range("step", 5000000, 7500000);
   b.api("cudaProfilerStart", 2000000 - 100, 2000000 - 50);
   b.api("cudaProfilerStop", 4000000 - 10, 4000000);
@@ -427,7 +431,9 @@ TEST(TraceChrome, EveryCompleteEventHasTimesAndTracksAndEveryFlowEnds) {
       if (e["cat"] == "kernel") {
         for (const char* key : {"device", "stream", "correlation", "grid", "block"}) EXPECT_TRUE(e["args"].contains(key)) << key;
       }
-      if (e["cat"] == "cuda_runtime") EXPECT_TRUE(e["args"].contains("correlation"));
+      if (e["cat"] == "cuda_runtime") {
+        EXPECT_TRUE(e["args"].contains("correlation"));
+      }
     } else if (ph == "s") {
       flow_starts[e.at("id")]++;
       EXPECT_EQ(e["cat"], "ac2g");
@@ -515,6 +521,44 @@ TEST(TraceChrome, ReadingBackRebuildsTheSameEventsAndAnalysis) {
 TEST(TraceChrome, RejectsFilesThatAreNotTraces) {
   EXPECT_THROW(parse_chrome_json("{not json"), ridge::UsageError);
   EXPECT_THROW(parse_chrome_json(R"({"records": []})"), ridge::UsageError);
+}
+
+TEST(TraceChrome, RejectsValuesOfTheWrongTypeOrRange) {
+  // Found reading the reader for its fuzz target: each of these escaped as a JSON type error or std::out_of_range, or cast a
+  // double past int64's range (undefined). Inputs: tests/unit/data/fuzz/chrome_trace/. (An event whose
+  // "ph" is not a string is not one ridge reads: it is skipped, as every unknown event is.)
+  const std::string kernel = R"("ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2)";
+  const std::vector<std::string> bad = {
+      R"({"traceEvents":[{)" + kernel + R"(,"args":{"grid":[1e20,1,1]}}]})",
+      R"({"traceEvents":[{)" + kernel + R"(,"args":{"grid":[1,"2",1]}}]})",
+      R"({"traceEvents":[{)" + kernel + R"(,"args":{"correlation":1e300}}]})",
+      R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":"s 99999999999999999999","ts":1}]})",
+      R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":"5"}]})",
+      R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1e300,"dur":1}]})",
+      R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1e16}]})",
+      R"({"ridge":{"devices":{"x":"H200"}},"traceEvents":[]})",
+      R"({"ridge":{"devices":{"0":7}},"traceEvents":[]})",
+      R"({"ridge":[1],"traceEvents":[]})",
+  };
+  for (const auto& text : bad) {
+    try {
+      parse_chrome_json(text);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const ridge::UsageError& e) {
+      // Either message form: what is wrong, or where (the JSON path of the value).
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find("not a trace ridge can read") != std::string::npos ||
+                  what.find("traceEvents[0]") != std::string::npos || what.find("ridge: malformed metadata") != std::string::npos)
+          << what;
+    }
+  }
+  // Within range they still read: a string tid's digits, a whole-number double id.
+  const Trace t = parse_chrome_json(
+      R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":"stream 7","ts":1,"dur":2,"args":{"correlation":3.0,"grid":[4,1,1]}}]})");
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_EQ(t.kernels[0].stream, 7u);
+  EXPECT_EQ(t.kernels[0].correlation, 3u);
+  EXPECT_EQ(t.kernels[0].grid.x, 4);
 }
 
 TEST(TraceChrome, ReadsPyTorchStyleTraces) {

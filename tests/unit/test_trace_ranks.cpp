@@ -358,7 +358,9 @@ TEST(MergeRanks, OneProcessTrackPerRankWithItsThreadsAndStreams) {
     EXPECT_TRUE(pid == 0 || pid == 1) << e.dump();
     if (e["ph"] == "M" && e["name"] == "process_name") process_names[pid] = e["args"]["name"];
     if (e["ph"] == "M" && e["name"] == "thread_name") thread_names[{pid, e["tid"]}] = e["args"]["name"];
-    if (e["ph"] == "s") EXPECT_TRUE(flow_starts.insert(e["id"].get<std::uint64_t>()).second) << "flow id reused";
+    if (e["ph"] == "s") {
+      EXPECT_TRUE(flow_starts.insert(e["id"].get<std::uint64_t>()).second) << "flow id reused";
+    }
     if (e.value("cat", "") == "kernel") {
       EXPECT_GE(e["tid"].get<std::int64_t>(), 1LL << 30);  // GPU streams sit after the host threads
       kernel_ts[pid].push_back(e["ts"]);

@@ -20,6 +20,8 @@ struct CompareCommand {
   std::vector<std::string> files;  // BASE... NEW
   std::string threshold = "5%";
   double spread_factor = 3;
+  double min_change_us = 0.5;
+  bool ignore_clocks = false;
   double alpha = 0.01;
   std::string clock_tolerance = "10%";
   std::string json, markdown;
@@ -37,6 +39,10 @@ int run_compare(const CompareCommand& c) {
   if (!(c.spread_factor >= 0) || !std::isfinite(c.spread_factor))
     throw UsageError(fmt::format("--spread-factor must be a number >= 0, got {}", c.spread_factor));
   options.spread_factor = c.spread_factor;
+  if (!(c.min_change_us >= 0) || !std::isfinite(c.min_change_us))
+    throw UsageError(fmt::format("--min-change-us must be a number >= 0, got {}", c.min_change_us));
+  options.min_change_us = c.min_change_us;
+  options.widen_by_clock = !c.ignore_clocks;
   if (c.files.size() < 2)
     throw UsageError("compare needs BASE [BASE...] NEW: at least one baseline and the new run (got one file)");
   // Every file is read before anything is printed, so a bad file never leaves half a table.
@@ -100,6 +106,12 @@ RIDGE_REGISTER_COMMAND(Command{
                      "with several baselines, a change must exceed this many times the relative standard deviation "
                      "of their medians")
           ->default_val(3);
+      app.add_option("--min-change-us", c->min_change_us,
+                     "a change smaller than this many microseconds is never a regression (kernels of a few "
+                     "microseconds move this much between processes)")
+          ->default_val(0.5);
+      app.add_flag("--ignore-clocks", c->ignore_clocks,
+                   "do not widen a record's noise band by its SM clock change between the runs");
       app.add_option("--clock-tolerance", c->clock_tolerance, "SM clock difference reported as a warning")
           ->default_val("10%");
       app.add_option("--json", c->json, "write the comparison as JSON to FILE ('-' for stdout)")->type_name("FILE");

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ridge::gpt2 {
@@ -42,6 +43,9 @@ class SafetensorsFile {
   /// disagree with shape x dtype, data past the end of the file (truncated), or two tensors whose
   /// bytes overlap.
   explicit SafetensorsFile(std::string path);
+  /// The same reader over a whole file's bytes held in memory (e.g. received or mapped); `name`
+  /// stands for the path in errors. Tensors are read from `bytes`, which the object keeps.
+  static SafetensorsFile from_bytes(std::string bytes, std::string name);
 
   const std::string& path() const { return path_; }
   bool contains(const std::string& name) const { return entries_.count(name) != 0; }
@@ -59,9 +63,16 @@ class SafetensorsFile {
   std::vector<unsigned char> read_bytes(const std::string& name) const;
 
  private:
+  SafetensorsFile() = default;
+  /// Checks the 8-byte length field at the start of a file of `file_size` bytes; returns the
+  /// header's length.
+  std::uint64_t header_length(const unsigned char* length_field, std::uint64_t file_size) const;
+  /// Parses the JSON header of a file of `file_size` bytes (the file reader and from_bytes share it).
+  void parse_header(std::string_view header, std::uint64_t file_size);
   void check_no_overlap() const;
 
   std::string path_;
+  std::optional<std::string> bytes_;  ///< the whole file, for from_bytes; nullopt: read from path_
   std::uint64_t data_start_ = 0;
   std::map<std::string, SafetensorsEntry> entries_;
   std::map<std::string, std::string> metadata_;

@@ -160,8 +160,11 @@ std::string throttle_reason_names(long long mask) {
       {0x8, "hw_slowdown"},       {0x10, "sync_boost"},         {0x20, "sw_thermal"},
       {0x40, "hw_thermal"},       {0x80, "hw_power_brake"},     {0x100, "display_clocks"}};
   std::string out;
-  for (const auto& [bit, name] : names)
-    if (mask & bit) out += (out.empty() ? "" : ",") + std::string(name);
+  for (const auto& [bit, name] : names) {
+    if (!(mask & bit)) continue;
+    if (!out.empty()) out += ',';
+    out += name;  // appended, not out += "," + name: GCC 12 warns falsely on that (-Wrestrict)
+  }
   return out;
 }
 

@@ -351,15 +351,30 @@ void write_chrome_trace(const Trace& trace, const std::string& path) { write_tex
 
 namespace {
 
+// The first run of digits in `text` (which has one), as a number; UsageError when it overflows.
+std::int64_t digits_value(std::string_view text, const char* key) {
+  const auto digit = text.find_first_of("0123456789");
+  std::int64_t v = 0;
+  if (std::from_chars(text.data() + digit, text.data() + text.size(), v).ec != std::errc())
+    throw UsageError(fmt::format("not a trace ridge can read: \"{}\" is too large a number", key));
+  return v;
+}
+
 std::int64_t int_or(const nlohmann::json& j, const char* key, std::int64_t fallback) {
   auto it = j.find(key);
   if (it == j.end()) return fallback;
-  if (it->is_number_integer() || it->is_number_unsigned()) return it->get<std::int64_t>();
-  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_number_integer()) return it->get<std::int64_t>();  // unsigned above 2^63 wraps, as ids may
+  if (it->is_number_unsigned()) return static_cast<std::int64_t>(it->get<std::uint64_t>());
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    // The cast is undefined outside int64's range (and for NaN): refuse such a value.
+    if (!(d >= -9.2e18 && d <= 9.2e18))
+      throw UsageError(fmt::format("not a trace ridge can read: \"{}\" is {}, not an integer id", key, d));
+    return static_cast<std::int64_t>(d);
+  }
   if (it->is_string()) {  // PyTorch writes some ids as strings ("stream 7" tids)
     const std::string& s = it->get_ref<const std::string&>();
-    const auto digit = s.find_first_of("0123456789");
-    if (digit != std::string::npos) return std::stoll(s.substr(digit));
+    if (s.find_first_of("0123456789") != std::string::npos) return digits_value(s, key);
   }
   return fallback;
 }
@@ -367,9 +382,15 @@ std::int64_t int_or(const nlohmann::json& j, const char* key, std::int64_t fallb
 Dim3 dim3_of(const nlohmann::json& args, const char* key) {
   Dim3 d;
   auto it = args.find(key);
-  if (it != args.end() && it->is_array() && it->size() == 3)
-    d = Dim3{(*it)[0].get<std::int32_t>(), (*it)[1].get<std::int32_t>(), (*it)[2].get<std::int32_t>()};
-  return d;
+  if (it == args.end() || !it->is_array() || it->size() != 3) return d;
+  std::int32_t v[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    const auto& x = (*it)[i];
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > 0x7fffffff)
+      throw UsageError(fmt::format("not a trace ridge can read: \"{}\" must hold three non-negative integers", key));
+    v[i] = static_cast<std::int32_t>(x.get<std::int64_t>());
+  }
+  return Dim3{v[0], v[1], v[2]};
 }
 
 }  // namespace
@@ -406,7 +427,15 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
   trace.collection_start = m.value("collection_start_ns", Nanoseconds{0});
   trace.collection_stop = m.value("collection_stop_ns", Nanoseconds{0});
   if (m.contains("devices"))
-    for (const auto& [k, v] : m["devices"].items()) trace.device_names[static_cast<std::uint32_t>(std::stoul(k))] = v.get<std::string>();
+    for (const auto& [k, v] : m["devices"].items()) {
+      std::uint32_t device = 0;
+      const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), device);
+      if (ec != std::errc() || ptr != k.data() + k.size() || !v.is_string())
+        throw UsageError(fmt::format("not a trace ridge can read: ridge.devices maps device numbers to names, not "
+                                     "'{}'",
+                                     k));
+      trace.device_names[device] = v.get<std::string>();
+    }
   if (const auto d = m.find("distributed"); d != m.end() && d->is_object()) {
     trace.distributed.launcher = d->value("launcher", std::string());
     trace.distributed.job = d->value("job", std::string());
@@ -622,8 +651,10 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
         r.end = r.marker ? start : end;
         trace.ranges.push_back(r);
       }
-    } catch (const UsageError&) {
-      throw;
+    } catch (const UsageError& x) {
+      const std::string what = x.what();
+      if (what.rfind(source, 0) == 0) throw;  // already names the file and the path
+      throw UsageError(fmt::format("{}: {}[{}]: malformed event: {}", source, times.list, i, what));
     } catch (const std::exception& x) {  // a field of the wrong type or size (nlohmann, stoll)
       throw UsageError(fmt::format("{}: {}[{}]: malformed event: {}", source, times.list, i, x.what()));
     }

@@ -93,23 +93,45 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
   if (ec) throw UsageError(fmt::format("cannot read the size of '{}': {}", path_, ec.message()));
   std::ifstream in(path_, std::ios::binary);
   if (!in) throw UsageError(fmt::format("cannot open safetensors file '{}'", path_));
+  unsigned char length_field[8] = {};
+  if (file_size >= 8) in.read(reinterpret_cast<char*>(length_field), 8);
+  const std::uint64_t length = header_length(length_field, file_size);
+  std::string header(length, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(length));
+  if (!in || static_cast<std::uint64_t>(in.gcount()) != length)
+    throw UsageError(fmt::format("'{}': could not read its {}-byte header (file truncated or changed?)", path_, length));
+  parse_header(header, file_size);
+}
+
+SafetensorsFile SafetensorsFile::from_bytes(std::string bytes, std::string name) {
+  SafetensorsFile file;
+  file.path_ = std::move(name);
+  const std::uint64_t size = bytes.size();
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  const std::uint64_t length = file.header_length(data, size);
+  file.parse_header(std::string_view(bytes).substr(8, length), size);
+  file.bytes_ = std::move(bytes);
+  return file;
+}
+
+std::uint64_t SafetensorsFile::header_length(const unsigned char* length_field, std::uint64_t file_size) const {
   if (file_size < 8)
     throw UsageError(fmt::format("'{}' is not a safetensors file: {} bytes, shorter than the 8-byte header length",
                                  path_, file_size));
-  unsigned char length_bytes[8];
-  in.read(reinterpret_cast<char*>(length_bytes), 8);
-  const std::uint64_t header_length = read_le64(length_bytes);
-  if (header_length > max_safetensors_header_bytes)
+  const std::uint64_t length = read_le64(length_field);
+  if (length > max_safetensors_header_bytes)
     throw UsageError(fmt::format("'{}' is not a safetensors file: its header length field says {} bytes, more than "
                                  "the format's limit of {} bytes",
-                                 path_, header_length, max_safetensors_header_bytes));
-  if (header_length > file_size - 8)
+                                 path_, length, max_safetensors_header_bytes));
+  if (length > file_size - 8)
     throw UsageError(fmt::format("'{}' is truncated or not a safetensors file: its header claims {} bytes but only {} "
                                  "follow the length field",
-                                 path_, header_length, file_size - 8));
-  std::string header(header_length, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_length));
-  data_start_ = 8 + header_length;
+                                 path_, length, file_size - 8));
+  return length;
+}
+
+void SafetensorsFile::parse_header(std::string_view header, std::uint64_t file_size) {
+  data_start_ = 8 + header.size();
   const std::uint64_t data_size = file_size - data_start_;
   nlohmann::json j;
   try {
@@ -197,6 +219,11 @@ std::vector<std::string> SafetensorsFile::names() const {
 std::vector<unsigned char> SafetensorsFile::read_bytes(const std::string& name) const {
   const auto& e = entry(name);
   std::vector<unsigned char> bytes(e.end - e.begin);
+  if (bytes_) {  // in memory: the header check kept every tensor inside the data section
+    // std::copy_n, not memcpy: an empty tensor's vector has no buffer, and memcpy(nullptr, ...) is undefined.
+    std::copy_n(bytes_->data() + data_start_ + e.begin, bytes.size(), bytes.begin());
+    return bytes;
+  }
   std::ifstream in(path_, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(data_start_ + e.begin));
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -216,7 +243,7 @@ std::vector<float> SafetensorsFile::read_floats(const std::string& name) const {
   std::vector<float> out(n);
   const unsigned char* p = bytes.data();
   if (e.dtype == "F32") {
-    std::memcpy(out.data(), p, n * 4);
+    if (n != 0) std::memcpy(out.data(), p, n * 4);  // an empty tensor has no buffer to pass
   } else if (e.dtype == "F64") {
     for (std::size_t i = 0; i < n; ++i) {
       double d = 0;

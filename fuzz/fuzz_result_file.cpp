@@ -1,0 +1,6 @@
+// libFuzzer target: ridge::fuzz::read_result_file (fuzz/readers.hpp) on each input.
+#include "readers.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return ridge::fuzz::run_one(ridge::fuzz::read_result_file, data, size);
+}
