@@ -24,7 +24,9 @@ from ._ridge import (  # noqa: F401  (re-exported)
     DeviceCeilings, require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,
 )
 from ._results import Comparison, Results, compare  # noqa: F401
-from ._roofline import Figure, ceilings, device, devices, place_matmul, roofline  # noqa: F401
+from ._roofline import (  # noqa: F401
+    Figure, cache_folder, cached_ceilings, ceilings, device, devices, load_catalog, place_matmul, roofline,
+)
 from ._sweep import Sweep, sweep  # noqa: F401
 from ._trace import TraceAnalysis, analyze_trace, nvtx, trace  # noqa: F401
 from ._timing import (  # noqa: F401

@@ -8,6 +8,7 @@ import warnings
 from typing import Iterator, Optional
 
 from . import _ridge
+from ._paths import PathArg, fs_path
 
 
 class TraceAnalysis:
@@ -46,7 +47,7 @@ class TraceAnalysis:
 class TraceSession:
     """The object ``with ridge.trace(...) as t`` gives: ``t.analysis`` once the block ends."""
 
-    def __init__(self, path: Optional[str], step_range: str, top: int, all_api_calls: bool):
+    def __init__(self, path: Optional[PathArg], step_range: str, top: int, all_api_calls: bool):
         self.path = path
         self.step_range = step_range
         self.top = top
@@ -59,9 +60,10 @@ class TraceSession:
 
     def _finish(self) -> None:
         self._tracer.stop()
-        if self.path:
-            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            self._tracer.write(self.path)
+        if self.path is not None:
+            path = fs_path(self.path, "the trace path")
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            self._tracer.write(path)
         self.analysis = TraceAnalysis(self._tracer.analysis_json(self.top, self.step_range),
                                       self._tracer.analysis_text(self.top, self.step_range))
 
@@ -77,7 +79,7 @@ def _route_nvtx_to_cupti() -> None:
 
 
 @contextlib.contextmanager
-def trace(path: Optional[str] = "runs/trace.json", *, step_range: str = "", top: int = 10,
+def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", top: int = 10,
           all_api_calls: bool = False) -> Iterator[TraceSession]:
     """Traces the CUDA work of the block (kernels, copies, API calls, NVTX ranges) with CUPTI.
 
@@ -86,7 +88,9 @@ def trace(path: Optional[str] = "runs/trace.json", *, step_range: str = "", top:
     ridge.Error if another profiler (torch.profiler, Nsight) holds CUPTI. The trace is written even
     when the block raises.
     """
-    session = TraceSession(os.fspath(path) if path is not None else None, step_range, top, all_api_calls)
+    if path is not None:
+        fs_path(path, "the trace path")  # a bad path fails here, before anything is traced
+    session = TraceSession(path, step_range, top, all_api_calls)
     session._tracer.start()
     try:
         yield session
@@ -111,6 +115,7 @@ def nvtx(name: str) -> Iterator[None]:
         scope.exit()
 
 
-def analyze_trace(path: "os.PathLike | str", *, step_range: str = "", top: int = 10) -> TraceAnalysis:
-    """Analyzes a trace file ridge wrote (``ridge trace``, ``ridge profile``, ``ridge.trace``)."""
-    return TraceAnalysis(*_ridge.analyze_trace_file(os.fspath(path), top, step_range))
+def analyze_trace(path: PathArg, *, step_range: str = "", top: int = 10) -> TraceAnalysis:
+    """Analyzes a trace file ridge wrote (``ridge trace``, ``ridge profile``, ``ridge.trace``) or
+    PyTorch's profiler wrote; ``path``: str, bytes or os.PathLike, any name the file system allows."""
+    return TraceAnalysis(*_ridge.analyze_trace_file(fs_path(path), top, step_range))

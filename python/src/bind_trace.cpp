@@ -1,9 +1,11 @@
 // The tracer (CUPTI, in-process), NVTX ranges, and the analysis of saved traces. Analyses cross
 // the boundary as the JSON `ridge trace --json` writes; the Python layer wraps it.
+#include <filesystem>
 #include <optional>
 #include <string>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/string.h>
 
 #include "bindings.hpp"
@@ -51,7 +53,9 @@ void bind_trace(nb::module_& m) {
       .def("stop", &Tracer::stop, "Synchronizes the device, stops recording and flushes every record.")
       .def_prop_ro("running", &Tracer::running)
       .def_prop_ro("dropped_records", &Tracer::dropped_records, "records CUPTI dropped for lack of buffer space")
-      .def("write", &Tracer::write, "path"_a, "Writes the Chrome/Perfetto trace JSON (atomically).")
+      .def(
+          "write", [](const Tracer& t, const std::filesystem::path& path) { t.write(path.string()); }, "path"_a,
+          "Writes the Chrome/Perfetto trace JSON (atomically).")
       .def(
           "analysis_json",
           [](const Tracer& t, std::size_t top, const std::string& step_range) {
@@ -75,8 +79,8 @@ void bind_trace(nb::module_& m) {
 
   m.def(
       "analyze_trace_file",
-      [](const std::string& path, std::size_t top, const std::string& step_range) {
-        const auto analysis = trace::analyze(trace::load_chrome_trace(path), analysis_options(top, step_range));
+      [](const std::filesystem::path& path, std::size_t top, const std::string& step_range) {
+        const auto analysis = trace::analyze(trace::load_chrome_trace(path.string()), analysis_options(top, step_range));
         return nb::make_tuple(to_json(analysis).dump(), trace::format_analysis(analysis));
       },
       "path"_a, "top"_a = 10, "step_range"_a = "",
