@@ -44,4 +44,12 @@ def describe_device(index: int = 0) -> dict:
     return json.loads(_ridge.describe_device(index))
 
 
+def read_clocks(index: int = 0) -> dict:
+    """The device's clocks now (NVML): ``sm_mhz``, ``memory_mhz``, ``power_w``, ``temperature_c``,
+    ``throttle_reasons``; -1 where unknown, ``source`` "none" without NVML."""
+    import json
+
+    return json.loads(_ridge.read_clocks(index))
+
+
 __all__ = [name for name in dir() if not name.startswith("_") and name != "json"]

@@ -66,6 +66,9 @@ void bind_results(nb::module_& m) {
   m.def("device_count", &device_count, "Number of usable CUDA devices (0 without a driver or GPU).");
   m.def("no_gpu_reason", &no_gpu_reason, "Why no GPU is usable, in words (empty when one is).");
   m.def("require_gpu", &require_gpu, "index"_a = 0, "Raises NoGpuError when device `index` is not usable.");
+  m.def("read_clocks", [](int index) { return to_json(read_clocks(index)).dump(); }, "index"_a = 0,
+        "The device's clocks now, as JSON: sm_mhz, memory_mhz, power_w, temperature_c, throttle_reasons (NVML; "
+        "-1 where unknown), source.");
   m.def("describe_device", [](int index) { return to_json(describe_device(index)).dump(); }, "index"_a = 0,
         "The device's properties as JSON (name, SMs, L2, memory, clocks, versions, catalog match).");
 }
