@@ -47,11 +47,12 @@ class TraceAnalysis:
 class TraceSession:
     """The object ``with ridge.trace(...) as t`` gives: ``t.analysis`` once the block ends."""
 
-    def __init__(self, path: Optional[PathArg], step_range: str, top: int, all_api_calls: bool):
+    def __init__(self, path: Optional[PathArg], step_range: str, top: int, all_api_calls: bool,
+                 sync_records: bool = False):
         self.path = path
         self.step_range = step_range
         self.top = top
-        self._tracer = _ridge.Tracer(all_api_calls=all_api_calls)
+        self._tracer = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records)
         self.analysis: Optional[TraceAnalysis] = None
 
     @property
@@ -80,17 +81,21 @@ def _route_nvtx_to_cupti() -> None:
 
 @contextlib.contextmanager
 def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", top: int = 10,
-          all_api_calls: bool = False) -> Iterator[TraceSession]:
+          all_api_calls: bool = False, sync_records: bool = False) -> Iterator[TraceSession]:
     """Traces the CUDA work of the block (kernels, copies, API calls, NVTX ranges) with CUPTI.
 
     Writes the Chrome/Perfetto trace to ``path`` (None: write nothing) and sets ``.analysis``.
-    ``step_range``: the NVTX range name that marks one step, for per-step kernel counts. Raises
+    ``step_range``: the NVTX range name that marks one step, for per-step kernel counts.
+    ``all_api_calls``: record every CUDA call, not only launches, copies, syncs and allocations.
+    ``sync_records``: CUPTI's records of the host's waits; off by default, as in ``ridge trace``,
+    because CUPTI then hooks every CUDA runtime call, which PyTorch makes several of per operator
+    (the waits still come from the recorded *Synchronize calls). Raises
     ridge.Error if another profiler (torch.profiler, Nsight) holds CUPTI. The trace is written even
     when the block raises.
     """
     if path is not None:
         fs_path(path, "the trace path")  # a bad path fails here, before anything is traced
-    session = TraceSession(path, step_range, top, all_api_calls)
+    session = TraceSession(path, step_range, top, all_api_calls, sync_records)
     session._tracer.start()
     try:
         yield session

@@ -44,3 +44,18 @@ def test_trace_counts_kernels_per_step_and_writes_perfetto_json(tmp_path):
     assert a.gpu_busy_ms > 0 and a.kernels
     again = ridge.analyze_trace(path, step_range="step")
     assert again.kernel_count == a.kernel_count
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sync_records", [False, True])
+def test_host_waits_are_seen_with_or_without_cupti_sync_records(sync_records):
+    x = torch.randn(256, 256, device="cuda")
+    torch.cuda.synchronize()
+    with ridge.trace(None, step_range="step", sync_records=sync_records) as t:
+        for _ in range(3):
+            with ridge.nvtx("step"):
+                torch.relu(x @ x)
+                torch.cuda.synchronize()
+    a = t.analysis
+    assert len(a.kernels_per_step) == 3 and len(set(a.kernels_per_step)) == 1 and a.kernels_per_step[0] >= 2
+    assert a.sync_count >= 3 and a.sync_time_ns > 0  # without the records, from the cudaDeviceSynchronize calls
