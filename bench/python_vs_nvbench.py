@@ -81,8 +81,9 @@ class Nvbench:
 
         def body(state):
             fn, nbytes = self.current
+            device = state.get_device()
             stream = torch.cuda.ExternalStream(stream_ptr=state.get_stream().addressof(),
-                                               device=torch.device("cuda", state.get_device()))
+                                               device=torch.device("cuda", 0 if device is None else device))
             with torch.cuda.stream(stream):
                 fn()  # first use of this stream (cuBLAS workspace) before any blocking kernel
             stream.synchronize()
