@@ -146,7 +146,14 @@ void bind_ceilings(nb::module_& m) {
       .def_ro("device_uuid", &MeasuredCeilings::device_uuid)
       .def_ro("measured_at_utc", &MeasuredCeilings::measured_at_utc)
       .def_ro("hbm_kernel", &MeasuredCeilings::hbm_kernel)
-      .def_ro("notes", &MeasuredCeilings::notes)
+      .def_prop_ro(
+          "notes",
+          [](const MeasuredCeilings& c) {
+            nb::list notes;  // they may name the cache file, whose name need not be UTF-8
+            for (const std::string& note : c.notes) notes.append(message_text(note));
+            return notes;
+          },
+          "what the measurement or the cache had to say (e.g. why the cache file was measured over)")
       .def_ro("from_cache", &MeasuredCeilings::from_cache)
       .def_prop_ro(
           "cache_file", [](const MeasuredCeilings& c) { return std::filesystem::path(c.cache_file); },

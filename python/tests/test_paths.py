@@ -110,7 +110,7 @@ def test_catalog_loads_from_a_non_utf8_name(tmp_path):
 def write_cached_ceilings(folder: bytes, uuid: str) -> bytes:
     cache = {"schema": "ridge-ceilings-1", "device_uuid": uuid, "device_name": "NVIDIA H200",
              "measured_at_utc": "2026-12-01T00:00:00Z", "hbm_bytes_per_s": 4.4e12, "l2_bytes_per_s": 1.0e13,
-             "tensor_flops_per_s": {"bf16": 8.0e14}, "fp32_flops_per_s": 6.5e13}
+             "tensor_flops_per_s": {"bf16": 8.0e14}, "fp32_flops_per_s": 6.5e13, "notes": ["fp8: not measured"]}
     os.makedirs(folder)
     path = folder + b"/ceilings-" + uuid.encode() + b".json"
     with open(path, "w") as f:
@@ -128,6 +128,7 @@ def test_ceilings_cache_in_a_non_utf8_folder(tmp_path, monkeypatch):
     assert cached is not None and cached.from_cache
     assert cached.ceilings.memory_bytes_per_s == 4.4e12
     assert os.fsencode(cached.cache_file) == path
+    assert cached.notes == ["fp8: not measured"]
 
 
 def test_an_unusable_cache_file_is_a_warning_naming_it(tmp_path, monkeypatch):
