@@ -123,7 +123,8 @@ class Nvbench:
 
 
 def ridge_run(ridge, torch, fn, args):
-    """ridge's cold and hot measurements of fn on a stream of its own, adaptive stopping."""
+    """ridge's cold and hot measurements of fn on a stream of its own (PyTorch's current stream,
+    which ridge's timers use), adaptive stopping."""
     stream = torch.cuda.Stream()
     out = {}
     with torch.cuda.stream(stream):
@@ -132,8 +133,8 @@ def ridge_run(ridge, torch, fn, args):
         for mode, options in (("cold", dict(flush_l2=True, repeats=1)), ("hot", dict(repeats="auto"))):
             before = ridge.read_clocks()["sm_mhz"]
             t0 = time.perf_counter()
-            m = ridge.measure_spin(fn, warmup=args.ridge_warmup, samples=args.ridge_min_samples,
-                                   target_ci_relative=args.ridge_target_ci, time_budget_s=args.ridge_budget_s, **options)
+            m = ridge.measure(args.ridge_method, fn, warmup=args.ridge_warmup, samples=args.ridge_min_samples,
+                              target_ci_relative=args.ridge_target_ci, time_budget_s=args.ridge_budget_s, **options)
             wall = time.perf_counter() - t0
             out[mode] = {"ms": float(m), "mean_ms": m.mean_ms, "noise": m.cv, "ci_relative": m.summary.median_ci_relative,
                          "wall_s": wall, "samples": len(m.samples), "repeats_per_sample": m.repeats_per_sample,
@@ -182,6 +183,9 @@ def main():
     p.add_argument("--out", required=True, help="folder for python_vs_nvbench.{md,json} and nvbench's JSON")
     p.add_argument("--quick", action="store_true", help=f"only {QUICK}")
     p.add_argument("--seed", type=int, default=1, help="the order of the two tools per case")
+    p.add_argument("--ridge-method", choices=["spin", "events"], default="spin",
+                   help="spin: the stream held while each sample is queued, as nvbench does (default); events: "
+                        "ridge.measure_cuda, whose per-sample events also time the launch when the GPU is idle")
     p.add_argument("--ridge-warmup", type=int, default=5)
     p.add_argument("--ridge-min-samples", type=int, default=20, help="samples before the stopping rule is consulted")
     p.add_argument("--ridge-target-ci", type=float, default=0.005,
@@ -219,7 +223,7 @@ def main():
 
     text, misses = table(rows)
     header = (f"{torch.cuda.get_device_name()}, torch {torch.__version__}, ridge {ridge.__version__}; ridge: "
-              f"measure_spin, >= {args.ridge_min_samples} samples, target CI {args.ridge_target_ci * 100:g}%, "
+              f"method {args.ridge_method}, >= {args.ridge_min_samples} samples, target CI {args.ridge_target_ci * 100:g}%, "
               f"budget {args.ridge_budget_s:g} s per measurement")
     print(f"{header}\n\n{text}")
     os.makedirs(args.out, exist_ok=True)
