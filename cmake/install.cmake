@@ -50,6 +50,12 @@ if(TARGET ridge_inject)
   install(TARGETS ridge_inject LIBRARY DESTINATION lib COMPONENT runtime)
 endif()
 
+if(TARGET ridge_mpi)
+  # Looked for beside the binary and in ../lib (mpi_plugin_candidates).
+  set_target_properties(ridge_mpi PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+  install(TARGETS ridge_mpi LIBRARY DESTINATION lib COMPONENT runtime)
+endif()
+
 install(FILES ${PROJECT_SOURCE_DIR}/data/catalog.json DESTINATION ${CMAKE_INSTALL_DATADIR}/ridge COMPONENT runtime)
 
 # ---- the CMake package ----------------------------------------------------------------------

@@ -37,7 +37,7 @@ cmake_packages_missing() {
   [[ " ${RIDGE_CMAKE_ARGS:-} " == *"-DRIDGE_BUILD_TESTS=OFF"* ]] && tests=OFF
   cat >"$probe/CMakeLists.txt" <<'EOF'
 cmake_minimum_required(VERSION 3.25)
-project(ridge_setup_probe LANGUAGES CXX)  # CXX: CMake then knows the multiarch lib dirs
+project(ridge_setup_probe LANGUAGES C CXX)  # CXX: CMake then knows the multiarch lib dirs; C: for MPI
 set(missing "")
 find_package(CLI11 QUIET)
 if(NOT CLI11_FOUND)
@@ -50,6 +50,10 @@ endif()
 find_package(fmt QUIET)
 if(NOT fmt_FOUND)
   list(APPEND missing fmt)
+endif()
+find_package(MPI COMPONENTS C QUIET)
+if(NOT MPI_C_FOUND)
+  list(APPEND missing MPI)
 endif()
 if(PROBE_TESTS)
   find_package(GTest QUIET)
@@ -73,6 +77,7 @@ apt_name() {
     nlohmann_json) echo nlohmann-json3-dev ;;
     fmt) echo libfmt-dev ;;
     GTest) echo libgtest-dev ;;
+    MPI) echo libopenmpi-dev ;;
   esac
 }
 
@@ -113,10 +118,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "still missing after apt-get: $(listed "${missing[@]}") (pip install cmake ninja gives current versions)"; exit 1
 fi
 
-for pkg in $(cmake_packages_missing); do want "$(apt_name "$pkg")" "CMake package $pkg"; done
+for pkg in $(cmake_packages_missing); do
+  [ "$pkg" = MPI ] || want "$(apt_name "$pkg")" "CMake package $pkg"
+done
 install_missing
-left=$(cmake_packages_missing)
+left=$(cmake_packages_missing | tr ' ' '\n' | { grep -vx MPI || true; } | tr '\n' ' ' | sed 's/ *$//')
 if [ -n "$left" ]; then say "CMake still does not find: $left (set CMAKE_PREFIX_PATH to where they are)"; exit 1; fi
+# MPI is optional: it builds libridge_mpi.so, the plugin `mpirun -np N ridge collectives` loads.
+if cmake_packages_missing | grep -qw MPI; then
+  want libopenmpi-dev "MPI headers (optional: the plugin for mpirun launches)"
+  ( install_missing ) || say "continuing without MPI: libridge_mpi.so is not built (threads launch still works)"
+  apt_need=(); missing=()
+fi
 
 if ! command -v nvcc >/dev/null 2>&1; then
   if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH

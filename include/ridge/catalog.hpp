@@ -30,6 +30,11 @@ struct CatalogEntry {
   DeviceCeilings ceilings;
   /// Sparse peaks (FLOP/s) where the datasheet gives them (must be >= dense).
   std::map<std::string, double> sparse_peak_flops;
+  /// GPU-to-GPU NVLink and host PCIe bandwidth, bytes/s, both directions together as datasheets
+  /// give them (per direction: half); 0 = none or not published.
+  double nvlink_bytes_per_s = 0;
+  double pcie_bytes_per_s = 0;
+  std::string interconnect_source;  ///< where the link figures come from (document and URL)
   std::string notes;   ///< e.g. "GeForce: FP16 with FP32 accumulate runs at half rate"
   std::string source;  ///< where the figures come from (datasheet title and URL)
 

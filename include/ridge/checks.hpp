@@ -28,4 +28,28 @@ double fastest_known_peak_flops(DType dtype);
 std::vector<std::string> add_plausibility_warnings(Record& record, const std::optional<DeviceCeilings>& ceilings,
                                                    double l2_bytes = 0, double cv_limit = 0.10);
 
+/// Run-to-run spread of the host's launch latency, relative: per-sample events of a 256³ BF16
+/// matmul on an H200 read 15-25 µs across builds and moved 15-16% between processes of one build.
+inline constexpr double host_latency_run_to_run_spread = 0.5;
+/// Share of a record's median, above which host latency dominates the number.
+inline constexpr double host_latency_dominant_share = 0.5;
+
+/// The gate of a record each of whose samples includes the host's launch latency once
+/// (`host_latency_ms`, per sample; per-sample events or a synchronized wall clock while the GPU
+/// was idle). Its share of the time per call is host_latency_ms / repeats_per_sample / median.
+/// At or above host_latency_dominant_share the record is informational (the number mostly
+/// measures the host); below, min_threshold = host_latency_run_to_run_spread x share. Returns
+/// nullopt when the latency is unknown (<= 0) or the record has no positive median.
+std::optional<RecordGate> host_latency_gate(const Record& record, double host_latency_ms);
+
+/// Whether a record's samples each include the host's launch latency: cuda_events or wall_sync
+/// with one call per sample (repeats_per_sample == 1).
+bool includes_host_latency(const Record& record);
+
+/// For records of one case timed by several methods: the host latency is the per-sample-events
+/// median minus the fastest launch-free (spin_hold, graph_replay) median; every record that
+/// includes it gets host_latency_gate. Returns that latency in ms, or nullopt (nothing gated)
+/// when the group lacks either kind of record.
+std::optional<double> gate_by_host_latency(std::vector<Record*> same_case);
+
 }  // namespace ridge

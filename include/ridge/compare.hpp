@@ -56,6 +56,9 @@ struct CompareOptions {
   /// one core; a full report, about 10,000 samples a file, is far below it);
   /// above it every row's interval is order_statistic_ratio_ci (Comparison::ratio_ci_method).
   double bootstrap_budget = 1e8;
+  /// With several baselines (repeated runs of the same code), a change must also exceed this many
+  /// times the record's run-to-run spread (the relative standard deviation of the baselines' medians).
+  double spread_factor = 3;
 };
 
 /// One record matched (or not) between the two files. Times in milliseconds.
@@ -69,6 +72,16 @@ struct RecordComparison {
   RankTest test;
   Verdict verdict = Verdict::no_significant_change;
   std::string note;  ///< why the verdict, when not obvious
+  /// Baselines that hold this record (their samples are pooled for the rank test; base_median_ms
+  /// is the median of their medians).
+  std::size_t baseline_runs = 0;
+  double run_to_run_spread = -1;  ///< relative standard deviation of those baselines' medians; -1 below 2 runs
+  double min_threshold = 0;       ///< the producers' RecordGate::min_threshold (the larger of base and new)
+  /// The relative change a significant difference must exceed to be a regression or an improvement:
+  /// max(threshold, min_threshold, spread_factor x run_to_run_spread); 0 for rows never judged.
+  double noise_band = 0;
+  std::string noise_band_source;  ///< which term set it: "threshold", "producer" or "run-to-run"
+  std::string gate_reason;        ///< the producer's reason, when a gate set the verdict or the band
 };
 
 struct Comparison {
@@ -85,6 +98,7 @@ struct Comparison {
   /// "order_statistics" (see CompareOptions::bootstrap_budget).
   std::string ratio_ci_method = "bootstrap";
   std::string base_label, new_label;  ///< e.g. file names
+  std::size_t baselines = 1;          ///< baseline result sets compared against
 
   /// True when at least one record regressed significantly beyond the threshold.
   bool has_regression() const { return regressions > 0; }
@@ -99,9 +113,22 @@ std::string record_match_key(const Record& r);
 /// Compares `next` against `base` record by record. Throws UsageError on an invalid option.
 Comparison compare_results(const ResultSet& base, const ResultSet& next, const CompareOptions& options = {});
 
+/// Compares `next` against several baselines: repeated runs of the same code (asv's and conbench's
+/// history). Rows follow the first baseline; each record's samples from every baseline holding it
+/// are pooled for the rank test, its base median is the median of their medians, and the spread of
+/// those medians widens its noise band (RecordComparison::noise_band). With one baseline this is
+/// compare_results(base, next). Throws UsageError when there is no baseline or the baselines are
+/// not runs of the same code: different GPUs, different ridge builds (git sha), or a baseline
+/// sharing no record with the first. `labels` (one per baseline, e.g. file names) name them in
+/// those errors.
+Comparison compare_results(std::span<const ResultSet> baselines, const ResultSet& next,
+                           const CompareOptions& options = {}, std::span<const std::string> labels = {});
+
 /// A relative threshold from "5%", "5 %" or "0.05". Throws UsageError otherwise or when negative.
 double parse_threshold(const std::string& text);
 
+/// A row's noise band in words, e.g. "5.0% (threshold)", "12.0% (3x run-to-run 4.0%)"; "-" when never judged.
+std::string noise_band_text(const RecordComparison& r);
 /// Markdown: a summary line, warnings, and one table row per record.
 std::string to_markdown(const Comparison& c);
 /// Plain-text table for a terminal.

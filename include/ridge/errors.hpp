@@ -13,6 +13,7 @@ enum class ExitCode : int {
   no_gpu = 4,
   regression = 5,  ///< `ridge compare`: a significant regression beyond the threshold
   nothing_compared = 6,  ///< `ridge compare`: no record was judged (none matched), so there is no verdict
+  missing_library = 7,   ///< a library loaded at run time (NCCL, the MPI plugin) was not found or is unusable
 };
 
 /// Base of every error ridge throws; `code()` is the exit code the tool maps it to.
@@ -42,6 +43,12 @@ class VerificationError : public Error {
 class NoGpuError : public Error {
  public:
   explicit NoGpuError(const std::string& what) : Error(what, ExitCode::no_gpu) {}
+};
+
+/// A library ridge loads at run time (NCCL, libridge_mpi.so) is missing or unusable.
+class MissingLibraryError : public Error {
+ public:
+  explicit MissingLibraryError(const std::string& what) : Error(what, ExitCode::missing_library) {}
 };
 
 }  // namespace ridge

@@ -53,6 +53,18 @@ struct RunContext {
   nlohmann::json predictions = nlohmann::json::object();  ///< user's --predict KEY=VALUE
 };
 
+/// How `ridge compare` may judge a record, as the code that measured it says. A record without
+/// one is judged by the comparison's threshold alone.
+struct RecordGate {
+  /// Never judged: a method shown for what it demonstrates, or a number dominated by the host's
+  /// launch latency, which moves from process to process.
+  bool informational = false;
+  /// A relative change of the median at or below this never counts as a regression or an
+  /// improvement (the number's known run-to-run spread); 0 = none.
+  double min_threshold = 0;
+  std::string reason;  ///< why, in words (shown in the comparison)
+};
+
 /// The one record type for everything ridge measures. Times are milliseconds per operation.
 struct Record {
   std::string name;    ///< what was measured, e.g. "matmul", "bandwidth.add"
@@ -69,6 +81,7 @@ struct Record {
   std::vector<std::string> warnings;
   ClockReading clocks_start, clocks_end;
   nlohmann::json extra = nlohmann::json::object();  ///< command-specific derived values
+  std::optional<RecordGate> gate;  ///< how compare judges it; none = by the threshold alone
 
   double median_s() const { return summary.median * 1e-3; }
   /// bytes / median time, 0 when bytes are not counted.
@@ -90,6 +103,7 @@ struct ResultSet {
 
 nlohmann::json to_json(const ClockReading& c);
 nlohmann::json to_json(const DeviceDescription& d);
+nlohmann::json to_json(const RecordGate& g);
 nlohmann::json to_json(const Record& r);
 nlohmann::json to_json(const ResultSet& s);
 /// Readers of the JSON that to_json writes. Each checks every field's type and range and throws
@@ -98,6 +112,7 @@ nlohmann::json to_json(const ResultSet& s);
 /// optional fields take their defaults.
 ClockReading clock_reading_from_json(const nlohmann::json& j, const std::string& where = "clocks");
 DeviceDescription device_from_json(const nlohmann::json& j, const std::string& where = "device");
+RecordGate record_gate_from_json(const nlohmann::json& j, const std::string& where = "gate");
 /// A record needs a name and at least one sample; every sample must be a positive finite time in
 /// ms (>= 0 for method "none": a check that carries no time).
 Record record_from_json(const nlohmann::json& j, const std::string& where = "record");

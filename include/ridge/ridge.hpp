@@ -6,6 +6,7 @@
 #include "ridge/ceilings.hpp"
 #include "ridge/checks.hpp"
 #include "ridge/clocks.hpp"
+#include "ridge/collectives.hpp"
 #include "ridge/compare.hpp"
 #include "ridge/device.hpp"
 #include "ridge/dtype.hpp"

@@ -115,6 +115,15 @@ struct ExternalCorrelation {
   std::uint32_t kind = 0;
 };
 
+/// Events left out, or repaired, because their times made no sense (a duration below zero, an
+/// end before the start): counted by reason, so the analysis reports them instead of drawing
+/// garbage spans.
+struct RejectedEvents {
+  std::string reason;  ///< what was done, then which events: "dropped: ... that end before they begin"
+  std::uint64_t count = 0;
+  bool operator==(const RejectedEvents&) const = default;
+};
+
 /// One trace: every event, the strings they name, and how it was collected.
 struct Trace {
   StringTable strings;
@@ -128,6 +137,7 @@ struct Trace {
 
   std::uint64_t dropped_records = 0;  ///< CUPTI records lost for lack of buffer space
   std::uint64_t incomplete_records = 0;  ///< GPU records without timestamps (work unfinished at stop)
+  std::vector<RejectedEvents> rejected_events;  ///< by reason, in the order first seen
   std::uint32_t process_id = 0;       ///< the traced process
   std::string command;                ///< what was traced (program and arguments), if known
   std::string window;                 ///< the window applied, described ("" = everything)
@@ -139,6 +149,8 @@ struct Trace {
   /// Latest end of any event.
   Nanoseconds last_end() const;
   std::size_t event_count() const;
+  /// Counts `count` events under `reason` (added to an existing entry of the same reason).
+  void count_rejected(const std::string& reason, std::uint64_t count = 1);
 };
 
 /// After collection: copies external ids onto the events they correlate with, sorts every event
@@ -158,7 +170,13 @@ struct Window {
   std::uint64_t skip_kernels = 0;  ///< drop everything launched before the (N+1)-th kernel's launch
   std::string nvtx_range;          ///< keep only what was launched inside NVTX ranges of this name
   bool profiler_range = false;     ///< keep only what lies between cudaProfilerStart and Stop calls
-  bool empty() const { return skip_seconds <= 0 && skip_kernels == 0 && nvtx_range.empty() && !profiler_range; }
+  /// Keep what began at or after the start of the first NVTX range of this name: the steady state
+  /// from the first step on, start-up (weight loading, compilation, warm-up) left out. Nothing is
+  /// kept when no such range exists (the window's description says so).
+  std::string from_range;
+  bool empty() const {
+    return skip_seconds <= 0 && skip_kernels == 0 && nvtx_range.empty() && !profiler_range && from_range.empty();
+  }
   std::string describe() const;
 };
 
@@ -192,7 +210,10 @@ struct StepStat {
   Nanoseconds start_ns = 0, duration_ns = 0;  ///< host range
   std::uint64_t kernels = 0;            ///< kernels whose launch call began inside the step (any thread;
                                         ///< without a launch call: the kernel began inside)
-  Nanoseconds gpu_busy_ns = 0;          ///< union of those kernels' intervals
+  /// GPU span: first start to last end of those kernels. It may begin and end after the host
+  /// range when launches return before the GPU runs them; 0 when the step launched nothing.
+  Nanoseconds gpu_start_ns = 0, gpu_span_ns = 0;
+  Nanoseconds gpu_busy_ns = 0;          ///< union of those kernels' intervals (<= gpu_span_ns)
 };
 
 struct MemcpyStat {
@@ -220,12 +241,18 @@ struct Analysis {
   std::uint64_t kernel_count = 0, memcpy_count = 0, memset_count = 0, api_count = 0, sync_count = 0, range_count = 0;
   std::uint64_t dropped_records = 0;
   std::uint64_t incomplete_records = 0;
-  std::string window;
+  std::vector<RejectedEvents> rejected_events;  ///< events left out or repaired, by reason
+  std::string window;  ///< the window every number and finding covers ("" = the whole trace, start-up included)
 
   Nanoseconds trace_span_ns = 0;    ///< first to last event of any kind
   Nanoseconds kernel_span_ns = 0;   ///< first kernel start to last kernel end
   Nanoseconds kernel_time_ns = 0;   ///< summed kernel durations (overlapping kernels count twice)
   Nanoseconds gpu_busy_ns = 0;      ///< union of kernel intervals over all streams and devices
+  /// Share of the summed kernel time during which another kernel was running too:
+  /// (kernel_time - gpu_busy) / kernel_time. Concurrent streams and programmatic dependent launch
+  /// (a kernel starts, then waits on its predecessor) make it > 0; per-kernel totals then include
+  /// that waiting and sum to more than the GPU was busy.
+  double kernel_overlap_fraction = 0;
   Nanoseconds gpu_active_ns = 0;    ///< union of kernel, memcpy and memset intervals
   double busy_fraction_of_kernel_span = 0;
   double busy_fraction_of_trace_span = 0;
@@ -237,11 +264,22 @@ struct Analysis {
   Nanoseconds idle_unattributed_ns = 0;     ///< gaps whose next kernel has no launch call in the trace
   double host_bound_fraction_of_idle = 0;
   Nanoseconds largest_gap_ns = 0;
+  /// Of idle_waiting_on_host_ns, the part before the first step range began (start-up: weight
+  /// loading, compilation); 0 without steps.
+  Nanoseconds idle_waiting_on_host_before_first_step_ns = 0;
 
-  // Launch latency: kernel start minus the end of its launch call (negative: started before the call returned).
+  // Launch latency, for the first kernel of each launch call: kernel start minus the start of the
+  // call. Split in two: queued = the part spent behind earlier work on the kernel's stream (from
+  // the call's start until that work ended, when it was still running); launch overhead = the
+  // rest (the call itself, the driver, the GPU front end). latency = queued + overhead.
   std::uint64_t launch_latency_count = 0;
   double launch_latency_median_ns = 0, launch_latency_mean_ns = 0, launch_latency_p90_ns = 0;
   double launch_latency_min_ns = 0, launch_latency_max_ns = 0;
+  std::uint64_t launches_queued = 0;  ///< launches issued while their stream was still busy
+  double launch_queued_median_ns = 0, launch_queued_mean_ns = 0, launch_queued_p90_ns = 0;
+  double launch_queued_min_ns = 0, launch_queued_max_ns = 0;
+  double launch_overhead_median_ns = 0, launch_overhead_mean_ns = 0, launch_overhead_p90_ns = 0;
+  double launch_overhead_min_ns = 0, launch_overhead_max_ns = 0;
   std::uint64_t kernels_without_launch_call = 0;  ///< no API record shares their correlation id
 
   std::vector<KernelStat> top_kernels;
@@ -252,7 +290,10 @@ struct Analysis {
   std::vector<StepStat> steps;
   double kernels_per_step_median = 0;
   std::uint64_t kernels_per_step_min = 0, kernels_per_step_max = 0;
-  double step_time_median_ns = 0, step_gpu_busy_median_ns = 0;
+  double step_time_median_ns = 0, step_gpu_busy_median_ns = 0;  ///< host range; GPU busy (medians)
+  double step_gpu_span_median_ns = 0;             ///< first kernel start to last kernel end (median)
+  double step_busy_fraction_of_gpu_span_median = 0;  ///< per step busy / GPU span, median (<= 1)
+  std::uint64_t steps_gpu_outlasting_host = 0;   ///< steps whose GPU span ends after their host range
 
   std::vector<MemcpyStat> memcpy_totals;
   Nanoseconds memset_time_ns = 0;
@@ -262,6 +303,10 @@ struct Analysis {
 
   /// Warnings worth the user's attention (dropped records, host-bound idle, hidden syncs).
   std::vector<std::string> findings;
+
+  /// Whether kernels overlapped enough (over 1% of summed kernel time) that per-kernel totals need
+  /// saying they sum to more than the GPU was busy.
+  bool kernel_times_overlap() const { return kernel_overlap_fraction > 0.01; }
 };
 
 /// Analyzes a finalized trace.
@@ -305,9 +350,12 @@ std::string to_chrome_json(const Trace& trace);
 /// Writes to_chrome_json atomically (temporary file + rename).
 void write_chrome_trace(const Trace& trace, const std::string& path);
 
-/// Rebuilds a Trace from JSON written by to_chrome_json (finalized). Throws UsageError when the
-/// text is not such a trace.
-Trace parse_chrome_json(const std::string& text);
+/// Rebuilds a Trace from Chrome trace JSON (ridge's or PyTorch's profiler's; finalized). Throws
+/// UsageError, naming `source` and the JSON path (e.g. traceEvents[12].dur), when the text is not
+/// a trace or an event's time is not a number, not finite, or beyond +-9.2e15 us. Events with a
+/// negative duration are left out and counted in Trace::rejected_events. Negative timestamps are
+/// valid: every time is shifted so that the earliest is 0.
+Trace parse_chrome_json(const std::string& text, const std::string& source = "the trace");
 /// Reads and parses a trace file.
 Trace load_chrome_trace(const std::string& path);
 

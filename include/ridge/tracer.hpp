@@ -52,8 +52,9 @@ class Tracer {
   const trace::Trace& events() const { return trace_; }
   /// Writes the Chrome/Perfetto trace JSON atomically.
   void write(const std::string& path) const;
-  /// Top kernels, GPU busy and idle, launch latency, steps: see trace::analyze.
-  trace::Analysis summary(const trace::AnalysisOptions& options = {}) const;
+  /// Top kernels, GPU busy and idle, launch latency, steps: see trace::analyze. `window` (e.g. the
+  /// steady state from the first step on) limits what is analysed; its description is in the result.
+  trace::Analysis summary(const trace::AnalysisOptions& options = {}, const trace::Window& window = {}) const;
   /// Records CUPTI dropped for lack of buffer space during the last trace (reported, never hidden).
   std::uint64_t dropped_records() const { return trace_.dropped_records; }
 

@@ -29,9 +29,13 @@ class Results:
         return cls(data["records"], data["context"])
 
     def add(self, measurement: Measurement, name: str, *, dtype: str = "", params: Optional[dict] = None,
-            bytes: float = 0, flops: float = 0) -> dict:  # noqa: A002
-        """Appends a measurement as a record; returns the record (summary filled in)."""
+            bytes: float = 0, flops: float = 0, gate: Optional[dict] = None) -> dict:  # noqa: A002
+        """Appends a measurement as a record; returns the record (summary filled in). `gate` says how
+        ``compare`` may judge it (docs/results-schema.md): ``{"mode": "informational", "reason": ...}``
+        or ``{"mode": "judged", "min_threshold": 0.1, "reason": ...}``."""
         record = measurement.to_record(name, dtype=dtype, params=params, bytes=bytes, flops=flops)
+        if gate is not None:
+            record["gate"] = dict(gate)
         self.records.append(record)
         self.records[-1] = self._normalized()["records"][-1]
         return self.records[-1]
@@ -109,6 +113,11 @@ class Comparison:
         return [r for r in self.rows if r.get("verdict") == "REGRESSION"]
 
     @property
+    def baselines(self) -> int:
+        """How many baseline result sets the new run was compared against."""
+        return self.data.get("baselines", 1)
+
+    @property
     def geomean_ratio(self) -> float:
         return self.data.get("geomean_ratio", float("nan"))
 
@@ -127,7 +136,13 @@ def _as_json(results) -> str:
     raise TypeError(f"expected Results or a path to a result file, got {type(results).__name__}")
 
 
-def compare(base, new, threshold: float = 0.05, alpha: float = 0.01) -> Comparison:
+def compare(base, new, threshold: float = 0.05, alpha: float = 0.01, spread_factor: float = 3.0) -> Comparison:
     """Compares two result sets (Results objects or paths): ratio of medians, Mann-Whitney U,
-    bootstrap interval, a verdict per record. `threshold` is the relative change that matters."""
-    return Comparison(*_ridge.compare_results(_as_json(base), _as_json(new), threshold, alpha))
+    bootstrap interval, a verdict per record. `threshold` is the relative change that matters.
+
+    `base` may also be a list of baselines: repeated runs of the same code. Their samples are pooled,
+    and a change must also exceed `spread_factor` times the spread of their medians. Records their
+    producer marked informational are never judged (see each row's ``noise_band``)."""
+    baselines = list(base) if isinstance(base, (list, tuple)) else [base]
+    return Comparison(*_ridge.compare_results([_as_json(b) for b in baselines], _as_json(new), threshold, alpha,
+                                              spread_factor))

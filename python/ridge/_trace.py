@@ -13,9 +13,11 @@ from ._paths import PathArg, fs_path
 
 class TraceAnalysis:
     """What ``ridge trace`` reports, as data: kernel count, top kernels (count, total, avg, min, max,
-    % of GPU time), per-NVTX-step kernel counts, GPU busy and idle time, the idle time the GPU
-    spent waiting on the host, launch latency, findings. Times in the JSON are nanoseconds; the
-    ``*_ms`` properties convert the usual ones."""
+    % of summed kernel time), per-NVTX-step kernel counts, host range, GPU span and GPU busy time,
+    GPU busy and idle time, the idle time the GPU spent waiting on the host, the overlap share of
+    kernel time, launch latency split into time queued behind earlier work and launch overhead,
+    the window the numbers cover, findings. Times in the JSON are nanoseconds; the ``*_ms``
+    properties convert the usual ones. Every field of ``ridge trace --json`` is an attribute."""
 
     def __init__(self, json_text: str, text: str):
         self.data = json.loads(json_text)
@@ -32,6 +34,20 @@ class TraceAnalysis:
     gpu_busy_ms = property(lambda self: self.data.get("gpu_busy_ns", 0) / 1e6)
     idle_ms = property(lambda self: self.data.get("idle_time_ns", 0) / 1e6)
     idle_waiting_on_host_ms = property(lambda self: self.data.get("idle_waiting_on_host_ns", 0) / 1e6)
+    kernel_time_ms = property(lambda self: self.data.get("kernel_time_ns", 0) / 1e6,
+                              doc="kernel durations summed (overlapping kernels count twice)")
+    overlap_share = property(lambda self: self.data.get("kernel_overlap_fraction", 0.0),
+                             doc="share of summed kernel time during which another kernel also ran (0..1)")
+    launch_latency_median_ms = property(lambda self: self.data.get("launch_latency_median_ns", 0.0) / 1e6,
+                                        doc="launch call start to kernel start, median")
+    launch_queued_median_ms = property(lambda self: self.data.get("launch_queued_median_ns", 0.0) / 1e6,
+                                       doc="of the latency, time queued behind earlier work on the stream, median")
+    launch_overhead_median_ms = property(lambda self: self.data.get("launch_overhead_median_ns", 0.0) / 1e6,
+                                         doc="of the latency, the rest (launch overhead), median")
+    window = property(lambda self: self.data.get("window", ""),
+                      doc='what the numbers cover ("" = the whole trace, start-up included)')
+    rejected_events = property(lambda self: self.data.get("rejected_events", []),
+                               doc="events left out or repaired because their times made no sense, by reason")
 
     @property
     def kernels_per_step(self) -> list:
@@ -48,10 +64,12 @@ class TraceSession:
     """The object ``with ridge.trace(...) as t`` gives: ``t.analysis`` once the block ends."""
 
     def __init__(self, path: Optional[PathArg], step_range: str, top: int, all_api_calls: bool,
-                 sync_records: bool = False):
+                 skip_seconds: float = 0.0, steady_state: bool = False, sync_records: bool = False):
         self.path = path
         self.step_range = step_range
         self.top = top
+        self.skip_seconds = skip_seconds
+        self.from_range = _steady_state_range(step_range, steady_state)
         self._tracer = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records)
         self.analysis: Optional[TraceAnalysis] = None
 
@@ -65,11 +83,19 @@ class TraceSession:
             path = fs_path(self.path, "the trace path")
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self._tracer.write(path)
-        self.analysis = TraceAnalysis(self._tracer.analysis_json(self.top, self.step_range),
-                                      self._tracer.analysis_text(self.top, self.step_range))
+        self.analysis = TraceAnalysis(*self._tracer.analysis(self.top, self.step_range, self.skip_seconds,
+                                                             self.from_range))
 
 
 _nvtx_routed = False
+
+
+def _steady_state_range(step_range: str, steady_state: bool) -> str:
+    if not steady_state:
+        return ""
+    if not step_range:
+        raise ValueError("steady_state=True starts at the first step: name the step's NVTX range with step_range=")
+    return step_range
 
 
 def _route_nvtx_to_cupti() -> None:
@@ -81,21 +107,25 @@ def _route_nvtx_to_cupti() -> None:
 
 @contextlib.contextmanager
 def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", top: int = 10,
-          all_api_calls: bool = False, sync_records: bool = False) -> Iterator[TraceSession]:
+          all_api_calls: bool = False, skip_seconds: float = 0.0,
+          steady_state: bool = False, sync_records: bool = False) -> Iterator[TraceSession]:
     """Traces the CUDA work of the block (kernels, copies, API calls, NVTX ranges) with CUPTI.
 
     Writes the Chrome/Perfetto trace to ``path`` (None: write nothing) and sets ``.analysis``.
-    ``step_range``: the NVTX range name that marks one step, for per-step kernel counts.
-    ``all_api_calls``: record every CUDA call, not only launches, copies, syncs and allocations.
-    ``sync_records``: CUPTI's records of the host's waits; off by default, as in ``ridge trace``,
-    because CUPTI then hooks every CUDA runtime call, which PyTorch makes several of per operator
-    (the waits still come from the recorded *Synchronize calls). Raises
+    ``step_range``: the NVTX range name that marks one step, for per-step kernel counts, GPU span
+    and busy time. ``.analysis`` covers the whole block unless ``skip_seconds`` (leave out what
+    began in the first S seconds) or ``steady_state=True`` (from the first ``step_range`` range
+    on) narrow it; the trace file keeps everything. ``path``: str, bytes or os.PathLike, any name
+    the file system allows. ``all_api_calls``: record every CUDA call, not only launches, copies,
+    syncs and allocations. ``sync_records``: CUPTI's records of the host's waits; off by default,
+    as in ``ridge trace``, because CUPTI then hooks every CUDA runtime call, which PyTorch makes
+    several of per operator (the waits still come from the recorded *Synchronize calls). Raises
     ridge.Error if another profiler (torch.profiler, Nsight) holds CUPTI. The trace is written even
     when the block raises.
     """
     if path is not None:
         fs_path(path, "the trace path")  # a bad path fails here, before anything is traced
-    session = TraceSession(path, step_range, top, all_api_calls, sync_records)
+    session = TraceSession(path, step_range, top, all_api_calls, skip_seconds, steady_state, sync_records)
     session._tracer.start()
     try:
         yield session
@@ -120,7 +150,13 @@ def nvtx(name: str) -> Iterator[None]:
         scope.exit()
 
 
-def analyze_trace(path: PathArg, *, step_range: str = "", top: int = 10) -> TraceAnalysis:
-    """Analyzes a trace file ridge wrote (``ridge trace``, ``ridge profile``, ``ridge.trace``) or
-    PyTorch's profiler wrote; ``path``: str, bytes or os.PathLike, any name the file system allows."""
-    return TraceAnalysis(*_ridge.analyze_trace_file(fs_path(path), top, step_range))
+def analyze_trace(path: PathArg, *, step_range: str = "", top: int = 10, skip_seconds: float = 0.0,
+                  steady_state: bool = False) -> TraceAnalysis:
+    """Analyzes a saved trace (``ridge trace``, ``ridge profile``, ``ridge.trace``, PyTorch's
+    profiler), as ``ridge trace --analyze`` does. ``skip_seconds`` leaves out what began in the
+    first S seconds of the trace; ``steady_state=True`` keeps what began from the first
+    ``step_range`` range on (start-up left out). Raises ridge.UsageError for a file that is not a
+    trace or whose times are not numbers (the message names the file and the JSON path).
+    ``path``: str, bytes or os.PathLike, any name the file system allows."""
+    return TraceAnalysis(*_ridge.analyze_trace_file(fs_path(path), top, step_range, skip_seconds,
+                                                    _steady_state_range(step_range, steady_state)))

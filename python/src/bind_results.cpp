@@ -3,10 +3,12 @@
 // and a file written from Python is byte-for-byte what the CLI writes.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
 #include "ridge/compare.hpp"
@@ -52,16 +54,21 @@ void bind_results(nb::module_& m) {
       "is usable) device 0.");
   m.def(
       "compare_results",
-      [](const std::string& base, const std::string& next, double threshold, double alpha) {
+      [](const std::vector<std::string>& baselines_json, const std::string& next, double threshold, double alpha,
+         double spread_factor) {
         CompareOptions options;
         options.threshold = threshold;
         options.alpha = alpha;
-        const Comparison c = compare_results(parse_result_set(base), parse_result_set(next), options);
+        options.spread_factor = spread_factor;
+        std::vector<ResultSet> baselines;
+        for (const auto& text : baselines_json) baselines.push_back(parse_result_set(text));
+        const Comparison c = compare_results(baselines, parse_result_set(next), options);
         return nb::make_tuple(to_json(c).dump(), to_markdown(c), to_text(c));
       },
-      "base_json"_a, "new_json"_a, "threshold"_a = 0.05, "alpha"_a = 0.01,
-      "Matches records; ratio of medians, Mann-Whitney U test, bootstrap interval, verdicts. "
-      "Returns (json_text, markdown, text).");
+      "baselines_json"_a, "new_json"_a, "threshold"_a = 0.05, "alpha"_a = 0.01, "spread_factor"_a = 3.0,
+      "Matches records of the new run with the baselines' (one, or repeated runs of the same code); ratio of "
+      "medians, Mann-Whitney U test, bootstrap interval, each record's noise band (threshold, the producer's "
+      "gate, spread_factor x the baselines' run-to-run spread), verdicts. Returns (json_text, markdown, text).");
 
   m.def("device_count", &device_count, "Number of usable CUDA devices (0 without a driver or GPU).");
   m.def("no_gpu_reason", &no_gpu_reason, "Why no GPU is usable, in words (empty when one is).");

@@ -9,6 +9,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.hpp"
+#include "ridge/errors.hpp"
 #include "ridge/trace.hpp"
 #include "ridge/tracer.hpp"
 
@@ -23,6 +24,15 @@ trace::AnalysisOptions analysis_options(std::size_t top, const std::string& step
   options.top = top;
   options.step_range = step_range;
   return options;
+}
+
+// The window Python's keywords ask for: skip_seconds, and the steady state from the first range named from_range.
+trace::Window window_of(double skip_seconds, const std::string& from_range) {
+  if (!(skip_seconds >= 0)) throw UsageError("skip_seconds must be >= 0, got " + std::to_string(skip_seconds));
+  trace::Window window;
+  window.skip_seconds = skip_seconds;
+  window.from_range = from_range;
+  return window;
 }
 
 // An NVTX range a `with` block can open and close (NvtxRange itself is scope-bound).
@@ -64,17 +74,14 @@ void bind_trace(nb::module_& m) {
           "write", [](const Tracer& t, const std::filesystem::path& path) { t.write(path.string()); }, "path"_a,
           "Writes the Chrome/Perfetto trace JSON (atomically).")
       .def(
-          "analysis_json",
-          [](const Tracer& t, std::size_t top, const std::string& step_range) {
-            return to_json(t.summary(analysis_options(top, step_range))).dump();
+          "analysis",
+          [](const Tracer& t, std::size_t top, const std::string& step_range, double skip_seconds,
+             const std::string& from_range) {
+            const auto analysis = t.summary(analysis_options(top, step_range), window_of(skip_seconds, from_range));
+            return nb::make_tuple(to_json(analysis).dump(), trace::format_analysis(analysis));
           },
-          "top"_a = 10, "step_range"_a = "")
-      .def(
-          "analysis_text",
-          [](const Tracer& t, std::size_t top, const std::string& step_range) {
-            return trace::format_analysis(t.summary(analysis_options(top, step_range)));
-          },
-          "top"_a = 10, "step_range"_a = "");
+          "top"_a = 10, "step_range"_a = "", "skip_seconds"_a = 0.0, "from_range"_a = "",
+          "The analysis of the last trace, windowed: (analysis JSON, the summary `ridge trace` prints).");
 
   nb::class_<NvtxScope>(m, "NvtxScope", "An NVTX range opened by enter() and closed by exit().")
       .def(nb::init<std::string>(), "name"_a)
@@ -86,12 +93,14 @@ void bind_trace(nb::module_& m) {
 
   m.def(
       "analyze_trace_file",
-      [](const std::filesystem::path& path, std::size_t top, const std::string& step_range) {
-        const auto analysis = trace::analyze(trace::load_chrome_trace(path.string()), analysis_options(top, step_range));
-        return nb::make_tuple(to_json(analysis).dump(), trace::format_analysis(analysis));
+      [](const std::filesystem::path& path, std::size_t top, const std::string& step_range, double skip_seconds,
+         const std::string& from_range) {
+        const auto file = trace::analyze_trace_file(path.string(), window_of(skip_seconds, from_range),
+                                                    analysis_options(top, step_range));
+        return nb::make_tuple(to_json(file.analysis).dump(), trace::format_analysis(file.analysis));
       },
-      "path"_a, "top"_a = 10, "step_range"_a = "",
-      "Analyzes a trace ridge wrote: returns (analysis JSON, the summary `ridge trace` prints).");
+      "path"_a, "top"_a = 10, "step_range"_a = "", "skip_seconds"_a = 0.0, "from_range"_a = "",
+      "Analyzes a saved trace, windowed: returns (analysis JSON, the summary `ridge trace` prints).");
 }
 
 }  // namespace ridge::python

@@ -61,6 +61,42 @@ def test_compare_accepts_paths_of_cli_files():
     assert c.regressions
 
 
+def test_compare_gates_and_repeated_baselines():
+    # A host-latency shift on a record its producer marked informational does not gate.
+    shift = ridge.compare(CLI_DATA / "gate_base.json", CLI_DATA / "gate_rerun.json")
+    informational = [r for r in shift.rows if r["verdict"] == "informational"]
+    assert len(informational) == 1 and "host launch latency" in informational[0]["gate_reason"]
+    assert not shift.regressions
+    # A 10% slowdown of a gating record is flagged.
+    assert [r["dtype"] for r in ridge.compare(CLI_DATA / "gate_base.json", CLI_DATA / "gate_slower.json").regressions] == ["fp32"]
+    # Three baselines: their run-to-run spread absorbs a shift one baseline would flag.
+    runs = [CLI_DATA / f"spread_run{i}.json" for i in (1, 2, 3)]
+    assert ridge.compare(runs[0], CLI_DATA / "spread_new.json").regressions
+    c = ridge.compare(runs, CLI_DATA / "spread_new.json")
+    assert c.baselines == 3 and not c.regressions
+    row = next(r for r in c.rows if r["params"] == {"n": 1024})
+    assert row["noise_band_source"] == "run-to-run" and row["noise_band"] > 0.1
+    assert ridge.compare(runs, CLI_DATA / "spread_far.json", spread_factor=3.0).regressions
+    with pytest.raises(ridge.UsageError):
+        ridge.compare([], CLI_DATA / "spread_new.json")
+    with pytest.raises(ridge.UsageError):
+        ridge.compare([CLI_DATA / "base.json", CLI_DATA / "other_gpu.json"], CLI_DATA / "rerun.json")
+
+
+def test_a_gate_set_from_python_reaches_compare():
+    base, slow = sample_results(), sample_results(scale=3.0)
+    for r in slow.records:
+        r["gate"] = {"mode": "informational", "reason": "a demonstration"}
+    c = ridge.compare(base, slow)
+    assert not c.regressions and all(r["verdict"] == "informational" for r in c.rows)
+    results = ridge.Results()
+    record = results.add(ridge.measure_wall(lambda: sum(range(1000)), samples=5), "noop",
+                         gate={"mode": "judged", "min_threshold": 0.5, "reason": "host-bound"})
+    assert record["gate"]["min_threshold"] == 0.5
+    with pytest.raises(ridge.UsageError, match="gate.mode"):
+        ridge.Results().add(ridge.measure_wall(lambda: sum(range(1000)), samples=5), "noop", gate={"mode": "sometimes"})
+
+
 @pytest.mark.parametrize("name", ["not_ridge.json", "malformed.json"])
 def test_files_that_are_not_ridge_results(name):
     with pytest.raises(ridge.UsageError):

@@ -46,6 +46,41 @@ def test_trace_counts_kernels_per_step_and_writes_perfetto_json(tmp_path):
     assert again.kernel_count == a.kernel_count
 
 
+TINY = SOURCE / "tests" / "cli" / "data" / "tiny_pytorch_trace.json"
+
+
+def test_analysis_states_its_window_and_offers_the_steady_state():
+    whole = ridge.analyze_trace(TINY, step_range="step")
+    assert whole.window == ""
+    assert "Window: the whole trace, start-up included" in whole.text
+    steady = ridge.analyze_trace(TINY, step_range="step", steady_state=True)
+    assert 'from the first NVTX range named "step"' in steady.window
+    later = ridge.analyze_trace(TINY, skip_seconds=150e-6)
+    assert later.kernel_count < whole.kernel_count
+    with pytest.raises(ValueError):
+        ridge.analyze_trace(TINY, steady_state=True)  # no step range to start from
+    with pytest.raises(ridge.UsageError):
+        ridge.analyze_trace(TINY, skip_seconds=-1)
+
+
+def test_analysis_splits_launch_latency_and_reports_overlap_and_step_spans():
+    a = ridge.analyze_trace(TINY, step_range="step")
+    assert a.launch_latency_median_ms == pytest.approx(a.launch_queued_median_ms + a.launch_overhead_median_ms)
+    assert a.overlap_share == 0.0 and a.kernel_time_ms == pytest.approx(a.gpu_busy_ms)
+    step = a.steps[0]
+    assert step["gpu_span_ns"] >= step["gpu_busy_ns"] > 0
+    assert a.step_busy_fraction_of_gpu_span_median <= 1.0
+
+
+def test_hostile_times_in_a_saved_trace(tmp_path):
+    bad = SOURCE / "tests" / "cli" / "data" / "trace_bad_time.json"
+    with pytest.raises(ridge.UsageError, match=r"traceEvents\[1\]\.ts"):
+        ridge.analyze_trace(bad)
+    dropped = ridge.analyze_trace(SOURCE / "tests" / "cli" / "data" / "trace_negative_duration.json")
+    assert dropped.rejected_events and dropped.rejected_events[0]["count"] == 1
+    assert any("negative duration" in f for f in dropped.findings)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("sync_records", [False, True])
 def test_host_waits_are_seen_with_or_without_cupti_sync_records(sync_records):

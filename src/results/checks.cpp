@@ -29,6 +29,42 @@ Record to_record(const Measurement& m, const std::string& name, const std::strin
   return r;
 }
 
+bool includes_host_latency(const Record& r) {
+  return r.repeats_per_sample == 1 && (r.method == "cuda_events" || r.method == "wall_sync");
+}
+
+std::optional<RecordGate> host_latency_gate(const Record& r, double host_latency_ms) {
+  if (!(host_latency_ms > 0) || !(r.summary.median > 0)) return std::nullopt;
+  const double share = std::min(1.0, host_latency_ms / r.repeats_per_sample / r.summary.median);
+  RecordGate g;
+  if (share >= host_latency_dominant_share) {
+    g.informational = true;
+    g.reason = fmt::format("host launch latency ({}) is {:.0f}% of this number and moves from process to process",
+                           format_ms(host_latency_ms), share * 100);
+  } else {
+    g.min_threshold = host_latency_run_to_run_spread * share;
+    g.reason = fmt::format("host launch latency ({}) is {:.1f}% of this number; it moves up to {:.0f}% between runs",
+                           format_ms(host_latency_ms), share * 100, host_latency_run_to_run_spread * 100);
+  }
+  return g;
+}
+
+std::optional<double> gate_by_host_latency(std::vector<Record*> same_case) {
+  double events = -1, launch_free = -1;
+  for (const Record* r : same_case) {
+    if (r->method == "cuda_events" && r->repeats_per_sample == 1)
+      events = events < 0 ? r->summary.median : std::min(events, r->summary.median);
+    if (r->method == "spin_hold" || r->method == "graph_replay")
+      launch_free = launch_free < 0 ? r->summary.median : std::min(launch_free, r->summary.median);
+  }
+  if (events <= 0 || launch_free <= 0) return std::nullopt;
+  const double latency = std::max(0.0, events - launch_free);
+  for (Record* r : same_case)
+    if (includes_host_latency(*r))
+      if (auto g = host_latency_gate(*r, latency)) r->gate = std::move(g);
+  return latency;
+}
+
 double fastest_known_peak_flops(DType dtype) {
   // The highest dense datasheet peak of any device in the catalog (built-in and a user's file).
   // fp16/bf16 also take the fp16 figure of a part listed only with FP16 (and vice versa): both run

@@ -263,9 +263,11 @@ void compare_contexts(const RunContext& base, const RunContext& next, const Comp
 // The bootstrap costs resamples x (m + n) draws per record: fine for a report (hundreds of
 // records), hours for 330,000. Above the budget every row gets the interval combined from the
 // two medians' order-statistic intervals instead (O(1) per record), and the output says so.
-void choose_ratio_ci_method(const ResultSet& base, const ResultSet& next, const CompareOptions& options, Comparison& c) {
+void choose_ratio_ci_method(std::span<const ResultSet> baselines, const ResultSet& next, const CompareOptions& options,
+                            Comparison& c) {
   std::size_t all_samples = 0;
-  for (const Record& r : base.records) all_samples += r.samples_ms.size();
+  for (const ResultSet& base : baselines)
+    for (const Record& r : base.records) all_samples += r.samples_ms.size();
   for (const Record& r : next.records) all_samples += r.samples_ms.size();
   c.ratio_ci_method = double(all_samples) * options.bootstrap_resamples <= options.bootstrap_budget ? "bootstrap"
                                                                                                    : "order_statistics";
@@ -285,10 +287,97 @@ RecordComparison row_for(const Record& r) {
   return row;
 }
 
-// Judges one matched pair: ratio, rank test, interval and verdict, counted into `c`. Returns
-// log(ratio) when the pair enters the geometric mean.
-std::optional<double> judge_pair(RecordComparison& row, const Record& b, const Record& n, const CompareOptions& options,
-                                 Comparison& c) {
+// Record indices by match key, in file order (hashed: n log n overall).
+using KeyIndex = std::unordered_map<std::string, std::vector<std::size_t>>;
+KeyIndex index_by_key(const ResultSet& s) {
+  KeyIndex index;
+  index.reserve(s.records.size());
+  for (std::size_t i = 0; i < s.records.size(); ++i) index[record_match_key(s.records[i])].push_back(i);
+  return index;
+}
+
+// The occurrence-th record with this key, or -1.
+std::ptrdiff_t find_in(const KeyIndex& index, const std::string& key, std::size_t occurrence) {
+  const auto found = index.find(key);
+  if (found == index.end() || occurrence >= found->second.size()) return -1;
+  return static_cast<std::ptrdiff_t>(found->second[occurrence]);
+}
+
+std::string baseline_name(std::span<const std::string> labels, std::size_t i, std::size_t count) {
+  if (i < labels.size() && !labels[i].empty()) return fmt::format("baseline {} ({})", i + 1, labels[i]);
+  return fmt::format("baseline {} of {}", i + 1, count);
+}
+
+// Several baselines must be repeated runs of the same code: otherwise their spread measures the
+// difference between builds or GPUs and would hide a real regression.
+void require_runs_of_the_same_code(std::span<const ResultSet> baselines, std::span<const std::string> labels,
+                                   const std::vector<KeyIndex>& indices) {
+  const ResultSet& first = baselines[0];
+  for (std::size_t i = 1; i < baselines.size(); ++i) {
+    const ResultSet& other = baselines[i];
+    const auto name = [&](std::size_t k) { return baseline_name(labels, k, baselines.size()); };
+    if (first.context.device && other.context.device && first.context.device->name != other.context.device->name)
+      throw UsageError(fmt::format("{} ran on {} but {} on {}: baselines must be repeated runs on one kind of GPU",
+                                   name(i), other.context.device->name, name(0), first.context.device->name));
+    if (!first.context.git_sha.empty() && !other.context.git_sha.empty() && first.context.git_sha != other.context.git_sha)
+      throw UsageError(fmt::format("{} is ridge build {} but {} is {}: baselines must be repeated runs of the same "
+                                   "code; compare different builds one pair at a time",
+                                   name(i), other.context.git_sha, name(0), first.context.git_sha));
+    bool shares = false;
+    for (const auto& entry : indices[i])
+      if (indices[0].count(entry.first)) {
+        shares = true;
+        break;
+      }
+    if (!shares)
+      throw UsageError(fmt::format("{} shares no record (name, method, dtype, params) with {}: baselines must be "
+                                   "repeated runs of the same commands",
+                                   name(i), name(0)));
+  }
+}
+
+double median_of_copy(std::vector<double> v) { return median_of(v); }
+
+// The relative standard deviation of the runs' medians around their median; -1 below two runs.
+double run_to_run_spread(const std::vector<double>& medians, double center) {
+  if (medians.size() < 2 || !(center > 0)) return -1;
+  double mean = 0;
+  for (double m : medians) mean += m;
+  mean /= double(medians.size());
+  double squares = 0;
+  for (double m : medians) squares += (m - mean) * (m - mean);
+  return std::sqrt(squares / double(medians.size() - 1)) / center;
+}
+
+// The band a significant change must exceed, and which term set it.
+void set_noise_band(RecordComparison& row, const CompareOptions& options) {
+  row.noise_band = options.threshold;
+  row.noise_band_source = "threshold";
+  if (row.min_threshold > row.noise_band) {
+    row.noise_band = row.min_threshold;
+    row.noise_band_source = "producer";
+  }
+  if (row.run_to_run_spread > 0 && options.spread_factor * row.run_to_run_spread > row.noise_band) {
+    row.noise_band = options.spread_factor * row.run_to_run_spread;
+    row.noise_band_source = "run-to-run";
+  }
+}
+
+// Judges one record of the new run against the baselines that hold it (`runs`, first baseline
+// first): ratio, rank test, interval, noise band and verdict, counted into `c`. Returns log(ratio)
+// when the pair enters the geometric mean.
+std::optional<double> judge(RecordComparison& row, const std::vector<const Record*>& runs, const Record& n,
+                            const CompareOptions& options, Comparison& c) {
+  const Record& b = *runs.front();
+  std::vector<double> pooled;
+  std::vector<double> medians;
+  for (const Record* r : runs) {
+    pooled.insert(pooled.end(), r->samples_ms.begin(), r->samples_ms.end());
+    medians.push_back(r->summary.median);
+  }
+  row.baseline_runs = runs.size();
+  row.base_count = pooled.size();
+  row.base_median_ms = runs.size() == 1 ? b.summary.median : median_of_copy(medians);
   row.new_count = n.samples_ms.size();
   row.new_median_ms = n.summary.median;
   if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0 || b.method == "none") {
@@ -297,11 +386,17 @@ std::optional<double> judge_pair(RecordComparison& row, const Record& b, const R
     return std::nullopt;
   }
   row.ratio = row.new_median_ms / row.base_median_ms;
-  row.test = mann_whitney_u(b.samples_ms, n.samples_ms);
-  std::tie(row.ratio_ci_low, row.ratio_ci_high) =
-      c.ratio_ci_method == "bootstrap"
-          ? bootstrap_median_ratio_ci(b.samples_ms, n.samples_ms, 0.95, options.bootstrap_resamples)
-          : order_statistic_ratio_ci(b.summary, n.summary);
+  row.test = mann_whitney_u(pooled, n.samples_ms);
+  if (c.ratio_ci_method == "bootstrap") {
+    std::tie(row.ratio_ci_low, row.ratio_ci_high) =
+        bootstrap_median_ratio_ci(pooled, n.samples_ms, 0.95, options.bootstrap_resamples);
+  } else {
+    // The order-statistic interval of each side's median: the first baseline's stands for all.
+    std::tie(row.ratio_ci_low, row.ratio_ci_high) = order_statistic_ratio_ci(b.summary, n.summary);
+    const double shift = row.base_median_ms / b.summary.median;
+    row.ratio_ci_low /= shift;
+    row.ratio_ci_high /= shift;
+  }
   const double record_clocks = relative_clock_difference(b, n);
   if (record_clocks > options.clock_tolerance)
     row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
@@ -310,11 +405,30 @@ std::optional<double> judge_pair(RecordComparison& row, const Record& b, const R
     row.note = "wall_naive times the launch queue, not the work: shown, never judged";
     return std::nullopt;
   }
+  // The producers' gates: informational if either file says so, the larger minimum threshold.
+  std::vector<const Record*> sides(runs.begin(), runs.end());
+  sides.push_back(&n);
+  for (const Record* r : sides) {
+    if (!r->gate) continue;
+    if (r->gate->informational) {
+      row.verdict = Verdict::informational;
+      row.gate_reason = r->gate->reason;
+      row.note = "informational: " + r->gate->reason;
+      return std::nullopt;
+    }
+    if (r->gate->min_threshold > row.min_threshold) {
+      row.min_threshold = r->gate->min_threshold;
+      row.gate_reason = r->gate->reason;
+    }
+  }
+  row.run_to_run_spread = run_to_run_spread(medians, row.base_median_ms);
+  set_noise_band(row, options);
+  if (row.noise_band_source == "producer" && row.note.empty()) row.note = row.gate_reason;
   const bool significant = row.test.p_value < options.alpha;
-  if (significant && row.ratio > 1 + options.threshold) {
+  if (significant && row.ratio > 1 + row.noise_band) {
     row.verdict = Verdict::regression;
     ++c.regressions;
-  } else if (significant && row.ratio < 1 - options.threshold) {
+  } else if (significant && row.ratio < 1 - row.noise_band) {
     row.verdict = Verdict::improvement;
     ++c.improvements;
   } else if (significant) {
@@ -333,18 +447,30 @@ std::optional<double> judge_pair(RecordComparison& row, const Record& b, const R
 }  // namespace
 
 Comparison compare_results(const ResultSet& base, const ResultSet& next, const CompareOptions& options) {
+  return compare_results(std::span<const ResultSet>(&base, 1), next, options);
+}
+
+Comparison compare_results(std::span<const ResultSet> baselines, const ResultSet& next, const CompareOptions& options,
+                           std::span<const std::string> labels) {
   if (!(options.threshold >= 0)) throw UsageError("compare: the threshold must be >= 0");
   if (!(options.alpha > 0 && options.alpha < 1)) throw UsageError("compare: alpha must be in (0, 1)");
   if (options.bootstrap_resamples < 10) throw UsageError("compare: bootstrap_resamples must be >= 10");
+  if (!(options.spread_factor >= 0) || !std::isfinite(options.spread_factor))
+    throw UsageError("compare: the spread factor must be a finite number >= 0");
+  if (baselines.empty()) throw UsageError("compare: no baseline; give at least one result file to compare against");
+  std::vector<KeyIndex> base_indices;
+  for (const ResultSet& b : baselines) base_indices.push_back(index_by_key(b));
+  require_runs_of_the_same_code(baselines, labels, base_indices);
+
+  const ResultSet& base = baselines[0];
   Comparison c;
   c.options = options;
+  c.baselines = baselines.size();
   compare_contexts(base.context, next.context, options, c);
-  choose_ratio_ci_method(base, next, options, c);
+  choose_ratio_ci_method(baselines, next, options, c);
 
-  // Match records by key plus occurrence number, so duplicates pair up in order (hashed: n log n).
-  std::unordered_map<std::string, std::vector<std::size_t>> new_by_key;
-  new_by_key.reserve(next.records.size());
-  for (std::size_t i = 0; i < next.records.size(); ++i) new_by_key[record_match_key(next.records[i])].push_back(i);
+  // Match records by key plus occurrence number, so duplicates pair up in order.
+  const KeyIndex new_by_key = index_by_key(next);
   std::unordered_map<std::string, std::size_t> base_seen;
   base_seen.reserve(base.records.size());
   std::vector<bool> new_used(next.records.size(), false);
@@ -354,21 +480,25 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
     RecordComparison row = row_for(b);
     row.base_count = b.samples_ms.size();
     row.base_median_ms = b.summary.median;
+    row.baseline_runs = 1;
     const std::string key = record_match_key(b);
     const std::size_t occurrence = base_seen[key]++;
     if (occurrence > 0) duplicates = true;
-    const auto found = new_by_key.find(key);
-    if (found == new_by_key.end() || occurrence >= found->second.size()) {
+    const std::ptrdiff_t ni = find_in(new_by_key, key, occurrence);
+    if (ni < 0) {
       row.verdict = Verdict::missing_in_new;
       row.note = "no record with this name, method, dtype and params in the new file";
       ++c.missing;
       c.rows.push_back(std::move(row));
       continue;
     }
-    const std::size_t ni = found->second[occurrence];
-    new_used[ni] = true;
+    new_used[std::size_t(ni)] = true;
     ++c.matched;
-    if (const auto log_ratio = judge_pair(row, b, next.records[ni], options, c)) {
+    std::vector<const Record*> runs{&b};
+    for (std::size_t k = 1; k < baselines.size(); ++k)
+      if (const std::ptrdiff_t bi = find_in(base_indices[k], key, occurrence); bi >= 0)
+        runs.push_back(&baselines[k].records[std::size_t(bi)]);
+    if (const auto log_ratio = judge(row, runs, next.records[std::size_t(ni)], options, c)) {
       log_sum += *log_ratio;
       ++c.geomean_count;
     }
@@ -381,7 +511,8 @@ Comparison compare_results(const ResultSet& base, const ResultSet& next, const C
     row.new_count = n.samples_ms.size();
     row.new_median_ms = n.summary.median;
     row.verdict = Verdict::missing_in_base;
-    row.note = "no record with this name, method, dtype and params in the base file";
+    row.note = baselines.size() > 1 ? "no record with this name, method, dtype and params in the first baseline"
+                                    : "no record with this name, method, dtype and params in the base file";
     ++c.missing;
     c.rows.push_back(std::move(row));
   }
@@ -401,6 +532,32 @@ std::string summary_line(const Comparison& c) {
       c.missing, c.geomean_count ? fmt::format("{:.3f}", c.geomean_ratio) : std::string("n/a"), c.geomean_count);
 }
 
+// How the baselines and noise bands were used, one sentence.
+std::string band_rule(const Comparison& c) {
+  std::string rule = fmt::format(
+      "A significant change counts when it exceeds the record's noise band: the {:.1f}% threshold, or the producer's "
+      "minimum for that record",
+      c.options.threshold * 100);
+  if (c.baselines > 1)
+    rule += fmt::format(", or {}x its run-to-run spread (relative standard deviation of the medians of the {} "
+                        "baselines, whose samples are pooled)",
+                        c.options.spread_factor, c.baselines);
+  return rule + ".";
+}
+
+}  // namespace
+
+std::string noise_band_text(const RecordComparison& r) {
+  if (r.noise_band <= 0 && r.noise_band_source.empty()) return "-";
+  if (r.noise_band_source == "run-to-run")
+    return fmt::format("{:.1f}% ({:g}x run-to-run {:.1f}%)", r.noise_band * 100, r.noise_band / r.run_to_run_spread,
+                       r.run_to_run_spread * 100);
+  if (r.noise_band_source == "producer") return fmt::format("{:.1f}% (producer)", r.noise_band * 100);
+  return fmt::format("{:.1f}% ({})", r.noise_band * 100, r.noise_band_source);
+}
+
+namespace {
+
 std::string ci_text(const RecordComparison& r) {
   if (r.ratio <= 0) return "-";
   return fmt::format("{:.3f}-{:.3f}", r.ratio_ci_low, r.ratio_ci_high);
@@ -414,16 +571,17 @@ std::string to_markdown(const Comparison& c) {
   if (!c.base_label.empty()) out << fmt::format("base: `{}` · new: `{}`\n\n", c.base_label, c.new_label);
   out << fmt::format("Test: two-sided Mann-Whitney U on raw samples, alpha {}; threshold {:.1f}% on the ratio of medians.\n\n",
                      c.options.alpha, c.options.threshold * 100);
+  out << band_rule(c) << "\n\n";
   out << summary_line(c) << ".\n\n";
   for (const auto& w : c.warnings) out << "> **warning:** " << w << "\n\n";
-  out << "| name | method | dtype | params | base median | new median | ratio | change | 95% CI | p | verdict | note |\n";
-  out << "|---|---|---|---|---:|---:|---:|---:|---|---:|---|---|\n";
+  out << "| name | method | dtype | params | base median | new median | ratio | change | 95% CI | p | noise band | verdict | note |\n";
+  out << "|---|---|---|---|---:|---:|---:|---:|---|---:|---|---|---|\n";
   for (const auto& r : c.rows) {
     const bool has_base = r.verdict != Verdict::missing_in_base, has_new = r.verdict != Verdict::missing_in_new;
-    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.method, r.dtype,
-                       params_text(r.params), has_base ? format_ms(r.base_median_ms) : "-",
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.method,
+                       r.dtype, params_text(r.params), has_base ? format_ms(r.base_median_ms) : "-",
                        has_new ? format_ms(r.new_median_ms) : "-", format_ratio(r.ratio), format_change(r.ratio),
-                       ci_text(r), r.ratio > 0 ? format_p(r.test) : "-",
+                       ci_text(r), r.ratio > 0 ? format_p(r.test) : "-", noise_band_text(r),
                        r.verdict == Verdict::regression ? "**REGRESSION**" : to_string(r.verdict), r.note);
   }
   return out.str();
@@ -439,19 +597,22 @@ std::string to_text(const Comparison& c) {
     params_w = std::max(params_w, params_text(r.params).size());
   }
   params_w = std::min<std::size_t>(params_w, 40);
-  out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {}\n", "record", name_w, "params", params_w,
-                     "base", "new", "ratio", "change", "95% CI", "p", "verdict");
+  std::size_t band_w = 10;
+  for (const auto& r : c.rows) band_w = std::max(band_w, noise_band_text(r).size());
+  out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {:<{}}  {}\n", "record", name_w, "params",
+                     params_w, "base", "new", "ratio", "change", "95% CI", "p", "noise band", band_w, "verdict");
   for (const auto& r : c.rows) {
     std::string params = params_text(r.params);
     if (params.size() > params_w) params = params.substr(0, params_w - 1) + "~";
     const bool has_base = r.verdict != Verdict::missing_in_base, has_new = r.verdict != Verdict::missing_in_new;
-    out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {}{}\n",
+    out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {:<{}}  {}{}\n",
                        r.name + " " + r.method + " " + r.dtype, name_w, params, params_w,
                        has_base ? format_ms(r.base_median_ms) : "-", has_new ? format_ms(r.new_median_ms) : "-",
-                       format_ratio(r.ratio), format_change(r.ratio), ci_text(r), r.ratio > 0 ? format_p(r.test) : "-", to_string(r.verdict),
+                       format_ratio(r.ratio), format_change(r.ratio), ci_text(r), r.ratio > 0 ? format_p(r.test) : "-",
+                       noise_band_text(r), band_w, to_string(r.verdict),
                        r.note.empty() ? "" : " (" + r.note + ")");
   }
-  out << "\n" << summary_line(c) << "\n";
+  out << "\n" << band_rule(c) << "\n" << summary_line(c) << "\n";
   return out.str();
 }
 
@@ -474,7 +635,13 @@ nlohmann::json to_json(const Comparison& c) {
                     {"p_value", r.test.p_value},
                     {"exact_test", r.test.exact},
                     {"verdict", to_string(r.verdict)},
-                    {"note", r.note}});
+                    {"note", r.note},
+                    {"baseline_runs", r.baseline_runs},
+                    {"run_to_run_spread", r.run_to_run_spread},
+                    {"min_threshold", r.min_threshold},
+                    {"noise_band", r.noise_band},
+                    {"noise_band_source", r.noise_band_source},
+                    {"gate_reason", r.gate_reason}});
   }
   return {{"schema", "ridge.compare"},
           {"schema_version", 1},
@@ -483,6 +650,8 @@ nlohmann::json to_json(const Comparison& c) {
           {"threshold", c.options.threshold},
           {"alpha", c.options.alpha},
           {"clock_tolerance", c.options.clock_tolerance},
+          {"baselines", c.baselines},
+          {"spread_factor", c.options.spread_factor},
           {"geomean_ratio", c.geomean_ratio},
           {"geomean_count", c.geomean_count},
           {"ratio_ci_method", c.ratio_ci_method},

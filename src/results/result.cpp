@@ -83,7 +83,14 @@ json to_json(const Record& r) {
   j["clocks_start"] = to_json(r.clocks_start);
   j["clocks_end"] = to_json(r.clocks_end);
   j["extra"] = r.extra;
+  if (r.gate) j["gate"] = to_json(*r.gate);  // absent: judged by the threshold alone, as before
   return j;
+}
+
+json to_json(const RecordGate& g) {
+  return json{{"mode", g.informational ? "informational" : "judged"},
+              {"min_threshold", g.min_threshold},
+              {"reason", g.reason}};
 }
 
 json to_json(const ResultSet& s) {
@@ -245,6 +252,18 @@ DeviceDescription device_from_json(const json& j, const std::string& where) {
   return d;
 }
 
+RecordGate record_gate_from_json(const json& j, const std::string& where) {
+  const Fields f(j, where);
+  RecordGate g;
+  const std::string mode = f.text("mode", "judged");
+  if (mode != "judged" && mode != "informational")
+    wrong(f.path("mode"), "\"judged\" or \"informational\"", *f.find("mode"));
+  g.informational = mode == "informational";
+  g.min_threshold = f.number("min_threshold", 0.0, 0);
+  g.reason = f.text("reason");
+  return g;
+}
+
 Record record_from_json(const json& j, const std::string& where) {
   const Fields f(j, where);
   Record r;
@@ -264,6 +283,7 @@ Record record_from_json(const json& j, const std::string& where) {
   if (f.find("clocks_start")) r.clocks_start = clock_reading_from_json(*f.find("clocks_start"), f.path("clocks_start"));
   if (f.find("clocks_end")) r.clocks_end = clock_reading_from_json(*f.find("clocks_end"), f.path("clocks_end"));
   r.extra = f.object("extra");
+  if (f.find("gate")) r.gate = record_gate_from_json(*f.find("gate"), f.path("gate"));
   finalize(r);
   return r;
 }

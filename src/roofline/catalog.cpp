@@ -26,7 +26,8 @@ using nlohmann::json;
 const std::set<std::string> peak_names = {"fp64", "fp64_vector", "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp4"};
 const std::set<std::string> entry_fields = {"key",       "name",        "match_names", "sm_count",
                                             "memory_gb", "bandwidth_gb_per_s", "l2_mib", "peak_tflops",
-                                            "sparse_peak_tflops", "notes", "source"};
+                                            "sparse_peak_tflops", "nvlink_gb_per_s", "pcie_gb_per_s",
+                                            "interconnect_source", "notes", "source"};
 
 // Reads and checks one entry; every error names the entry and the field.
 class EntryReader {
@@ -125,6 +126,11 @@ CatalogEntry read_entry(const json& j, std::size_t index) {
              fmt::format("({:g}) is below the dense peak ({:g}); dense figures must exclude sparsity", sparse / 1e12,
                          dense->second / 1e12));
   }
+  e.nvlink_bytes_per_s = r.positive("nvlink_gb_per_s", false) * 1e9;
+  e.pcie_bytes_per_s = r.positive("pcie_gb_per_s", false) * 1e9;
+  e.interconnect_source = r.text("interconnect_source", false);
+  if ((e.nvlink_bytes_per_s > 0 || e.pcie_bytes_per_s > 0) && e.interconnect_source.empty())
+    r.fail("interconnect_source", "is missing: link bandwidths need a source (document and URL)");
   e.notes = r.text("notes", false);
   e.source = r.text("source", true);
   return e;

@@ -232,6 +232,7 @@ Environment injection_environment(const ProgramTraceOptions& o, const fs::path& 
       {env::command, quote_command(o.command)},
       {env::step_range, o.analysis.step_range},
       {env::nvtx_range, o.window.nvtx_range},
+      {env::from_range, o.window.from_range},
       {env::profiler_range, o.window.profiler_range ? "1" : "0"},
       {env::skip_seconds, fmt::format("{}", o.window.skip_seconds)},
       {env::skip_kernels, fmt::format("{}", o.window.skip_kernels)},
@@ -283,8 +284,8 @@ void read_summary(const fs::path& summary, ProgramTrace& result) {
 }  // namespace
 
 void ProgramTraceOptions::validate() const {
-  if (!nvtx && (!analysis.step_range.empty() || !window.nvtx_range.empty()))
-    throw UsageError("--no-nvtx leaves no NVTX ranges to find: drop it, or drop --step-range/--nvtx-range");
+  if (!nvtx && (!analysis.step_range.empty() || !window.nvtx_range.empty() || !window.from_range.empty()))
+    throw UsageError("--no-nvtx leaves no NVTX ranges to find: drop it, or drop --step-range/--nvtx-range/--steady-state");
   if (api != "none" && api != "selected" && api != "most" && api != "all")
     throw UsageError(fmt::format("--api {}: use none, selected, most or all", api));
   if (api == "none" && (window.profiler_range || window.skip_kernels > 0))

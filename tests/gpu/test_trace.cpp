@@ -105,6 +105,19 @@ void check_workload_trace(const Trace& t, const Analysis& a) {
   }
   EXPECT_EQ(a.launch_latency_count, static_cast<std::uint64_t>(w::total_kernels));
   EXPECT_GE(a.gpu_busy_ns, static_cast<Nanoseconds>(w::steps * w::busy_per_step * w::busy_ns));
+  // Each step's second busy-wait kernel is launched while the first still spins on its stream: its
+  // latency is time queued (most of 200 us), not launch overhead.
+  EXPECT_GE(a.launches_queued, static_cast<std::uint64_t>(w::steps * (w::busy_per_step - 1)));
+  EXPECT_GE(a.launch_queued_max_ns, 0.5 * w::busy_ns);
+  EXPECT_LT(a.launch_overhead_median_ns, 0.5 * w::busy_ns);
+  EXPECT_NEAR(a.launch_queued_mean_ns + a.launch_overhead_mean_ns, a.launch_latency_mean_ns, 1.0);
+  // Each step synchronizes inside its range: its GPU span lies within the host range, busy within the span.
+  for (const auto& step : a.steps) {
+    EXPECT_LE(step.gpu_busy_ns, step.gpu_span_ns);
+    EXPECT_LE(step.gpu_start_ns + step.gpu_span_ns, step.start_ns + step.duration_ns);
+  }
+  EXPECT_EQ(a.steps_gpu_outlasting_host, 0u);
+  EXPECT_TRUE(a.rejected_events.empty());
 
   // One copy each way of the whole buffer.
   std::map<MemcpyKind, std::uint64_t> bytes, copies;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -5,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ridge/checks.hpp"
 #include "ridge/compare.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/writers.hpp"
@@ -312,4 +314,233 @@ TEST(CompareScale, ChecksAreShownNotJudged) {
   ASSERT_EQ(c.rows.size(), 1u);
   EXPECT_EQ(c.rows[0].verdict, Verdict::informational);
   EXPECT_TRUE(c.nothing_compared());
+}
+
+// ---- gates and repeated baselines (issue 15, part 8: a gate must not fail identical code) --------
+
+namespace {
+
+// A set of one host-latency-dominated record (per-sample events of a tiny GEMM: 25 us of which
+// ~22 us is launch latency) and one kernel-bound record (2.74 ms), as the timing exercise writes.
+ResultSet timing_like(unsigned seed, double host_latency_us, double kernel_scale = 1.0, bool gated = true) {
+  ResultSet s;
+  s.context.device = h200();
+  s.context.git_sha = "abc123";
+  Record small = record("timing", "cuda_events", 256, noisy((3.0 + host_latency_us) * 1e-3, 0.03, 50, seed));
+  Record small_graph = record("timing", "graph_replay", 256, noisy(2.77e-3, 0.005, 50, seed + 1));
+  Record large = record("timing", "cuda_events", 4096, noisy(2.74 * kernel_scale, 0.003, 20, seed + 2));
+  if (gated) {
+    std::vector<Record*> same_case{&small, &small_graph};
+    gate_by_host_latency(same_case);
+    large.gate = host_latency_gate(large, host_latency_us * 1e-3);
+  }
+  s.records = {small, small_graph, large};
+  return s;
+}
+
+const RecordComparison& row_of(const Comparison& c, const std::string& method, long n) {
+  for (const auto& r : c.rows)
+    if (r.method == method && r.params.value("n", 0L) == n) return r;
+  throw std::runtime_error("row not found");
+}
+
+}  // namespace
+
+TEST(RecordGate, HostLatencyDominatedRecordsAreInformationalOthersGetAMinimum) {
+  Record small = record("timing", "cuda_events", 256, std::vector<double>(20, 0.025));
+  const auto g = host_latency_gate(small, 0.022);
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(g->informational);
+  EXPECT_NE(g->reason.find("88%"), std::string::npos);
+  Record large = record("timing", "cuda_events", 4096, std::vector<double>(20, 2.2));
+  const auto l = host_latency_gate(large, 0.022);
+  ASSERT_TRUE(l);
+  EXPECT_FALSE(l->informational);
+  EXPECT_NEAR(l->min_threshold, host_latency_run_to_run_spread * 0.01, 1e-12);
+  // Ten calls per sample spread the latency over them.
+  large.repeats_per_sample = 10;
+  EXPECT_NEAR(host_latency_gate(large, 0.022)->min_threshold, host_latency_run_to_run_spread * 0.001, 1e-12);
+  EXPECT_FALSE(host_latency_gate(large, 0));
+  EXPECT_FALSE(host_latency_gate(large, -1));
+}
+
+TEST(RecordGate, ACaseTimedBySeveralMethodsGatesOnlyTheRowsThatCarryTheLatency) {
+  Record events = record("decode", "cuda_events", 1, std::vector<double>(10, 0.0300));
+  Record spin = record("decode", "spin_hold", 1, std::vector<double>(10, 0.0110));
+  Record graph = record("decode", "graph_replay", 1, std::vector<double>(10, 0.0100));
+  const auto latency = gate_by_host_latency({&events, &spin, &graph});
+  ASSERT_TRUE(latency);
+  EXPECT_NEAR(*latency, 0.02, 1e-12);
+  ASSERT_TRUE(events.gate);
+  EXPECT_TRUE(events.gate->informational);  // 20 of 30 us
+  EXPECT_FALSE(spin.gate);
+  EXPECT_FALSE(graph.gate);
+  Record alone = record("decode", "cuda_events", 2, std::vector<double>(10, 0.03));
+  EXPECT_FALSE(gate_by_host_latency({&alone}));
+  EXPECT_FALSE(alone.gate);
+}
+
+TEST(RecordGate, RoundTripsThroughJsonAndOldRecordsHaveNone) {
+  Record r = record("timing", "cuda_events", 256, std::vector<double>(5, 0.025));
+  EXPECT_FALSE(to_json(r).contains("gate"));  // files without gates are written as before
+  EXPECT_FALSE(record_from_json(to_json(r)).gate);
+  r.gate = RecordGate{.informational = false, .min_threshold = 0.12, .reason = "known spread"};
+  const Record back = record_from_json(to_json(r));
+  ASSERT_TRUE(back.gate);
+  EXPECT_FALSE(back.gate->informational);
+  EXPECT_DOUBLE_EQ(back.gate->min_threshold, 0.12);
+  EXPECT_EQ(back.gate->reason, "known spread");
+  nlohmann::json bad = to_json(r);
+  bad["gate"]["mode"] = "sometimes";
+  EXPECT_THROW(record_from_json(bad, "records[0]"), UsageError);
+  bad["gate"] = {{"mode", "judged"}, {"min_threshold", -0.1}};
+  try {
+    record_from_json(bad, "records[0]");
+    FAIL() << "a negative min_threshold was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("records[0].gate.min_threshold"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CompareGates, AHostLatencyShiftBetweenProcessesDoesNotGate) {
+  // Identical code; the second process's launch latency is 16% higher (the H200 false alarm).
+  const Comparison c = compare_results(timing_like(1, 22), timing_like(100, 25.5));
+  const auto& small = row_of(c, "cuda_events", 256);
+  EXPECT_EQ(small.verdict, Verdict::informational);
+  EXPECT_NE(small.note.find("host launch latency"), std::string::npos) << small.note;
+  EXPECT_FALSE(c.has_regression());
+  EXPECT_FALSE(c.nothing_compared());
+  // The same files without gates (an older ridge) raise the alarm this change removes.
+  const Comparison old = compare_results(timing_like(1, 22, 1.0, false), timing_like(100, 25.5, 1.0, false));
+  EXPECT_EQ(row_of(old, "cuda_events", 256).verdict, Verdict::regression);
+}
+
+TEST(CompareGates, ATenPercentSlowdownOfAGatingRecordIsFlagged) {
+  const Comparison c = compare_results(timing_like(1, 22), timing_like(100, 25.5, 1.10));
+  const auto& large = row_of(c, "cuda_events", 4096);
+  EXPECT_EQ(large.verdict, Verdict::regression);
+  EXPECT_NEAR(large.noise_band, 0.05, 1e-12);  // the latency's minimum (0.4%) is below the threshold
+  EXPECT_EQ(large.noise_band_source, "threshold");
+  EXPECT_EQ(c.regressions, 1u);
+}
+
+TEST(CompareGates, AProducersMinimumThresholdWidensTheBand) {
+  ResultSet base = synthetic(1), slower = synthetic(50, 1.08);
+  EXPECT_TRUE(compare_results(base, slower).has_regression());
+  slower.records[2].gate = RecordGate{.min_threshold = 0.10, .reason = "tile choice moves between runs"};
+  const Comparison c = compare_results(base, slower);
+  const auto& row = row_for(c, 4096);
+  EXPECT_EQ(row.verdict, Verdict::within_threshold);
+  EXPECT_DOUBLE_EQ(row.noise_band, 0.10);
+  EXPECT_EQ(row.noise_band_source, "producer");
+  EXPECT_EQ(row.note, "tile choice moves between runs");
+  EXPECT_EQ(noise_band_text(row), "10.0% (producer)");
+  // Beyond the producer's minimum it is flagged again.
+  EXPECT_TRUE(compare_results(base, synthetic(50, 1.15)).has_regression());
+}
+
+namespace {
+
+// Runs of identical code whose n=4096 median moves from run to run by the given factors (each run's
+// samples are tight around its own median, so the within-run test is certain of any shift).
+std::vector<ResultSet> repeated_runs(const std::vector<double>& factors, unsigned seed) {
+  std::vector<ResultSet> runs;
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    ResultSet s = synthetic(seed + 10 * unsigned(i), 1.0, 0.002);
+    s.context.git_sha = "abc123";
+    for (double& v : s.records[2].samples_ms) v *= factors[i];
+    finalize(s.records[2]);
+    runs.push_back(std::move(s));
+  }
+  return runs;
+}
+
+// Ten runs whose medians spread by about 3.8% (relative standard deviation).
+const std::vector<double> ten_runs{0.94, 0.96, 0.97, 0.99, 1.0, 1.0, 1.01, 1.03, 1.04, 1.06};
+const std::vector<double> three_runs{0.99, 1.0, 1.01};
+
+}  // namespace
+
+TEST(CompareBaselines, RunToRunSpreadSuppressesShiftsWithinItAndFlagsBeyond) {
+  const std::vector<ResultSet> runs = repeated_runs(ten_runs, 7);
+  // A new run 6% slower than the runs' center: against the fastest run alone the within-run test is
+  // certain (tight samples) and the change beyond the threshold ...
+  ResultSet next = synthetic(999, 1.0, 0.002);
+  next.context.git_sha = "abc123";
+  std::vector<double> medians;
+  for (const auto& r : runs) medians.push_back(r.records[2].summary.median);
+  const std::size_t fastest = std::size_t(std::min_element(medians.begin(), medians.end()) - medians.begin());
+  std::sort(medians.begin(), medians.end());
+  const double center = (medians[4] + medians[5]) / 2;
+  for (double& v : next.records[2].samples_ms) v *= 1.06 * center / 2.0;
+  finalize(next.records[2]);
+  EXPECT_EQ(row_for(compare_results(runs[fastest], next), 4096).verdict, Verdict::regression);
+  // ... but the ten baselines' medians spread by 3.8%, so 3 x spread is the band and 6% is inside it.
+  const Comparison c = compare_results(runs, next);
+  EXPECT_EQ(c.baselines, 10u);
+  const auto& row = row_for(c, 4096);
+  EXPECT_EQ(row.baseline_runs, 10u);
+  EXPECT_EQ(row.base_count, 300u);  // pooled samples
+  EXPECT_NEAR(row.base_median_ms, center, 1e-12);
+  EXPECT_NEAR(row.run_to_run_spread, 0.038, 0.003);
+  EXPECT_EQ(row.noise_band_source, "run-to-run");
+  EXPECT_NEAR(row.noise_band, 3 * row.run_to_run_spread, 1e-12);
+  EXPECT_NE(row.verdict, Verdict::regression);
+  EXPECT_FALSE(c.has_regression());
+  EXPECT_NE(noise_band_text(row).find("run-to-run"), std::string::npos);
+  // A change well beyond the band is still flagged.
+  for (double& v : next.records[2].samples_ms) v *= 1.5;
+  finalize(next.records[2]);
+  const Comparison beyond = compare_results(runs, next);
+  EXPECT_EQ(row_for(beyond, 4096).verdict, Verdict::regression);
+  // Records whose medians agree across runs keep the plain threshold.
+  EXPECT_EQ(row_for(beyond, 1024).noise_band_source, "threshold");
+}
+
+TEST(CompareBaselines, OneBaselineIsThePairwiseComparison) {
+  const ResultSet base = synthetic(1), next = synthetic(50, 1.3);
+  const Comparison pair = compare_results(base, next);
+  const Comparison list = compare_results(std::span<const ResultSet>(&base, 1), next);
+  ASSERT_EQ(pair.rows.size(), list.rows.size());
+  for (std::size_t i = 0; i < pair.rows.size(); ++i) {
+    EXPECT_EQ(pair.rows[i].verdict, list.rows[i].verdict);
+    EXPECT_DOUBLE_EQ(pair.rows[i].ratio, list.rows[i].ratio);
+    EXPECT_DOUBLE_EQ(pair.rows[i].test.p_value, list.rows[i].test.p_value);
+    EXPECT_EQ(pair.rows[i].run_to_run_spread, -1);
+  }
+}
+
+TEST(CompareBaselines, BaselinesThatAreNotRunsOfTheSameCodeAreUsageErrors) {
+  const ResultSet next = synthetic(50);
+  EXPECT_THROW(compare_results(std::span<const ResultSet>(), next), UsageError);
+  std::vector<ResultSet> runs = repeated_runs(three_runs, 3);
+  const std::vector<std::string> labels{"a.json", "b.json", "c.json"};
+  runs[2].context.device->name = "NVIDIA H100";
+  try {
+    compare_results(runs, next, {}, labels);
+    FAIL() << "baselines of two GPUs were accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("baseline 3 (c.json) ran on NVIDIA H100"), std::string::npos) << e.what();
+  }
+  runs = repeated_runs(three_runs, 3);
+  runs[1].context.git_sha = "def456";
+  EXPECT_THROW(compare_results(runs, next), UsageError);
+  runs = repeated_runs(three_runs, 3);
+  for (auto& r : runs[1].records) r.name = "bandwidth.add";
+  EXPECT_THROW(compare_results(runs, next), UsageError);
+  CompareOptions negative;
+  negative.spread_factor = -1;
+  EXPECT_THROW(compare_results(repeated_runs({1.0, 1.01}, 3), next, negative), UsageError);
+}
+
+TEST(CompareBaselines, JsonStatesEachRowsBand) {
+  const std::vector<ResultSet> runs = repeated_runs({0.98, 1.0, 1.01, 1.03}, 11);
+  const nlohmann::json j = to_json(compare_results(runs, synthetic(50)));
+  EXPECT_EQ(j["baselines"], 4);
+  EXPECT_EQ(j["spread_factor"], 3.0);
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["baseline_runs"], 4);
+    EXPECT_GE(row["noise_band"].get<double>(), 0.05);
+    EXPECT_FALSE(row["noise_band_source"].get<std::string>().empty());
+  }
 }

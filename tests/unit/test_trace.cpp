@@ -15,6 +15,7 @@
 
 #include "ridge/errors.hpp"
 #include "ridge/trace.hpp"
+#include "trace/model/record_times.hpp"
 #include "trace/model/signals.hpp"
 
 using namespace ridge::trace;
@@ -136,12 +137,18 @@ TEST(TraceAnalysis, GapsAreHostBoundOnlyWhenTheLaunchCameAfterTheGpuWentIdle) {
   EXPECT_EQ(a.idle_waiting_on_host_ns, 10000u);
   EXPECT_NEAR(a.host_bound_fraction_of_idle, 10000.0 / 25000.0, 1e-12);
   EXPECT_EQ(a.idle_unattributed_ns, 0u);
-  // Launch latency: start - end of launch call (call lasts 2000 ns): 8000, 3000, 18000.
+  // Launch latency: kernel start - start of the launch call: 10000, 5000, 20000.
   EXPECT_EQ(a.launch_latency_count, 3u);
-  EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 8000.0);
-  EXPECT_DOUBLE_EQ(a.launch_latency_min_ns, 3000.0);
-  EXPECT_DOUBLE_EQ(a.launch_latency_max_ns, 18000.0);
-  EXPECT_NEAR(a.launch_latency_mean_ns, (8000.0 + 3000 + 18000) / 3, 1e-9);
+  EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 10000.0);
+  EXPECT_DOUBLE_EQ(a.launch_latency_min_ns, 5000.0);
+  EXPECT_DOUBLE_EQ(a.launch_latency_max_ns, 20000.0);
+  EXPECT_NEAR(a.launch_latency_mean_ns, (10000.0 + 5000 + 20000) / 3, 1e-9);
+  // c was launched at 30000 while b ran until 35000: 5000 of its 20000 were queued behind b.
+  EXPECT_EQ(a.launches_queued, 1u);
+  EXPECT_DOUBLE_EQ(a.launch_queued_max_ns, 5000.0);
+  EXPECT_DOUBLE_EQ(a.launch_queued_median_ns, 0.0);
+  EXPECT_DOUBLE_EQ(a.launch_overhead_median_ns, 10000.0);
+  EXPECT_DOUBLE_EQ(a.launch_overhead_max_ns, 15000.0);
 }
 
 TEST(TraceAnalysis, HostBoundTraceRaisesAFinding) {
@@ -392,6 +399,7 @@ Trace rich_trace() {
   k.external_id = 99;
   b.t.kernels.push_back(k);
   b.t.dropped_records = 3;
+  b.t.count_rejected("dropped: synthetic records that end before they begin", 2);
   b.t.collection_start = 0;
   return b.done();
 }
@@ -496,6 +504,7 @@ TEST(TraceChrome, ReadingBackRebuildsTheSameEventsAndAnalysis) {
   for (const auto& r : back.ranges) names.insert(back.strings.at(r.name));
   EXPECT_TRUE(names.count("layer \"0\" \\ attn"));
   EXPECT_EQ(back.dropped_records, 3u);
+  EXPECT_EQ(back.rejected_events, t.rejected_events);
   EXPECT_EQ(back.process_id, pid);
   EXPECT_EQ(back.device_names.at(0), "Test GPU");
 
@@ -522,7 +531,250 @@ TEST(TraceChrome, ReadsPyTorchStyleTraces) {
   const Analysis a = analyze(t, AnalysisOptions{.step_range = "step"});
   ASSERT_EQ(a.steps.size(), 1u);
   EXPECT_EQ(a.steps[0].kernels, 1u);
-  EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 5500.0);
+  EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 10500.0);  // from the launch call's start
+}
+
+// ---- numbers that need a sentence: overlap, queued launches, step spans, windows -----------------
+
+namespace {
+bool any_contains(const std::vector<std::string>& texts, const std::string& part) {
+  for (const auto& t : texts)
+    if (t.find(part) != std::string::npos) return true;
+  return false;
+}
+
+/// Every percentage a text prints ("12.5%"), as numbers.
+std::vector<double> percentages(const std::string& text) {
+  std::vector<double> out;
+  for (std::size_t pos = text.find('%'); pos != std::string::npos; pos = text.find('%', pos + 1)) {
+    std::size_t begin = pos;
+    while (begin > 0 && (std::isdigit(static_cast<unsigned char>(text[begin - 1])) || text[begin - 1] == '.')) --begin;
+    if (begin < pos) out.push_back(std::stod(text.substr(begin, pos - begin)));
+  }
+  return out;
+}
+}  // namespace
+
+TEST(TraceAnalysis, OverlappingKernelsOfADependentChainReportTheOverlapShare) {
+  // Programmatic dependent launch: each kernel starts before its predecessor on the stream ends.
+  Builder b;
+  b.kernel("qkv", 7, 0, 1000, 0);
+  b.kernel("attn", 7, 500, 2000, 100);
+  b.kernel("proj", 7, 1500, 3000, 200);
+  const Analysis a = analyze(b.done());
+  EXPECT_EQ(a.kernel_time_ns, 4000u);
+  EXPECT_EQ(a.gpu_busy_ns, 3000u);
+  EXPECT_NEAR(a.kernel_overlap_fraction, 0.25, 1e-12);
+  EXPECT_TRUE(any_contains(a.findings, "Kernels overlapped: their times sum to 4.00 us against 3.00 us"));
+  const std::string text = format_analysis(a);
+  EXPECT_NE(text.find("overlap share 25.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("Top kernels by total GPU time (kernels overlapped"), std::string::npos) << text;
+  // A kernel that began before its predecessor ended was not queued beyond that start.
+  EXPECT_GE(a.launch_overhead_min_ns, 0.0);
+
+  Builder serial;  // back to back: nothing to say
+  serial.kernel("qkv", 7, 0, 1000, 0);
+  serial.kernel("attn", 7, 1000, 2000, 100);
+  const Analysis s = analyze(serial.done());
+  EXPECT_EQ(s.kernel_overlap_fraction, 0.0);
+  EXPECT_FALSE(any_contains(s.findings, "Kernels overlapped"));
+  EXPECT_EQ(format_analysis(s).find("kernels overlapped"), std::string::npos);
+}
+
+TEST(TraceAnalysis, LaunchesIssuedAheadOfTheGpuAreQueuedNotSlowToLaunch) {
+  // The host issues five launches 1 us apart; each kernel runs 10 us, back to back from 5 us on.
+  Builder b;
+  for (int i = 0; i < 5; ++i)
+    b.kernel("step", 7, 5000 + 10000ull * i, 15000 + 10000ull * i, 1000ull * i);
+  const Analysis a = analyze(b.done());
+  ASSERT_EQ(a.launch_latency_count, 5u);
+  // Latency 5000 + 9000 i; all of it queued behind the previous kernel except the first launch's.
+  EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 23000.0);
+  EXPECT_DOUBLE_EQ(a.launch_latency_max_ns, 41000.0);
+  EXPECT_EQ(a.launches_queued, 4u);
+  EXPECT_DOUBLE_EQ(a.launch_queued_median_ns, 23000.0);
+  EXPECT_DOUBLE_EQ(a.launch_queued_max_ns, 41000.0);
+  EXPECT_DOUBLE_EQ(a.launch_overhead_median_ns, 0.0);
+  EXPECT_DOUBLE_EQ(a.launch_overhead_max_ns, 5000.0);
+  EXPECT_NEAR(a.launch_queued_mean_ns + a.launch_overhead_mean_ns, a.launch_latency_mean_ns, 1e-9);
+  EXPECT_TRUE(any_contains(a.findings, "4 of 5 launches were issued while their stream was still busy"));
+  const std::string text = format_analysis(a);
+  EXPECT_NE(text.find("queued behind earlier work on the stream: median 23.00 us"), std::string::npos) << text;
+  EXPECT_NE(text.find("launch overhead (the rest): median 0.0 ns"), std::string::npos) << text;
+
+  // Work on another stream does not queue a launch.
+  Builder two;
+  two.kernel("long", 7, 1000, 50000, 0);
+  two.kernel("short", 8, 3000, 4000, 1000);
+  const Analysis t = analyze(two.done());
+  EXPECT_EQ(t.launches_queued, 0u);
+  EXPECT_DOUBLE_EQ(t.launch_overhead_max_ns, 2000.0);
+
+  // A copy earlier on the same stream queues the kernel behind it.
+  Builder copy;
+  copy.copy(MemcpyKind::host_to_device, 1 << 20, 2000, 30000, "cudaMemcpyAsync");
+  copy.kernel("after_copy", 7, 31000, 32000, 5000);
+  const Analysis c = analyze(copy.done());
+  EXPECT_EQ(c.launches_queued, 1u);
+  EXPECT_DOUBLE_EQ(c.launch_queued_max_ns, 25000.0);
+  EXPECT_DOUBLE_EQ(c.launch_overhead_max_ns, 1000.0);
+}
+
+TEST(TraceAnalysis, AStepsGpuShareIsOfItsGpuSpanWhenLaunchesRunAheadOfTheGpu) {
+  // Launches return before the GPU runs them: each step's host range is short, its kernels run later.
+  Builder b;
+  b.range("step", 0, 10000);
+  b.kernel("a", 7, 20000, 50000, 1000);
+  b.kernel("b", 7, 50000, 80000, 2000);
+  b.range("step", 10000, 20000);
+  b.kernel("a", 7, 80000, 90000, 11000);
+  b.kernel("b", 7, 95000, 100000, 12000);
+  const Analysis a = analyze(b.done(), AnalysisOptions{.step_range = "step"});
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].gpu_start_ns, 20000u);
+  EXPECT_EQ(a.steps[0].gpu_span_ns, 60000u);
+  EXPECT_EQ(a.steps[0].gpu_busy_ns, 60000u);
+  EXPECT_EQ(a.steps[1].gpu_start_ns, 80000u);
+  EXPECT_EQ(a.steps[1].gpu_span_ns, 20000u);
+  EXPECT_EQ(a.steps[1].gpu_busy_ns, 15000u);
+  EXPECT_DOUBLE_EQ(a.step_time_median_ns, 10000.0);
+  EXPECT_DOUBLE_EQ(a.step_gpu_span_median_ns, 40000.0);
+  EXPECT_DOUBLE_EQ(a.step_busy_fraction_of_gpu_span_median, (1.0 + 0.75) / 2);
+  EXPECT_EQ(a.steps_gpu_outlasting_host, 2u);
+  EXPECT_TRUE(any_contains(a.findings, "In 2 of 2 steps the GPU worked past the end of the step's host range"));
+  const std::string text = format_analysis(a);
+  EXPECT_NE(text.find("host range 10.00 us, GPU span 40.00 us"), std::string::npos) << text;
+  EXPECT_NE(text.find("= 87.5% of the GPU span"), std::string::npos) << text;
+  for (double p : percentages(text)) EXPECT_LE(p, 100.0) << text;  // busy 37.5 us per 10 us host step: no 375%
+}
+
+TEST(TraceWindow, TheSteadyStateStartsAtTheFirstStepAndTheFindingsSaySo) {
+  // Start-up: a kernel, then 1 ms of the GPU idle while the host loads weights; then 10 steps.
+  Builder b;
+  b.kernel("init", 7, 1000, 2000, 0);
+  for (int i = 0; i < 10; ++i) {
+    const Nanoseconds t0 = 1000000 + 20000ull * i;
+    b.range("step", t0, t0 + 15000);
+    b.kernel("work", 7, t0 + 5000, t0 + 15000, t0 + 1000);
+  }
+  const Trace t = b.done();
+  const Analysis whole = analyze(t, AnalysisOptions{.step_range = "step"});
+  EXPECT_TRUE(whole.window.empty());
+  EXPECT_EQ(whole.idle_waiting_on_host_before_first_step_ns, 1000000u - 2000 + 5000 - 5000);  // 2 us .. 1.005 ms, cut at 1 ms
+  EXPECT_TRUE(any_contains(whole.findings, "Over the whole trace (start-up included)"));
+  EXPECT_TRUE(any_contains(whole.findings, "came before the first \"step\" step"));
+  EXPECT_NE(format_analysis(whole).find("Window: the whole trace, start-up included"), std::string::npos);
+
+  Window steady;
+  steady.from_range = "step";
+  const Trace s = apply_window(t, steady);
+  EXPECT_EQ(s.kernels.size(), 10u);
+  const Analysis a = analyze(s, AnalysisOptions{.step_range = "step"});
+  EXPECT_NE(a.window.find("from the first NVTX range named \"step\" on"), std::string::npos) << a.window;
+  EXPECT_EQ(a.idle_waiting_on_host_before_first_step_ns, 0u);
+  EXPECT_FALSE(any_contains(a.findings, "start-up included"));
+  EXPECT_LT(a.idle_waiting_on_host_ns, whole.idle_waiting_on_host_ns);
+  EXPECT_NE(format_analysis(a).find("Window: from the first NVTX range named"), std::string::npos);
+
+  Window skip;  // the same steady state by time
+  skip.skip_seconds = 0.0009;
+  EXPECT_EQ(apply_window(t, skip).kernels.size(), 10u);
+
+  Window missing;
+  missing.from_range = "nothere";
+  const Trace none = apply_window(t, missing);
+  EXPECT_TRUE(none.kernels.empty());
+  EXPECT_NE(none.window.find("no NVTX range named \"nothere\""), std::string::npos) << none.window;
+}
+
+// ---- hostile trace input: reported, never turned into garbage spans ------------------------------
+
+namespace {
+std::string one_kernel(const std::string& ts, const std::string& dur) {
+  return R"({"traceEvents":[
+    {"ph":"X","cat":"kernel","name":"fine","pid":0,"tid":7,"ts":100,"dur":5,"args":{"stream":7}},
+    {"ph":"X","cat":"kernel","name":"odd","pid":0,"tid":7,"ts":)" + ts + R"(,"dur":)" + dur + R"(,"args":{"stream":7}}]})";
+}
+
+std::string usage_error(const std::string& text) {
+  try {
+    parse_chrome_json(text, "user.json");
+  } catch (const ridge::UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST(TraceChrome, NegativeDurationsAreDroppedCountedAndReported) {
+  const Trace t = parse_chrome_json(one_kernel("200", "-3"), "user.json");
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_EQ(t.strings.at(t.kernels[0].name), "fine");
+  ASSERT_EQ(t.rejected_events.size(), 1u);
+  EXPECT_EQ(t.rejected_events[0].count, 1u);
+  EXPECT_NE(t.rejected_events[0].reason.find("negative duration"), std::string::npos);
+  const Analysis a = analyze(t);
+  EXPECT_EQ(a.kernel_time_ns, 5000u);
+  EXPECT_TRUE(any_contains(a.findings, "1 event dropped: Chrome trace events with a negative duration"));
+  // Written again and re-read, the count stays.
+  EXPECT_EQ(parse_chrome_json(to_chrome_json(t)).rejected_events, t.rejected_events);
+}
+
+TEST(TraceChrome, TimesThatAreNotNumbersOrOutOfRangeAreUsageErrorsNamingFileAndPath) {
+  EXPECT_EQ(usage_error(one_kernel("\"soon\"", "1")),
+            "user.json: traceEvents[1].ts: expected a number of microseconds, got \"soon\"");
+  EXPECT_EQ(usage_error(one_kernel("1", "null")), "user.json: traceEvents[1].dur: expected a number of microseconds, got null");
+  EXPECT_NE(usage_error(one_kernel("1e300", "1")).find("user.json: traceEvents[1].ts: 1e+300 us is out of range"),
+            std::string::npos);
+  EXPECT_NE(usage_error(one_kernel("1", "1e17")).find("traceEvents[1].dur:"), std::string::npos);
+  EXPECT_NE(usage_error(one_kernel("18446744073709551615", "1")).find("out of range"), std::string::npos);
+  EXPECT_NE(usage_error(one_kernel("-1e300", "1")).find("out of range"), std::string::npos);
+  EXPECT_NE(usage_error(one_kernel("1e999", "1")), "(no error)");  // infinite: not valid JSON, or out of range
+  EXPECT_NE(usage_error(R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","dur":1}]})").find("traceEvents[0].ts: missing"),
+            std::string::npos);
+  EXPECT_NE(usage_error(R"([{"ph":"X","cat":"kernel","name":"k","ts":{},"dur":1}])").find("user.json: [0].ts"),
+            std::string::npos);
+  EXPECT_NE(usage_error(R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"grid":["a",1,1]}}]})")
+                .find("user.json: traceEvents[0]: malformed event"),
+            std::string::npos);
+  EXPECT_NE(usage_error(R"({"ridge":{"origin_ns":"late"},"traceEvents":[]})").find("user.json: ridge: malformed metadata"),
+            std::string::npos);
+  EXPECT_NE(usage_error(R"({"records":[]})").find("user.json: not a Chrome trace"), std::string::npos);
+  // Events ridge does not read are not checked: a profiler's CPU op with odd fields is skipped.
+  EXPECT_NO_THROW(parse_chrome_json(R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::add","ts":"x","dur":-1}]})"));
+}
+
+TEST(TraceChrome, NegativeTimestampsAreValidAndShiftedToZero) {
+  const Trace t = parse_chrome_json(R"({"traceEvents":[
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":-10,"dur":2,"args":{"correlation":5}},
+    {"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":-4,"dur":3,"args":{"stream":7,"correlation":5}}]})");
+  ASSERT_EQ(t.kernels.size(), 1u);
+  ASSERT_EQ(t.api_calls.size(), 1u);
+  EXPECT_EQ(t.api_calls[0].start, 0u);
+  EXPECT_EQ(t.api_calls[0].end, 2000u);
+  EXPECT_EQ(t.kernels[0].start, 6000u);
+  EXPECT_EQ(t.kernels[0].end, 9000u);
+  EXPECT_TRUE(t.rejected_events.empty());
+  EXPECT_DOUBLE_EQ(analyze(t).launch_latency_median_ns, 6000.0);
+}
+
+TEST(TraceModel, CuptiRecordTimesAreCompleteMissingOrReversed) {
+  using ridge::trace_detail::RecordTimes;
+  using ridge::trace_detail::classify_record_times;
+  EXPECT_EQ(classify_record_times(100, 200), RecordTimes::complete);
+  EXPECT_EQ(classify_record_times(100, 100), RecordTimes::complete);
+  EXPECT_EQ(classify_record_times(0, 200), RecordTimes::missing);
+  EXPECT_EQ(classify_record_times(100, 0), RecordTimes::missing);
+  EXPECT_EQ(classify_record_times(200, 100), RecordTimes::reversed);
+  Trace t;
+  t.count_rejected(ridge::trace_detail::reversed_gpu_records);
+  t.count_rejected(ridge::trace_detail::reversed_host_records, 2);
+  t.count_rejected(ridge::trace_detail::reversed_gpu_records, 4);
+  ASSERT_EQ(t.rejected_events.size(), 2u);
+  EXPECT_EQ(t.rejected_events[0].count, 5u);
+  EXPECT_EQ(t.rejected_events[1].count, 2u);
+  const Analysis a = analyze(t);
+  EXPECT_TRUE(any_contains(a.findings, "5 events dropped: CUPTI kernel, copy or memset records that end before they begin"));
 }
 
 // ---- pinned output: analysis JSON and the printed summary, byte for byte --------------------------
@@ -756,10 +1008,12 @@ TEST(TraceProgram, AProgramThatHandlesTheForwardedSignalKeepsItsExitCode) {
 }
 
 TEST(TraceProgram, ForwardsToTheWholeGroupOfAProgramThatLeadsOne) {
-  // setsid makes the shell a group leader; its `sleep` gets the signal too, so the trap runs at once.
+  // setsid makes the shell a group leader; its child gets the signal too, so the trap runs at once.
+  // The child itself says it is ready: a signal sent between the shell's fork and its child's exec
+  // would otherwise reach a child still running the shell's trap, and be lost with that exec.
   const auto ready = fresh_ready_file("forward-group");
   std::thread sender = signal_when_ready(ready, SIGINT);
-  auto o = shell(fmt::format("trap 'exit 4' INT; : > '{}'; sleep 10; exit 9", ready.string()));
+  auto o = shell(fmt::format("trap 'exit 4' INT; sh -c \": > '{}'; exec sleep 10\"; exit 9", ready.string()));
   o.command.insert(o.command.begin(), "setsid");
   const auto start = std::chrono::steady_clock::now();
   const ProgramTrace t = trace_program(o);

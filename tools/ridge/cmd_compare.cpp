@@ -1,6 +1,10 @@
 // `ridge compare BASE NEW`: per-record ratios of medians with a rank test on the raw samples;
 // exits 5 on a significant regression beyond the threshold and 6 when nothing was compared, so a
 // CI gate never passes on nothing.
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "cli.hpp"
@@ -13,8 +17,9 @@ namespace ridge::cli {
 namespace {
 
 struct CompareCommand {
-  std::string base, next;
+  std::vector<std::string> files;  // BASE... NEW
   std::string threshold = "5%";
+  double spread_factor = 3;
   double alpha = 0.01;
   std::string clock_tolerance = "10%";
   std::string json, markdown;
@@ -29,12 +34,23 @@ int run_compare(const CompareCommand& c) {
   options.clock_tolerance = parse_threshold(c.clock_tolerance);
   if (!(c.alpha > 0 && c.alpha < 1)) throw UsageError(fmt::format("--alpha must be in (0, 1), got {}", c.alpha));
   options.alpha = c.alpha;
-  // Both files are read before anything is printed, so a bad file never leaves half a table.
-  const ResultSet base = load_result_file(c.base);
-  const ResultSet next = load_result_file(c.next);
-  Comparison comparison = compare_results(base, next, options);
-  comparison.base_label = c.base;
-  comparison.new_label = c.next;
+  if (!(c.spread_factor >= 0) || !std::isfinite(c.spread_factor))
+    throw UsageError(fmt::format("--spread-factor must be a number >= 0, got {}", c.spread_factor));
+  options.spread_factor = c.spread_factor;
+  if (c.files.size() < 2)
+    throw UsageError("compare needs BASE [BASE...] NEW: at least one baseline and the new run (got one file)");
+  // Every file is read before anything is printed, so a bad file never leaves half a table.
+  const std::vector<std::string> base_paths(c.files.begin(), c.files.end() - 1);
+  const std::string& next_path = c.files.back();
+  std::vector<ResultSet> baselines;
+  for (const auto& path : base_paths) baselines.push_back(load_result_file(path));
+  const ResultSet next = load_result_file(next_path);
+  Comparison comparison = compare_results(baselines, next, options, base_paths);
+  comparison.base_label = base_paths.size() == 1
+                              ? base_paths[0]
+                              : fmt::format("{} and {} more baseline(s)", base_paths[0], base_paths.size() - 1);
+  comparison.new_label = next_path;
+  const ResultSet& base = baselines[0];
 
   const bool to_stdout = c.json == "-" || c.markdown == "-";
   std::FILE* out = to_stdout ? stderr : stdout;
@@ -63,17 +79,27 @@ RIDGE_REGISTER_COMMAND(Command{
       app.description(
           "Matches records by name, method, dtype and params; prints new/base ratios of median times, a two-sided\n"
           "Mann-Whitney U test on the raw samples, a bootstrap 95% interval of the ratio and the geometric mean.\n"
-          "A record is a REGRESSION when p < alpha and it is slower by more than the threshold. Records timed\n"
-          "with wall_naive are shown but never judged. Different GPUs or SM clocks (> clock tolerance) are reported.\n"
-          "Exit codes: 0 no significant regression beyond the threshold, 5 at least one, 6 no record was compared\n"
-          "(none matched, or only records that are never judged), 2 a file is missing or malformed (or a bad option).");
-      app.add_option("BASE", c->base, "baseline: a ridge JSON result file, or a report folder holding results.json")
+          "A record is a REGRESSION when p < alpha and it is slower by more than its noise band: the threshold,\n"
+          "or the minimum its producer recorded (the record's \"gate\"), or, with several baselines (repeated runs\n"
+          "of the same code: BASE1 BASE2 ... NEW), --spread-factor x the spread of their medians. Records timed with\n"
+          "wall_naive, and records their producer marked informational (host-latency-dominated numbers, method\n"
+          "demonstrations), are shown but never judged. Different GPUs or SM clocks (> clock tolerance) are reported.\n"
+          "Exit codes: 0 no significant regression beyond a record's noise band, 5 at least one,\n"
+          "6 no record was compared (none matched, or only records that are never judged), 2 a file is missing or\n"
+          "malformed (or a bad option).");
+      app.add_option("FILES", c->files,
+                     "BASE [BASE...] NEW: baseline(s), then the run to judge: ridge JSON result files or report "
+                     "folders holding results.json; several baselines must be repeated runs of the same code on "
+                     "one kind of GPU")
           ->required();
-      app.add_option("NEW", c->next, "the run to judge: a result file or report folder")->required();
       app.add_option("--threshold", c->threshold,
                      "relative change of the median that counts, as a percentage (5%) or fraction (0.05)")
           ->default_val("5%");
       app.add_option("--alpha", c->alpha, "significance level of the two-sided rank test")->default_val(0.01);
+      app.add_option("--spread-factor", c->spread_factor,
+                     "with several baselines, a change must exceed this many times the relative standard deviation "
+                     "of their medians")
+          ->default_val(3);
       app.add_option("--clock-tolerance", c->clock_tolerance, "SM clock difference reported as a warning")
           ->default_val("10%");
       app.add_option("--json", c->json, "write the comparison as JSON to FILE ('-' for stdout)")->type_name("FILE");

@@ -33,6 +33,10 @@ gpt2::ProfileRun run_profile(const gpt2::ProfileOptions& o, std::FILE* out) {
   row("step wall time (trace span)", [](const trace::Analysis& a) { return format_ms(ms(a.trace_span_ns)); });
   row("first to last kernel", [](const trace::Analysis& a) { return format_ms(ms(a.kernel_span_ns)); });
   row("GPU busy (union of kernels)", [](const trace::Analysis& a) { return format_ms(ms(a.gpu_busy_ns)); });
+  row("kernel times summed", [](const trace::Analysis& a) { return format_ms(ms(a.kernel_time_ns)); });
+  row("overlap share of kernel time", [](const trace::Analysis& a) {
+    return fmt::format("{:.1f}%", 100.0 * a.kernel_overlap_fraction);
+  });
   row("GPU idle between kernels", [](const trace::Analysis& a) { return format_ms(ms(a.idle_time_ns)); });
   fmt::print(out, "{:<34} {:>14} {:>14}\n", "launch-gap share of kernel span",
              fmt::format("{:.1f}%", 100 * profiles[0].launch_gap_fraction()),
@@ -43,10 +47,20 @@ gpt2::ProfileRun run_profile(const gpt2::ProfileOptions& o, std::FILE* out) {
   row("launch latency (median)", [](const trace::Analysis& a) {
     return a.launch_latency_count ? format_ms(a.launch_latency_median_ns / 1e6) : std::string("-");
   });
+  row("  queued behind earlier work", [](const trace::Analysis& a) {
+    return a.launch_latency_count ? format_ms(a.launch_queued_median_ns / 1e6) : std::string("-");
+  });
+  row("  launch overhead", [](const trace::Analysis& a) {
+    return a.launch_latency_count ? format_ms(a.launch_overhead_median_ns / 1e6) : std::string("-");
+  });
   row("CUPTI records dropped", [](const trace::Analysis& a) { return fmt::format("{}", a.dropped_records); });
 
   for (const auto& p : profiles) {
-    fmt::print(out, "\nTop kernels ({}):\n", to_string(p.mode));
+    fmt::print(out, "\nTop kernels ({}){}:\n", to_string(p.mode),
+               p.analysis.kernel_times_overlap()
+                   ? fmt::format(" - they overlapped: totals sum to {} against {} busy", format_ms(ms(p.analysis.kernel_time_ns)),
+                                 format_ms(ms(p.analysis.gpu_busy_ns)))
+                   : std::string());
     fmt::print(out, "  {:>6} {:>11} {:>11} {:>6}  {}\n", "count", "total", "mean", "% GPU", "kernel");
     for (const auto& k : p.analysis.top_kernels)
       fmt::print(out, "  {:>6} {:>11} {:>11} {:>5.1f}%  {}\n", k.time.count, format_ms(ms(k.time.total_ns)),
@@ -66,6 +80,8 @@ gpt2::ProfileRun run_profile(const gpt2::ProfileOptions& o, std::FILE* out) {
              e.kernel_count, format_ms(ms(e.gpu_busy_ns)), format_ms(ms(e.kernel_span_ns)),
              100 * profiles[0].launch_gap_fraction(), 100 * profiles[1].launch_gap_fraction(), profiles[0].trace_path,
              profiles[1].trace_path);
+  for (const auto& p : profiles)
+    for (const auto& f : p.analysis.findings) fmt::print(out, "{}: {}\n", to_string(p.mode), f);
 
   return run;
 }

@@ -20,6 +20,7 @@ struct TraceCommand {
   bool all_api = false;
   bool no_sync = false;  // the default since sync records became opt-in; accepted for old scripts
   bool no_nvtx = false;
+  bool steady_state = false;
 };
 
 int analyze_file(const TraceCommand& c, std::FILE* out) {
@@ -66,6 +67,11 @@ int run_trace(TraceCommand c) {
   if (c.all_api) o.api = "all";
   o.sync = o.sync && !c.no_sync;
   o.nvtx = !c.no_nvtx;
+  if (c.steady_state) {
+    if (o.analysis.step_range.empty())
+      throw UsageError("--steady-state starts at the first step: name the step's NVTX range with --step-range NAME");
+    o.window.from_range = o.analysis.step_range;
+  }
   o.validate();  // also before --analyze: the flags contradict each other either way
   if (!c.analyze.empty()) return analyze_file(c, out);
 
@@ -106,7 +112,8 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("-o,--output", o.output, "Chrome/Perfetto trace JSON to write (\"\" = none)")->default_val("runs/trace.json");
       app.add_option("--json", c->json, "write the analysis as JSON to FILE ('-' for stdout)");
       app.add_option("--analyze", c->analyze, "analyze a trace written earlier by ridge trace (or PyTorch's profiler) instead of running a program");
-      app.add_option("--skip-seconds", o.window.skip_seconds, "leave out what began in the first S seconds after CUDA initialization (warm-up)")
+      app.add_option("--skip-seconds", o.window.skip_seconds, "leave out what began in the first S seconds after CUDA initialization (with --analyze: after "
+                     "the saved trace's start): start-up and warm-up")
           ->default_val(0)->check(CLI::NonNegativeNumber);
       app.add_option("--skip-kernels", o.window.skip_kernels, "leave out everything launched before the (N+1)-th kernel launch")->default_val(0);
       app.add_option("--nvtx-range", o.window.nvtx_range, "keep only what was launched inside NVTX ranges with this name");
@@ -117,7 +124,12 @@ RIDGE_REGISTER_COMMAND(Command{
                    "for the window's kernels), so outside the windows only the launch-call records cost anything (CUPTI "
                    "records them only if they are on from the start). What straddles a boundary is cut by the launch "
                    "call's time (with --analyze: keep only what lies between the calls)");
-      app.add_option("--step-range", o.analysis.step_range, "NVTX range name that marks one step (e.g. step): kernels and GPU busy time per step");
+      app.add_option("--step-range", o.analysis.step_range,
+                     "NVTX range name that marks one step (e.g. step): per step, kernels, host range, GPU span (first "
+                     "kernel start to last kernel end) and GPU busy time");
+      app.add_flag("--steady-state", c->steady_state,
+                   "leave start-up out: keep only what began from the first --step-range range on (weight loading, "
+                   "compilation and warm-up before it would otherwise count as the GPU waiting on the host)");
       app.add_option("--top", o.analysis.top, "rows in the top-kernel and top-range tables")->default_val(10)->check(CLI::PositiveNumber);
       app.add_option("--api", o.api,
                      "CUDA API calls to record: selected = launches, copies, memsets, syncs, event records, allocations, "

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "ridge/collectives.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/version.hpp"
 
@@ -26,12 +27,15 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything can load NCCL or start a child: NVLink multicast stays off (README).
+  ridge::force_nccl_nvls_off();
   ridge::cli::set_argv(argc, argv);
   CLI::App app{
       "ridge: measure GPU work honestly and explain the number.\n"
       "Times are medians of many samples after warm-up, on the GPU's clock unless a command says otherwise.\n"
       "Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 a result failed verification, 4 no usable GPU,\n"
-      "5 `ridge compare` found a significant regression beyond its threshold, 6 `ridge compare` compared no record."};
+      "5 `ridge compare` found a significant regression beyond its threshold, 6 `ridge compare` compared no record,\n"
+      "7 a library loaded at run time (NCCL, ridge's MPI plugin) is missing."};
   app.require_subcommand(0, 1);
   bool show_version = false;
   app.add_flag("--version", show_version, "print ridge's version, git sha and CUDA versions");

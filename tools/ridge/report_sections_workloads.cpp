@@ -132,23 +132,34 @@ SectionOutput profile_section(ReportContext& ctx) {
   std::string& md = out.markdown;
   md += "One GPT-2 small BF16 decode step (batch 1, 128 tokens) traced with ridge's CUPTI tracer, eager and as a "
         "graph replay. `trace.json` (eager) and `trace-graph.json` open in Perfetto.\n\n";
-  md += "| | kernels | kernel span | GPU busy | idle (launch gaps) | idle waiting on the host |\n"
-        "|---|---:|---:|---:|---:|---:|\n";
+  md += "| | kernels | kernel span | GPU busy | kernel times summed (overlap share) | idle (launch gaps) | idle "
+        "waiting on the host | launch latency: queued / overhead (medians) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|\n";
   std::string top;  // the eager step's top kernels, as a table after the per-mode one
   for (const auto& p : run.profiles) {
     const trace::Analysis& a = p.analysis;
-    md += fmt::format("| {} | {} | {} | {} | {:.0f}% | {:.0f}% |\n", to_string(p.mode), a.kernel_count,
-                      format_ms(a.kernel_span_ns / 1e6), format_ms(a.gpu_busy_ns / 1e6), 100 * p.launch_gap_fraction(),
-                      100 * a.host_bound_fraction_of_idle);
+    md += fmt::format("| {} | {} | {} | {} | {} ({:.0f}%) | {:.0f}% | {:.0f}% | {} / {} |\n", to_string(p.mode),
+                      a.kernel_count, format_ms(a.kernel_span_ns / 1e6), format_ms(a.gpu_busy_ns / 1e6),
+                      format_ms(a.kernel_time_ns / 1e6), 100 * a.kernel_overlap_fraction, 100 * p.launch_gap_fraction(),
+                      100 * a.host_bound_fraction_of_idle, format_ms(a.launch_queued_median_ns / 1e6),
+                      format_ms(a.launch_overhead_median_ns / 1e6));
     if (p.mode != gpt2::Mode::eager) continue;
     ctx.measured[prediction::kernels_per_step] = static_cast<double>(a.kernel_count);
     if (a.kernel_span_ns > 0) ctx.measured[prediction::launch_gap_fraction] = p.launch_gap_fraction();
-    top += "\nTop kernels (eager):\n\n| kernel | count | total | % of GPU time |\n|---|---:|---:|---:|\n";
+    top += "\nTop kernels (eager)";
+    if (a.kernel_times_overlap())
+      top += fmt::format(" - kernels overlapped, so totals include time run alongside other kernels: they sum to {} "
+                         "against {} of GPU busy time",
+                         format_ms(a.kernel_time_ns / 1e6), format_ms(a.gpu_busy_ns / 1e6));
+    top += ":\n\n| kernel | count | total | % of summed kernel time |\n|---|---:|---:|---:|\n";
     for (const auto& k : a.top_kernels)
       top += fmt::format("| `{}` | {} | {} | {:.1f}% |\n", k.name.substr(0, 80), k.time.count,
                          format_ms(k.time.total_ns / 1e6), k.percent_of_kernel_time);
   }
   md += top + "\n";
+  for (const auto& p : run.profiles)
+    for (const auto& f : p.analysis.findings) md += fmt::format("- {}: {}\n", to_string(p.mode), f);
+  md += "\n";
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include "measure/cuda/cuda_check.hpp"
 #include "ridge/errors.hpp"
 #include "trace/cupti/profiler_gate.hpp"
+#include "trace/model/record_times.hpp"
 
 namespace ridge::detail {
 
@@ -229,16 +230,30 @@ trace::SyncKind sync_kind(CUpti_ActivitySynchronizationType type) {
   }
 }
 
-bool complete(Nanoseconds start, Nanoseconds end) { return start != 0 && end != 0 && end >= start; }
+/// Whether a GPU record's times make a span; a record without them is counted as incomplete, one
+/// that ends before it begins as rejected.
+bool complete(trace::Trace& t, Nanoseconds start, Nanoseconds end) {
+  switch (classify_record_times(start, end)) {
+    case RecordTimes::complete: return true;
+    case RecordTimes::missing: ++t.incomplete_records; return false;
+    case RecordTimes::reversed: t.count_rejected(reversed_gpu_records); return false;
+  }
+  return false;
+}
+
+/// A host record's end; one before its start is counted and kept with zero duration (its
+/// correlation id still joins a launch to its kernel).
+Nanoseconds host_record_end(trace::Trace& t, Nanoseconds start, Nanoseconds end) {
+  if (end >= start) return end;
+  t.count_rejected(reversed_host_records);
+  return start;
+}
 
 /// The fields a copy or fill record shares; false (counted as incomplete) when CUPTI left it
 /// without timestamps.
 template <typename Record, typename Event>
 bool read_transfer(State& s, const Record* r, Event& e) {
-  if (!complete(r->start, r->end)) {
-    ++s.trace.incomplete_records;
-    return false;
-  }
+  if (!complete(s.trace, r->start, r->end)) return false;
   e.bytes = r->bytes;
   e.device = r->deviceId;
   e.stream = r->streamId;
@@ -256,10 +271,7 @@ void add_record(State& s, const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       // Later CUPTI versions only append fields, so the CUDA 13.0 layout reads newer records too.
       const auto* r = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      if (!complete(r->start, r->end)) {
-        ++t.incomplete_records;
-        return;
-      }
+      if (!complete(t, r->start, r->end)) return;
       trace::Kernel k;
       auto it = s.kernel_names.find(r->name);
       if (it == s.kernel_names.end()) it = s.kernel_names.emplace(r->name, t.strings.intern(trace::demangle(r->name))).first;
@@ -306,7 +318,7 @@ void add_record(State& s, const CUpti_Activity* record) {
       a.process = r->processId;
       a.thread = r->threadId;
       a.start = r->start;
-      a.end = r->end >= r->start ? r->end : r->start;
+      a.end = host_record_end(t, r->start, r->end);
       a.correlation = r->correlationId;
       t.api_calls.push_back(a);
       return;
@@ -317,7 +329,7 @@ void add_record(State& s, const CUpti_Activity* record) {
       y.kind = sync_kind(r->type);
       y.stream = r->streamId;
       y.start = r->start;
-      y.end = r->end >= r->start ? r->end : r->start;
+      y.end = host_record_end(t, r->start, r->end);
       y.correlation = r->correlationId;
       t.syncs.push_back(y);
       s.sync_contexts.push_back(r->contextId);
@@ -348,7 +360,7 @@ void add_record(State& s, const CUpti_Activity* record) {
         range.process = it->second.process;
         range.thread = it->second.thread;
         range.start = it->second.start;
-        range.end = r->timestamp >= range.start ? r->timestamp : range.start;
+        range.end = host_record_end(t, range.start, r->timestamp);
         t.ranges.push_back(range);
         s.open_ranges.erase(it);
       }

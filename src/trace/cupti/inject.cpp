@@ -62,6 +62,7 @@ Config read_config() {
   c.command = getenv_or(env::command);
   c.step_range = getenv_or(env::step_range);
   c.window.nvtx_range = getenv_or(env::nvtx_range);
+  c.window.from_range = getenv_or(env::from_range);
   c.window.profiler_range = getenv_or(env::profiler_range) == "1";
   c.collector.api_calls = trace_detail::parse_api_calls(getenv_or(env::api, "selected"));
   if (getenv_or(env::all_api) == "1") c.collector.api_calls = trace_detail::ApiCalls::all;

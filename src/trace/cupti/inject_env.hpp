@@ -10,6 +10,8 @@ inline constexpr const char* command = "RIDGE_TRACE_COMMAND";      ///< the trac
 inline constexpr const char* skip_seconds = "RIDGE_TRACE_SKIP_SECONDS";
 inline constexpr const char* skip_kernels = "RIDGE_TRACE_SKIP_KERNELS";
 inline constexpr const char* nvtx_range = "RIDGE_TRACE_NVTX_RANGE";
+/// keep what began from the first NVTX range of this name on (--steady-state: the step range)
+inline constexpr const char* from_range = "RIDGE_TRACE_FROM_RANGE";
 /// "1": collect only between cudaProfilerStart/Stop (CUPTI switched on and off there), keep only that
 inline constexpr const char* profiler_range = "RIDGE_TRACE_PROFILER_RANGE";
 inline constexpr const char* step_range = "RIDGE_TRACE_STEP_RANGE";

@@ -48,7 +48,9 @@ void Tracer::stop() {
 
 void Tracer::write(const std::string& path) const { trace::write_chrome_trace(trace_, path); }
 
-trace::Analysis Tracer::summary(const trace::AnalysisOptions& options) const { return trace::analyze(trace_, options); }
+trace::Analysis Tracer::summary(const trace::AnalysisOptions& options, const trace::Window& window) const {
+  return window.empty() ? trace::analyze(trace_, options) : trace::analyze(trace::apply_window(trace_, window), options);
+}
 
 bool enable_nvtx_capture() {
   if (std::getenv("NVTX_INJECTION64_PATH") != nullptr) return true;

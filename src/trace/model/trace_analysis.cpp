@@ -137,13 +137,21 @@ void count_events(const Trace& trace, const std::vector<const ApiCall*>& sync_ca
   a.range_count = trace.ranges.size();
   a.dropped_records = trace.dropped_records;
   a.incomplete_records = trace.incomplete_records;
+  a.rejected_events = trace.rejected_events;
   a.window = trace.window;
   if (trace.event_count() > 0) a.trace_span_ns = duration(trace.origin(), trace.last_end());
 }
 
-/// GPU busy and active time, the kernel span, and the idle gaps inside it: was the GPU waiting on the host?
-void busy_and_gaps(const Trace& trace, const std::vector<const Kernel*>& by_start, const LaunchIndex& launches,
-                   Analysis& a) {
+/// An idle gap in which the GPU waited for the host to issue the next launch.
+struct HostWait {
+  Nanoseconds start = 0, end = 0;
+};
+
+/// GPU busy and active time, the kernel span, and the idle gaps inside it: was the GPU waiting on
+/// the host? Returns the gaps in which it was.
+std::vector<HostWait> busy_and_gaps(const Trace& trace, const std::vector<const Kernel*>& by_start,
+                                    const LaunchIndex& launches, Analysis& a) {
+  std::vector<HostWait> host_waits;
   std::vector<std::pair<Nanoseconds, Nanoseconds>> kernel_intervals;
   kernel_intervals.reserve(by_start.size());
   for (const auto* k : by_start) {
@@ -155,7 +163,9 @@ void busy_and_gaps(const Trace& trace, const std::vector<const Kernel*>& by_star
   for (const auto& m : trace.memcpys) active.emplace_back(m.start, m.end);
   for (const auto& m : trace.memsets) active.emplace_back(m.start, m.end);
   a.gpu_active_ns = union_length(std::move(active));
-  if (by_start.empty()) return;
+  if (a.kernel_time_ns > a.gpu_busy_ns)
+    a.kernel_overlap_fraction = static_cast<double>(a.kernel_time_ns - a.gpu_busy_ns) / static_cast<double>(a.kernel_time_ns);
+  if (by_start.empty()) return host_waits;
 
   Nanoseconds first = by_start.front()->start, last = 0;
   for (const auto* k : by_start) last = std::max(last, k->end);
@@ -170,8 +180,10 @@ void busy_and_gaps(const Trace& trace, const std::vector<const Kernel*>& by_star
       const ApiCall* call = launches.find(k.correlation);
       if (call == nullptr)
         a.idle_unattributed_ns += gap;
-      else if (call->start >= busy_until)
+      else if (call->start >= busy_until) {
         a.idle_waiting_on_host_ns += gap;  // the host had not even begun to launch it
+        host_waits.push_back({busy_until, k.start});
+      }
     }
     busy_until = std::max(busy_until, k.end);
   }
@@ -180,11 +192,55 @@ void busy_and_gaps(const Trace& trace, const std::vector<const Kernel*>& by_star
   if (a.trace_span_ns > 0) a.busy_fraction_of_trace_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(a.trace_span_ns);
   if (a.idle_time_ns > 0)
     a.host_bound_fraction_of_idle = static_cast<double>(a.idle_waiting_on_host_ns) / static_cast<double>(a.idle_time_ns);
+  return host_waits;
 }
 
-/// Kernel start minus the end of its launch call, for the first kernel of each launch call (a
-/// graph launch runs many).
-void launch_latency(const std::vector<const Kernel*>& by_start, const LaunchIndex& launches, Analysis& a) {
+/// Median, mean, p90, min and max of `values` (sorted here) into the given fields.
+void describe(std::vector<double>& values, double& median_ns, double& mean_ns, double& p90_ns, double& min_ns,
+              double& max_ns) {
+  if (values.empty()) return;
+  std::sort(values.begin(), values.end());
+  median_ns = quantile_sorted(values, 0.5);
+  p90_ns = quantile_sorted(values, 0.9);
+  min_ns = values.front();
+  max_ns = values.back();
+  double sum = 0;
+  for (double v : values) sum += v;
+  mean_ns = sum / static_cast<double>(values.size());
+}
+
+/// For each kernel, when the work queued before it on its stream (kernels, copies, memsets that
+/// started earlier on the same device and stream) had all ended.
+std::unordered_map<const Kernel*, Nanoseconds> stream_free_at(const Trace& trace) {
+  struct Item {
+    std::uint64_t stream;
+    Nanoseconds start, end;
+    const Kernel* kernel;
+  };
+  std::vector<Item> items;
+  items.reserve(trace.kernels.size() + trace.memcpys.size() + trace.memsets.size());
+  auto key = [](std::uint32_t device, std::uint32_t stream) { return (static_cast<std::uint64_t>(device) << 32) | stream; };
+  for (const auto& k : trace.kernels) items.push_back({key(k.device, k.stream), k.start, k.end, &k});
+  for (const auto& m : trace.memcpys) items.push_back({key(m.device, m.stream), m.start, m.end, nullptr});
+  for (const auto& m : trace.memsets) items.push_back({key(m.device, m.stream), m.start, m.end, nullptr});
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& x, const Item& y) { return x.stream != y.stream ? x.stream < y.stream : x.start < y.start; });
+  std::unordered_map<const Kernel*, Nanoseconds> free_at;
+  free_at.reserve(trace.kernels.size());
+  Nanoseconds busy_until = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i == 0 || items[i].stream != items[i - 1].stream) busy_until = 0;
+    if (items[i].kernel != nullptr) free_at.emplace(items[i].kernel, busy_until);
+    busy_until = std::max(busy_until, items[i].end);
+  }
+  return free_at;
+}
+
+/// Kernel start minus the start of its launch call, for the first kernel of each launch call (a
+/// graph launch runs many), split into the time queued behind earlier work on the stream and the
+/// launch overhead.
+void launch_latency(const Trace& trace, const std::vector<const Kernel*>& by_start, const LaunchIndex& launches,
+                    Analysis& a) {
   std::unordered_map<std::uint32_t, const Kernel*> first_kernel;
   first_kernel.reserve(by_start.size());
   for (const auto* k : by_start) {
@@ -194,20 +250,31 @@ void launch_latency(const std::vector<const Kernel*>& by_start, const LaunchInde
     }
     first_kernel.emplace(k->correlation, k);  // by_start order: the first one wins
   }
-  std::vector<double> latency;
+  if (first_kernel.empty()) return;
+  const auto free_at = stream_free_at(trace);
+  std::vector<double> latency, queued, overhead;
   latency.reserve(first_kernel.size());
-  for (const auto& [corr, k] : first_kernel)
-    latency.push_back(static_cast<double>(k->start) - static_cast<double>(launches.find(corr)->end));
-  if (latency.empty()) return;
-  std::sort(latency.begin(), latency.end());
+  queued.reserve(first_kernel.size());
+  overhead.reserve(first_kernel.size());
+  for (const auto& [corr, k] : first_kernel) {
+    const double issued = static_cast<double>(launches.find(corr)->start);
+    const double total = static_cast<double>(k->start) - issued;
+    // Behind earlier work: until the stream was free (or the kernel started, whichever came first:
+    // with programmatic dependent launch a kernel may start before its predecessor ends).
+    const double free = static_cast<double>(std::min(free_at.at(k), k->start));
+    const double waited = std::clamp(free - issued, 0.0, std::max(total, 0.0));
+    if (waited > 0) ++a.launches_queued;
+    latency.push_back(total);
+    queued.push_back(waited);
+    overhead.push_back(total - waited);
+  }
   a.launch_latency_count = latency.size();
-  a.launch_latency_median_ns = quantile_sorted(latency, 0.5);
-  a.launch_latency_p90_ns = quantile_sorted(latency, 0.9);
-  a.launch_latency_min_ns = latency.front();
-  a.launch_latency_max_ns = latency.back();
-  double sum = 0;
-  for (double v : latency) sum += v;
-  a.launch_latency_mean_ns = sum / static_cast<double>(latency.size());
+  describe(latency, a.launch_latency_median_ns, a.launch_latency_mean_ns, a.launch_latency_p90_ns,
+           a.launch_latency_min_ns, a.launch_latency_max_ns);
+  describe(queued, a.launch_queued_median_ns, a.launch_queued_mean_ns, a.launch_queued_p90_ns, a.launch_queued_min_ns,
+           a.launch_queued_max_ns);
+  describe(overhead, a.launch_overhead_median_ns, a.launch_overhead_mean_ns, a.launch_overhead_p90_ns,
+           a.launch_overhead_min_ns, a.launch_overhead_max_ns);
 }
 
 void top_kernels(const Trace& trace, std::size_t top, Analysis& a) {
@@ -270,27 +337,46 @@ void steps(const Trace& trace, const LaunchTimeline& timeline, const std::string
       auto lo = std::lower_bound(timeline.all.begin(), timeline.all.end(), r.start,
                                  [](const auto& x, Nanoseconds t) { return x.first < t; });
       std::vector<std::pair<Nanoseconds, Nanoseconds>> intervals;
+      Nanoseconds gpu_end = 0;
       for (auto it = lo; it != timeline.all.end() && it->first <= r.end; ++it) {
+        const Kernel& k = *it->second;
+        step.gpu_start_ns = step.kernels == 0 ? k.start : std::min(step.gpu_start_ns, k.start);
+        gpu_end = std::max(gpu_end, k.end);
         ++step.kernels;
-        intervals.emplace_back(it->second->start, it->second->end);
+        intervals.emplace_back(k.start, k.end);
       }
+      step.gpu_span_ns = duration(step.gpu_start_ns, gpu_end);
       step.gpu_busy_ns = union_length(std::move(intervals));
       a.steps.push_back(step);
     }
   }
   if (a.steps.empty()) return;
-  std::vector<double> counts, times, busy;
+  std::vector<double> counts, times, busy, spans, shares;
   a.kernels_per_step_min = std::numeric_limits<std::uint64_t>::max();
   for (const auto& s : a.steps) {
     counts.push_back(static_cast<double>(s.kernels));
     times.push_back(static_cast<double>(s.duration_ns));
     busy.push_back(static_cast<double>(s.gpu_busy_ns));
+    spans.push_back(static_cast<double>(s.gpu_span_ns));
+    if (s.gpu_span_ns > 0) shares.push_back(static_cast<double>(s.gpu_busy_ns) / static_cast<double>(s.gpu_span_ns));
+    if (s.kernels > 0 && s.gpu_start_ns + s.gpu_span_ns > s.start_ns + s.duration_ns) ++a.steps_gpu_outlasting_host;
     a.kernels_per_step_min = std::min(a.kernels_per_step_min, s.kernels);
     a.kernels_per_step_max = std::max(a.kernels_per_step_max, s.kernels);
   }
   a.kernels_per_step_median = median(counts);
   a.step_time_median_ns = median(times);
   a.step_gpu_busy_median_ns = median(busy);
+  a.step_gpu_span_median_ns = median(spans);
+  if (!shares.empty()) a.step_busy_fraction_of_gpu_span_median = median(shares);
+}
+
+/// Of the time the GPU waited on the host, the part before the first step began (start-up).
+void start_up_waits(const std::vector<HostWait>& host_waits, Analysis& a) {
+  if (a.steps.empty()) return;
+  Nanoseconds first_step = a.steps.front().start_ns;
+  for (const auto& s : a.steps) first_step = std::min(first_step, s.start_ns);
+  for (const auto& w : host_waits)
+    if (w.start < first_step) a.idle_waiting_on_host_before_first_step_ns += std::min(w.end, first_step) - w.start;
 }
 
 /// Copies and memsets by kind, and the host's time waiting in synchronization.
@@ -338,9 +424,16 @@ void hidden_syncs(const Trace& trace, const std::vector<const Kernel*>& by_start
             [](const HiddenSync& x, const HiddenSync& y) { return x.count > y.count; });
 }
 
+/// "in the window (...)" or "over the whole trace, start-up included": what a finding covers.
+std::string coverage(const Analysis& a) {
+  return a.window.empty() ? "Over the whole trace (start-up included)" : fmt::format("In the window ({})", a.window);
+}
+
 /// Warnings worth the user's attention, from the numbers above.
 std::vector<std::string> findings(const Analysis& a) {
   std::vector<std::string> out;
+  for (const auto& r : a.rejected_events)
+    out.push_back(fmt::format("{} event{} {}.", r.count, r.count == 1 ? "" : "s", r.reason));
   if (a.dropped_records > 0)
     out.push_back(fmt::format(
         "CUPTI dropped {} activity records for lack of buffer space: the counts and times below are incomplete.",
@@ -353,12 +446,39 @@ std::vector<std::string> findings(const Analysis& a) {
   if (a.kernel_count == 0)
     out.push_back("No kernels were recorded" + std::string(a.window.empty() ? "" : " in the window") +
                   ": did the program run CUDA work (and was the window right)?");
-  if (a.kernel_span_ns > 0 && a.idle_time_ns > a.kernel_span_ns / 5 && a.host_bound_fraction_of_idle > 0.5)
+  if (a.kernel_times_overlap())
     out.push_back(fmt::format(
-        "The GPU was idle {} of the kernel span and, for {} of that idle time, the next launch had not even been "
+        "Kernels overlapped: their times sum to {} against {} of GPU busy time, so {} of the summed kernel time ran "
+        "while another kernel was running too. With programmatic dependent launch (or concurrent streams) a kernel "
+        "starts before the one it depends on ends and its time includes that wait: the per-kernel totals and shares "
+        "of kernel time overstate what each kernel costs. GPU busy time is the measure of the whole.",
+        format_ms(ms(static_cast<double>(a.kernel_time_ns))), format_ms(ms(static_cast<double>(a.gpu_busy_ns))),
+        pct(a.kernel_overlap_fraction)));
+  if (a.kernel_span_ns > 0 && a.idle_time_ns > a.kernel_span_ns / 5 && a.host_bound_fraction_of_idle > 0.5) {
+    std::string text = fmt::format(
+        "{}, the GPU was idle {} of the kernel span and, for {} of that idle time, the next launch had not even been "
         "issued: the host is the bottleneck (launch overhead, Python, synchronization). CUDA graphs, kernel fusion "
         "or more work per launch help.",
-        pct(1 - a.busy_fraction_of_kernel_span), pct(a.host_bound_fraction_of_idle)));
+        coverage(a), pct(1 - a.busy_fraction_of_kernel_span), pct(a.host_bound_fraction_of_idle));
+    if (a.idle_waiting_on_host_before_first_step_ns > 0)
+      text += fmt::format(" {} of that waiting came before the first \"{}\" step (start-up: loading weights, "
+                          "compiling, warming up); --steady-state (or --skip-seconds S) leaves start-up out.",
+                          format_ms(ms(static_cast<double>(a.idle_waiting_on_host_before_first_step_ns))), a.step_range);
+    out.push_back(std::move(text));
+  }
+  if (a.launches_queued > 0 && a.launch_queued_median_ns > a.launch_overhead_median_ns)
+    out.push_back(fmt::format(
+        "{} of {} launches were issued while their stream was still busy with earlier work: their launch latency "
+        "(median {}) is mostly time queued behind that work (median {}), not launch overhead (median {}). The host "
+        "runs ahead of the GPU here, which is what it should do.",
+        a.launches_queued, a.launch_latency_count, format_ms(ms(a.launch_latency_median_ns)),
+        format_ms(ms(a.launch_queued_median_ns)), format_ms(ms(a.launch_overhead_median_ns))));
+  if (a.steps_gpu_outlasting_host > 0)
+    out.push_back(fmt::format(
+        "In {} of {} steps the GPU worked past the end of the step's host range (launches return before the GPU runs "
+        "them): a step's GPU share is computed against its GPU span (first kernel start to last kernel end), and the "
+        "host range is reported on its own.",
+        a.steps_gpu_outlasting_host, a.steps.size()));
   for (const auto& h : a.hidden_syncs)
     out.push_back(fmt::format(
         "{} device-to-host copies of {} by {}: each one makes the host wait for the GPU to drain (a hidden "
@@ -384,12 +504,13 @@ Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
   for (const auto& k : trace.kernels) by_start.push_back(&k);
   std::stable_sort(by_start.begin(), by_start.end(), [](const Kernel* x, const Kernel* y) { return x->start < y->start; });
 
-  busy_and_gaps(trace, by_start, launches, a);
-  launch_latency(by_start, launches, a);
+  const std::vector<HostWait> host_waits = busy_and_gaps(trace, by_start, launches, a);
+  launch_latency(trace, by_start, launches, a);
   top_kernels(trace, options.top, a);
   const LaunchTimeline timeline = launch_timeline(trace, launches);
   top_ranges(trace, timeline, options.top, a);
   steps(trace, timeline, options.step_range, a);
+  start_up_waits(host_waits, a);
   memory_traffic(trace, sync_calls, a);
   hidden_syncs(trace, by_start, launches, options.hidden_sync_min_repeats, a);
   a.findings = findings(a);
@@ -416,25 +537,40 @@ std::string format_analysis(const Analysis& a) {
   line(fmt::format("Trace: {} kernels ({} distinct), {} memcpy, {} memset, {} API calls, {} sync waits, {} NVTX ranges",
                    a.kernel_count, a.distinct_kernels, a.memcpy_count, a.memset_count, a.api_count, a.sync_count,
                    a.range_count));
-  if (!a.window.empty()) line("Window: " + a.window);
+  line("Window: " + (a.window.empty() ? std::string("the whole trace, start-up included (--steady-state or --skip-seconds S "
+                                                   "leave start-up out)")
+                                     : a.window));
   line(fmt::format("CUPTI dropped records: {}{}", a.dropped_records,
                    a.incomplete_records ? fmt::format("; incomplete records left out: {}", a.incomplete_records) : std::string()));
   if (a.kernel_count > 0) {
     line(fmt::format("Span: {} from first to last event; kernels ran over {}", t(a.trace_span_ns), t(a.kernel_span_ns)));
     line(fmt::format("GPU busy (union of kernels, all streams): {} = {} of the kernel span, {} of the trace span",
                      t(a.gpu_busy_ns), pct(a.busy_fraction_of_kernel_span), pct(a.busy_fraction_of_trace_span)));
+    line(fmt::format("Kernel times summed: {}; overlap share {} (summed time during which another kernel also ran)",
+                     t(a.kernel_time_ns), pct(a.kernel_overlap_fraction)));
     line(fmt::format("Idle: {} in {} gaps (largest {}); GPU waiting on the host (next launch issued after it went "
                      "idle): {} = {} of idle",
                      t(a.idle_time_ns), a.gap_count, t(a.largest_gap_ns), t(a.idle_waiting_on_host_ns),
                      pct(a.host_bound_fraction_of_idle)));
-    if (a.launch_latency_count > 0)
-      line(fmt::format("Launch latency (kernel start - end of its launch call): median {}, p90 {}, min {}, max {} ({} launches)",
+    if (a.launch_latency_count > 0) {
+      line(fmt::format("Launch latency (launch call start to kernel start): median {}, p90 {}, min {}, max {} ({} launches)",
                        t(a.launch_latency_median_ns), t(a.launch_latency_p90_ns), t(a.launch_latency_min_ns),
                        t(a.launch_latency_max_ns), a.launch_latency_count));
+      line(fmt::format("  queued behind earlier work on the stream: median {}, p90 {}, max {} ({} launches queued)",
+                       t(a.launch_queued_median_ns), t(a.launch_queued_p90_ns), t(a.launch_queued_max_ns),
+                       a.launches_queued));
+      line(fmt::format("  launch overhead (the rest): median {}, p90 {}, min {}, max {}", t(a.launch_overhead_median_ns),
+                       t(a.launch_overhead_p90_ns), t(a.launch_overhead_min_ns), t(a.launch_overhead_max_ns)));
+    }
   }
   if (!a.top_kernels.empty()) {
     line("");
-    line("Top kernels by total GPU time:");
+    if (a.kernel_times_overlap())
+      line(fmt::format("Top kernels by total GPU time (kernels overlapped: their times sum to {} against {} busy, so "
+                       "totals include time run alongside other kernels and % is of the sum):",
+                       t(a.kernel_time_ns), t(a.gpu_busy_ns)));
+    else
+      line("Top kernels by total GPU time:");
     line(fmt::format("  {:>6}  {:>10}  {:>8}  {:>10}  {:>10}  {:>10}  {}", "% time", "total", "count", "mean", "min",
                      "max", "name"));
     for (const auto& k : a.top_kernels)
@@ -456,11 +592,12 @@ std::string format_analysis(const Analysis& a) {
     if (a.steps.empty())
       line(fmt::format("Steps: no NVTX range named \"{}\" in the trace", a.step_range));
     else
-      line(fmt::format("Steps (\"{}\"): {} steps; kernels per step median {:g} (min {}, max {}); step {} median, GPU "
-                       "busy {} per step ({} of the step)",
+      line(fmt::format("Steps (\"{}\"): {} steps; kernels per step median {:g} (min {}, max {}); per step (medians): "
+                       "host range {}, GPU span {} (first kernel start to last kernel end), GPU busy {} = {} of the "
+                       "GPU span",
                        a.step_range, a.steps.size(), a.kernels_per_step_median, a.kernels_per_step_min,
-                       a.kernels_per_step_max, t(a.step_time_median_ns), t(a.step_gpu_busy_median_ns),
-                       pct(a.step_time_median_ns > 0 ? a.step_gpu_busy_median_ns / a.step_time_median_ns : 0)));
+                       a.kernels_per_step_max, t(a.step_time_median_ns), t(a.step_gpu_span_median_ns),
+                       t(a.step_gpu_busy_median_ns), pct(a.step_busy_fraction_of_gpu_span_median)));
   }
   if (!a.memcpy_totals.empty() || a.memset_count > 0) {
     line("");
@@ -491,17 +628,23 @@ NLOHMANN_JSON_SERIALIZE_ENUM(MemcpyKind, {{MemcpyKind::unknown, "unknown"},
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DurationStats, count, total_ns, min_ns, max_ns, mean_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelStat, name, time, percent_of_kernel_time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RangeStat, name, time, kernels, kernel_time_ns)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepStat, start_ns, duration_ns, kernels, gpu_busy_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepStat, start_ns, duration_ns, kernels, gpu_start_ns, gpu_span_ns,
+                                                gpu_busy_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RejectedEvents, reason, count)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemcpyStat, kind, count, bytes, time_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(HiddenSync, api, bytes, count, copy_time_ns, idle_after_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(
-    Analysis, kernel_count, memcpy_count, memset_count, api_count, sync_count, range_count, dropped_records, incomplete_records, window,
-    trace_span_ns, kernel_span_ns, kernel_time_ns, gpu_busy_ns, gpu_active_ns, busy_fraction_of_kernel_span,
-    busy_fraction_of_trace_span, gap_count, idle_time_ns, idle_waiting_on_host_ns, idle_unattributed_ns,
-    host_bound_fraction_of_idle, largest_gap_ns, launch_latency_count, launch_latency_median_ns, launch_latency_mean_ns,
-    launch_latency_p90_ns, launch_latency_min_ns, launch_latency_max_ns, kernels_without_launch_call, top_kernels,
-    top_ranges, distinct_kernels, step_range, steps, kernels_per_step_median, kernels_per_step_min,
-    kernels_per_step_max, step_time_median_ns, step_gpu_busy_median_ns, memcpy_totals, memset_time_ns, memset_bytes,
+    Analysis, kernel_count, memcpy_count, memset_count, api_count, sync_count, range_count, dropped_records, incomplete_records,
+    rejected_events, window, trace_span_ns, kernel_span_ns, kernel_time_ns, gpu_busy_ns, kernel_overlap_fraction,
+    gpu_active_ns, busy_fraction_of_kernel_span, busy_fraction_of_trace_span, gap_count, idle_time_ns,
+    idle_waiting_on_host_ns, idle_unattributed_ns, host_bound_fraction_of_idle, largest_gap_ns,
+    idle_waiting_on_host_before_first_step_ns, launch_latency_count, launch_latency_median_ns, launch_latency_mean_ns,
+    launch_latency_p90_ns, launch_latency_min_ns, launch_latency_max_ns, launches_queued, launch_queued_median_ns,
+    launch_queued_mean_ns, launch_queued_p90_ns, launch_queued_min_ns, launch_queued_max_ns, launch_overhead_median_ns,
+    launch_overhead_mean_ns, launch_overhead_p90_ns, launch_overhead_min_ns, launch_overhead_max_ns,
+    kernels_without_launch_call, top_kernels, top_ranges, distinct_kernels, step_range, steps, kernels_per_step_median,
+    kernels_per_step_min, kernels_per_step_max, step_time_median_ns, step_gpu_busy_median_ns, step_gpu_span_median_ns,
+    step_busy_fraction_of_gpu_span_median, steps_gpu_outlasting_host, memcpy_totals, memset_time_ns, memset_bytes,
     hidden_syncs, sync_time_ns, findings)
 
 nlohmann::json to_json(const Analysis& analysis) {

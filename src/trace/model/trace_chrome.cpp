@@ -7,7 +7,9 @@
 #include <charconv>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -315,10 +317,12 @@ struct Writer {
                         {"window", trace.window},
                         {"dropped_records", trace.dropped_records},
                         {"incomplete_records", trace.incomplete_records},
+                        {"rejected_events", nlohmann::json::array()},
                         {"collection_start_ns", trace.collection_start},
                         {"collection_stop_ns", trace.collection_stop},
                         {"devices", nlohmann::json::object()}};
     for (const auto& [id, name] : trace.device_names) meta["devices"][std::to_string(id)] = name;
+    for (const auto& r : trace.rejected_events) meta["rejected_events"].push_back({{"reason", r.reason}, {"count", r.count}});
     out += "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",";
     fmt::format_to(std::back_inserter(out), "\"baseTimeNanoseconds\":{},\n\"ridge\":{},\n\"traceEvents\":[\n", origin,
                    meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -389,6 +393,8 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
   trace.window = m.value("window", std::string());
   trace.dropped_records = m.value("dropped_records", std::uint64_t{0});
   trace.incomplete_records = m.value("incomplete_records", std::uint64_t{0});
+  if (m.contains("rejected_events"))
+    for (const auto& r : m["rejected_events"]) trace.count_rejected(r.at("reason").get<std::string>(), r.at("count").get<std::uint64_t>());
   trace.collection_start = m.value("collection_start_ns", Nanoseconds{0});
   trace.collection_stop = m.value("collection_stop_ns", Nanoseconds{0});
   if (m.contains("devices"))
@@ -398,113 +404,205 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
 
 }  // namespace
 
-Trace parse_chrome_json(const std::string& text) {
-  nlohmann::json doc;
-  try {
-    doc = parse_json(text, "the trace");
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(fmt::format("not a JSON trace: {}", e.what()));
-  }
-  const nlohmann::json& events = trace_events(doc);
-  Trace trace;
-  const RidgeMetadata meta = read_ridge_metadata(doc, trace);
-  const Nanoseconds origin = meta.origin;
-  const std::int64_t host_pid = meta.host_pid;
-  auto ns_of = [&](const nlohmann::json& e, const char* key) -> Nanoseconds {
+namespace {
+
+/// Chrome trace times as nanoseconds, wide enough that no sum of them overflows before it is checked.
+using WideNs = __int128;
+
+/// |time| in microseconds beyond which nanoseconds no longer fit in 64 bits (292 years).
+constexpr double max_abs_us = 9.2e15;
+
+constexpr const char* negative_duration_reason =
+    "dropped: Chrome trace events with a negative duration (they end before they begin)";
+
+/// A JSON value as an error message shows it: short, and never throwing on invalid UTF-8.
+std::string shown(const nlohmann::json& j) {
+  std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() > 40 ? text.substr(0, 37) + "..." : text;
+}
+
+/// The categories the reader turns into events; every other event is skipped unread.
+bool read_by_ridge(const std::string& ph, const std::string& cat) {
+  if (ph == "i" || ph == "I") return cat == "user_annotation";
+  if (ph != "X") return false;
+  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_runtime" ||
+         cat == "cuda_driver" || cat == "cuda_sync" || cat == "user_annotation";
+}
+
+/// Reads one event's times: validates "ts" and "dur" (microseconds) and returns [start, end) in
+/// nanoseconds relative to the file's origin, or nothing for a negative duration.
+struct EventTimes {
+  const std::string& source;
+  std::string list;  // JSON path of the event list: "traceEvents", or "" for a bare array
+
+  std::string path(std::size_t index, const char* key) const { return fmt::format("{}[{}].{}", list, index, key); }
+
+  WideNs field_ns(const nlohmann::json& e, std::size_t index, const char* key, bool required) const {
     auto it = e.find(key);
-    if (it == e.end() || !it->is_number()) return origin;
+    if (it == e.end()) {
+      if (!required) return 0;
+      throw UsageError(fmt::format("{}: {}: missing (every event needs a time in microseconds)", source, path(index, key)));
+    }
+    if (!it->is_number())
+      throw UsageError(fmt::format("{}: {}: expected a number of microseconds, got {}", source, path(index, key), shown(*it)));
     const double us = it->get<double>();
-    return origin + static_cast<Nanoseconds>(std::llround(std::max(0.0, us) * 1000.0));
-  };
+    if (!std::isfinite(us) || std::fabs(us) > max_abs_us)
+      throw UsageError(fmt::format("{}: {}: {} us is out of range (a time must be finite and within +-9.2e15 us, "
+                                   "292 years)",
+                                   source, path(index, key), shown(*it)));
+    return static_cast<WideNs>(std::llround(us * 1000.0));
+  }
+
+  std::optional<std::pair<WideNs, WideNs>> read(const nlohmann::json& e, std::size_t index, bool has_duration) const {
+    const WideNs start = field_ns(e, index, "ts", true);
+    const WideNs length = has_duration ? field_ns(e, index, "dur", false) : 0;
+    if (length < 0) return std::nullopt;
+    return std::pair{start, start + length};
+  }
+};
+
+}  // namespace
+
+Trace parse_chrome_json(const std::string& text, const std::string& source) {
+  const nlohmann::json doc = parse_json(text, source);
+  const nlohmann::json* events_ptr = nullptr;
+  try {
+    events_ptr = &trace_events(doc);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {}", source, e.what()));
+  }
+  const nlohmann::json& events = *events_ptr;
+  const EventTimes times{source, doc.is_array() ? std::string() : std::string("traceEvents")};
+  Trace trace;
+  RidgeMetadata meta;
+  try {
+    meta = read_ridge_metadata(doc, trace);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("{}: ridge: malformed metadata: {}", source, e.what()));
+  }
+  const std::int64_t host_pid = meta.host_pid;
+  // Which events are read, and the earliest time among them: negative times are shifted to 0.
+  std::vector<bool> read(events.size(), false);
+  WideNs earliest = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i];
+    if (!e.is_object()) continue;
+    auto text_field = [&](const char* key) {
+      auto it = e.find(key);
+      return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const std::string ph = text_field("ph");
+    if (!read_by_ridge(ph, text_field("cat"))) continue;
+    read[i] = true;
+    if (auto t = times.read(e, i, ph == "X")) earliest = std::min(earliest, static_cast<WideNs>(meta.origin) + t->first);
+  }
+  const WideNs shift = -earliest;  // >= 0
+  if (shift > 0) {  // the file's own clock fields move with the events
+    if (trace.collection_start) trace.collection_start += static_cast<Nanoseconds>(shift);
+    if (trace.collection_stop) trace.collection_stop += static_cast<Nanoseconds>(shift);
+  }
   auto process_of = [&](std::int64_t pid) -> std::uint32_t {
     return pid == host_pid ? trace.process_id : static_cast<std::uint32_t>(pid);
   };
   static const nlohmann::json no_args = nlohmann::json::object();
 
-  for (const auto& e : events) {
-    if (!e.is_object()) continue;
-    const std::string ph = e.value("ph", std::string());
-    const std::string cat = e.value("cat", std::string());
-    if (ph != "X" && !(ph == "i" || ph == "I")) continue;
-    const std::string name = e.value("name", std::string());
-    const auto args_it = e.find("args");
-    const nlohmann::json& args = args_it != e.end() && args_it->is_object() ? *args_it : no_args;
-    const Nanoseconds start = ns_of(e, "ts");
-    const Nanoseconds end = start + static_cast<Nanoseconds>(std::llround(std::max(0.0, e.value("dur", 0.0)) * 1000.0));
-    const std::int64_t pid = int_or(e, "pid", 0), tid = int_or(e, "tid", 0);
-    const auto correlation = static_cast<std::uint32_t>(int_or(args, "correlation", 0));
-    const auto external = static_cast<std::uint64_t>(int_or(args, "External id", 0));
-    const auto device = static_cast<std::uint32_t>(int_or(args, "device", pid));
-    const auto stream = static_cast<std::uint32_t>(int_or(args, "stream", tid));
-    if (ph != "X" && cat != "user_annotation") continue;
-    // What every GPU activity (kernel, memcpy, memset) carries.
-    auto place_on_gpu = [&](auto& activity) {
-      activity.device = device;
-      activity.stream = stream;
-      activity.start = start;
-      activity.end = end;
-      activity.correlation = correlation;
-      activity.external_id = external;
-    };
-    if (cat == "kernel") {
-      Kernel k;
-      k.name = trace.strings.intern(name);
-      place_on_gpu(k);
-      k.grid = dim3_of(args, "grid");
-      k.block = dim3_of(args, "block");
-      k.registers_per_thread = static_cast<std::uint32_t>(int_or(args, "registers per thread", 0));
-      k.shared_memory_bytes = static_cast<std::uint32_t>(int_or(args, "shared memory", 0));
-      k.graph_id = static_cast<std::uint32_t>(int_or(args, "graph id", 0));
-      trace.kernels.push_back(k);
-    } else if (cat == "gpu_memcpy") {
-      Memcpy m;
-      // "Memcpy HtoD" (ours) or "Memcpy HtoD (Pageable -> Device)" (PyTorch).
-      std::string kind = name.rfind("Memcpy ", 0) == 0 ? name.substr(7, 4) : std::string();
-      m.kind = memcpy_kind_from_string(kind);
-      m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
-      place_on_gpu(m);
-      trace.memcpys.push_back(m);
-    } else if (cat == "gpu_memset") {
-      Memset m;
-      m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
-      place_on_gpu(m);
-      trace.memsets.push_back(m);
-    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
-      ApiCall a;
-      a.domain = cat == "cuda_runtime" ? ApiDomain::runtime : ApiDomain::driver;
-      a.name = trace.strings.intern(name);
-      a.process = process_of(pid);
-      a.thread = static_cast<std::uint32_t>(tid);
-      a.start = start;
-      a.end = end;
-      a.correlation = correlation;
-      a.external_id = external;
-      trace.api_calls.push_back(a);
-    } else if (cat == "cuda_sync") {
-      Sync s;
-      s.kind = sync_kind_from_string(name);
-      s.device = device;
-      const std::int64_t st = int_or(args, "stream", -1);
-      s.stream = st < 0 ? no_stream : static_cast<std::uint32_t>(st);
-      s.start = start;
-      s.end = end;
-      s.correlation = correlation;
-      trace.syncs.push_back(s);
-    } else if (cat == "user_annotation") {
-      NvtxRange r;
-      r.name = trace.strings.intern(name);
-      r.process = process_of(pid);
-      r.thread = static_cast<std::uint32_t>(tid);
-      r.start = start;
-      r.marker = ph != "X";
-      r.end = r.marker ? start : end;
-      trace.ranges.push_back(r);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (!read[i]) continue;
+    const auto& e = events[i];
+    try {
+      const std::string ph = e.value("ph", std::string());
+      const std::string cat = e.value("cat", std::string());
+      const auto span = times.read(e, i, ph == "X");
+      if (!span) {
+        trace.count_rejected(negative_duration_reason);
+        continue;
+      }
+      const WideNs wide_start = static_cast<WideNs>(meta.origin) + span->first + shift;
+      const WideNs wide_end = static_cast<WideNs>(meta.origin) + span->second + shift;
+      if (wide_end > static_cast<WideNs>(std::numeric_limits<Nanoseconds>::max()))
+        throw UsageError(fmt::format("{}: {}[{}]: ends beyond 2^64 ns after the file's origin", source, times.list, i));
+      const auto start = static_cast<Nanoseconds>(wide_start), end = static_cast<Nanoseconds>(wide_end);
+      const std::string name = e.value("name", std::string());
+      const auto args_it = e.find("args");
+      const nlohmann::json& args = args_it != e.end() && args_it->is_object() ? *args_it : no_args;
+      const std::int64_t pid = int_or(e, "pid", 0), tid = int_or(e, "tid", 0);
+      const auto correlation = static_cast<std::uint32_t>(int_or(args, "correlation", 0));
+      const auto external = static_cast<std::uint64_t>(int_or(args, "External id", 0));
+      const auto device = static_cast<std::uint32_t>(int_or(args, "device", pid));
+      const auto stream = static_cast<std::uint32_t>(int_or(args, "stream", tid));
+      // What every GPU activity (kernel, memcpy, memset) carries.
+      auto place_on_gpu = [&](auto& activity) {
+        activity.device = device;
+        activity.stream = stream;
+        activity.start = start;
+        activity.end = end;
+        activity.correlation = correlation;
+        activity.external_id = external;
+      };
+      if (cat == "kernel") {
+        Kernel k;
+        k.name = trace.strings.intern(name);
+        place_on_gpu(k);
+        k.grid = dim3_of(args, "grid");
+        k.block = dim3_of(args, "block");
+        k.registers_per_thread = static_cast<std::uint32_t>(int_or(args, "registers per thread", 0));
+        k.shared_memory_bytes = static_cast<std::uint32_t>(int_or(args, "shared memory", 0));
+        k.graph_id = static_cast<std::uint32_t>(int_or(args, "graph id", 0));
+        trace.kernels.push_back(k);
+      } else if (cat == "gpu_memcpy") {
+        Memcpy m;
+        // "Memcpy HtoD" (ours) or "Memcpy HtoD (Pageable -> Device)" (PyTorch).
+        std::string kind = name.rfind("Memcpy ", 0) == 0 ? name.substr(7, 4) : std::string();
+        m.kind = memcpy_kind_from_string(kind);
+        m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
+        place_on_gpu(m);
+        trace.memcpys.push_back(m);
+      } else if (cat == "gpu_memset") {
+        Memset m;
+        m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
+        place_on_gpu(m);
+        trace.memsets.push_back(m);
+      } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+        ApiCall a;
+        a.domain = cat == "cuda_runtime" ? ApiDomain::runtime : ApiDomain::driver;
+        a.name = trace.strings.intern(name);
+        a.process = process_of(pid);
+        a.thread = static_cast<std::uint32_t>(tid);
+        a.start = start;
+        a.end = end;
+        a.correlation = correlation;
+        a.external_id = external;
+        trace.api_calls.push_back(a);
+      } else if (cat == "cuda_sync") {
+        Sync s;
+        s.kind = sync_kind_from_string(name);
+        s.device = device;
+        const std::int64_t st = int_or(args, "stream", -1);
+        s.stream = st < 0 ? no_stream : static_cast<std::uint32_t>(st);
+        s.start = start;
+        s.end = end;
+        s.correlation = correlation;
+        trace.syncs.push_back(s);
+      } else {  // user_annotation
+        NvtxRange r;
+        r.name = trace.strings.intern(name);
+        r.process = process_of(pid);
+        r.thread = static_cast<std::uint32_t>(tid);
+        r.start = start;
+        r.marker = ph != "X";
+        r.end = r.marker ? start : end;
+        trace.ranges.push_back(r);
+      }
+    } catch (const UsageError&) {
+      throw;
+    } catch (const std::exception& x) {  // a field of the wrong type or size (nlohmann, stoll)
+      throw UsageError(fmt::format("{}: {}[{}]: malformed event: {}", source, times.list, i, x.what()));
     }
   }
   finalize(trace);
   return trace;
 }
 
-Trace load_chrome_trace(const std::string& path) { return parse_chrome_json(read_text(path)); }
+Trace load_chrome_trace(const std::string& path) { return parse_chrome_json(read_text(path), path); }
 
 }  // namespace ridge::trace

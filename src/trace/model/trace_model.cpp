@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "ridge/trace.hpp"
+#include "trace/model/record_times.hpp"
 
 namespace ridge::trace {
 
@@ -109,6 +110,16 @@ std::size_t Trace::event_count() const {
   return kernels.size() + memcpys.size() + memsets.size() + api_calls.size() + syncs.size() + ranges.size();
 }
 
+void Trace::count_rejected(const std::string& reason, std::uint64_t count) {
+  if (count == 0) return;
+  for (auto& r : rejected_events)
+    if (r.reason == reason) {
+      r.count += count;
+      return;
+    }
+  rejected_events.push_back({reason, count});
+}
+
 void finalize(Trace& trace) {
   if (!trace.external_correlations.empty()) {
     std::unordered_map<std::uint32_t, std::uint64_t> external;
@@ -173,6 +184,8 @@ std::string Window::describe() const {
   if (skip_kernels > 0) parts.push_back(fmt::format("from kernel launch #{} on (the first {} skipped)", skip_kernels + 1, skip_kernels));
   if (!nvtx_range.empty()) parts.push_back(fmt::format("inside NVTX ranges named \"{}\"", nvtx_range));
   if (profiler_range) parts.push_back("between cudaProfilerStart and cudaProfilerStop");
+  if (!from_range.empty())
+    parts.push_back(fmt::format("from the first NVTX range named \"{}\" on (steady state: start-up left out)", from_range));
   if (parts.empty()) return "";
   std::string out = parts[0];
   for (std::size_t i = 1; i < parts.size(); ++i) out += "; " + parts[i];
@@ -236,6 +249,20 @@ Trace apply_window(const Trace& trace, const Window& window) {
     else
       lower = std::max(lower, launches[window.skip_kernels]);
   }
+  bool from_range_missing = false;
+  if (!window.from_range.empty()) {
+    std::optional<Nanoseconds> first;
+    if (auto id = trace.strings.find(window.from_range))
+      for (const auto& r : trace.ranges)  // sorted by start after finalize
+        if (r.name == *id && !r.marker) {
+          first = r.start;
+          break;
+        }
+    if (first)
+      lower = std::max(lower, *first);
+    else
+      from_range_missing = nothing = true;
+  }
   std::vector<Interval> ranges;
   bool use_ranges = false;
   if (!window.nvtx_range.empty()) {
@@ -285,12 +312,16 @@ Trace apply_window(const Trace& trace, const Window& window) {
   out.external_correlations = trace.external_correlations;
   out.dropped_records = trace.dropped_records;
   out.incomplete_records = trace.incomplete_records;
+  out.rejected_events = trace.rejected_events;
   out.process_id = trace.process_id;
   out.command = trace.command;
   out.device_names = trace.device_names;
   out.collection_start = trace.collection_start;
   out.collection_stop = trace.collection_stop;
-  out.window = trace.window.empty() ? window.describe() : trace.window + "; " + window.describe();
+  std::string described = window.describe();
+  if (from_range_missing)
+    described += fmt::format(" - the trace has no NVTX range named \"{}\", so nothing is kept", window.from_range);
+  out.window = trace.window.empty() ? described : trace.window + "; " + described;
 
   std::unordered_set<std::uint32_t> kept_correlations;
   for (const auto& a : trace.api_calls)
@@ -316,3 +347,12 @@ Trace apply_window(const Trace& trace, const Window& window) {
 }
 
 }  // namespace ridge::trace
+
+namespace ridge::trace_detail {
+
+RecordTimes classify_record_times(trace::Nanoseconds start, trace::Nanoseconds end) {
+  if (start == 0 || end == 0) return RecordTimes::missing;
+  return end < start ? RecordTimes::reversed : RecordTimes::complete;
+}
+
+}  // namespace ridge::trace_detail
