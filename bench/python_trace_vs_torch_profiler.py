@@ -1,118 +1,253 @@
-"""ridge.trace against torch.profiler on a small PyTorch transformer decode loop, each in its own
-process (both use CUPTI): kernels per step, GPU busy time per step, and each tracer's overhead
-against the same loop untraced, measured in the same process, interleaved.
+#!/usr/bin/env python3
+"""ridge.trace against torch.profiler on a small PyTorch transformer decode loop.
 
-Run on the GPU machine with the package importable:
-  PYTHONPATH=build/python-site python3 bench/python_trace_vs_torch_profiler.py --out DIR
+Side by side, with one counting rule for both traces (bench/trace_vs_torch_profiler.py's
+count_steps: a kernel belongs to a step when its launch call began inside the "step" range; GPU
+busy = the union of its device-side kernel intervals, so nested or overlapping events are never
+added twice):
+  - kernels per step (must be equal) and GPU busy time per step (within 1%);
+  - overhead: the same loop untraced and traced, in one process, in interleaved rounds (each round
+    runs one block of steps per arm, in a random order); per arm the median step time, and the
+    traced / untraced ratio of medians with a 95% bootstrap interval over rounds.
+
+Both tracers use CUPTI, which serves one subscriber at a time, and PyTorch's profiler (Kineto)
+need not release it when a profile ends (ridge.trace then refuses to start); so the ridge arms and
+the torch.profiler arm each run in their own child process, each against its own untraced arm. The ridge process also runs ridge.trace
+with CUPTI's synchronization records on (the Python default before they became opt-in) and with
+every API call recorded, which says what ridge's overhead is made of.
+
+The decode loop: a 4-layer GPT-style decoder (d=512, 8 heads) generating one token per step with a
+preallocated KV cache of fixed length (positions masked), so every step launches the same kernels
+and nothing waits on the host inside a step. Each step is marked with an NVTX range (ridge.nvtx) in
+the ridge process and with record_function in the torch process, in every arm alike.
+
+On the GPU machine (Python 3.12, /opt/torch/.venv):
+  cd <repo> && pip install --no-build-isolation . && python3 bench/python_trace_vs_torch_profiler.py --out DIR
+It prints the table and writes DIR/trace_vs_torch_profiler.{md,json}.
 """
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
-STEPS = 50
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trace_vs_torch_profiler import count_steps  # noqa: E402
+
+CONFIG = dict(d=512, layers=4, heads=8, vocab=4096, cache=256)
 
 
-def build():
+def build_decoder(cfg):
+    """A GPT-style decoder on the GPU and its decode step: step() queues one token's forward pass
+    (the KV cache written at the current position, attention over the whole cache with later
+    positions masked, the next token chosen by argmax on the GPU) and returns without waiting."""
     import torch
+    import torch.nn.functional as F
+
     torch.manual_seed(0)
-    layer = torch.nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048, batch_first=True)
-    model = torch.nn.TransformerEncoder(layer, num_layers=4).cuda().eval()
-    x = torch.randn(1, 64, 512, device="cuda")
-    return torch, model, x
+    dev, d, h, n = "cuda", cfg["d"], cfg["heads"], cfg["cache"]
+    hd = d // h
+
+    def w(*shape):
+        return (torch.randn(*shape, device=dev) * 0.02).to(torch.bfloat16)
+
+    layers = [dict(ln1=torch.nn.LayerNorm(d, device=dev, dtype=torch.bfloat16), qkv=w(3 * d, d), proj=w(d, d),
+                   ln2=torch.nn.LayerNorm(d, device=dev, dtype=torch.bfloat16), up=w(4 * d, d), down=w(d, 4 * d),
+                   k=torch.zeros(1, h, n, hd, device=dev, dtype=torch.bfloat16),
+                   v=torch.zeros(1, h, n, hd, device=dev, dtype=torch.bfloat16)) for _ in range(cfg["layers"])]
+    embed, head = w(cfg["vocab"], d), w(cfg["vocab"], d)
+    ln_f = torch.nn.LayerNorm(d, device=dev, dtype=torch.bfloat16)
+    positions = torch.arange(n, device=dev)
+    state = dict(token=torch.zeros(1, dtype=torch.long, device=dev), pos=torch.zeros(1, dtype=torch.long, device=dev))
+
+    @torch.no_grad()
+    def step():
+        x = embed[state["token"]].view(1, 1, d)
+        visible = (positions <= state["pos"]).view(1, 1, 1, n)
+        for L in layers:
+            q, k, v = F.linear(L["ln1"](x), L["qkv"]).view(1, 1, 3, h, hd).permute(2, 0, 3, 1, 4)
+            L["k"].index_copy_(2, state["pos"], k)
+            L["v"].index_copy_(2, state["pos"], v)
+            a = F.scaled_dot_product_attention(q, L["k"], L["v"], attn_mask=visible)
+            x = x + F.linear(a.transpose(1, 2).reshape(1, 1, d), L["proj"])
+            x = x + F.linear(F.gelu(F.linear(L["ln2"](x), L["up"])), L["down"])
+        state["token"] = F.linear(ln_f(x), head).view(-1).argmax().view(1)
+        state["pos"].add_(1).remainder_(n)
+
+    return step
 
 
-def loop(torch, model, x, steps, mark=None):
-    with torch.no_grad():
-        for _ in range(steps):
-            if mark:
-                with mark("step"):
-                    model(x)
-            else:
-                model(x)
+def block_runner(torch, step, mark):
+    """Runs `count` steps, each inside `mark("step")`, and returns the mean host time per step in
+    ns (from the first launch until torch.cuda.synchronize() at the end of the block returns)."""
+    def run(count):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        for _ in range(count):
+            with mark("step"):
+                step()
+        torch.cuda.synchronize()
+        return (time.perf_counter_ns() - t0) / count
+    return run
+
+
+def bootstrap_ratio(rounds, arm, resamples, rng):
+    """95% interval of median(arm) / median(untraced), resampling whole rounds."""
+    ratios = []
+    for _ in range(resamples):
+        sample = [rounds[rng.randrange(len(rounds))] for _ in rounds]
+        ratios.append(statistics.median(r[arm] for r in sample) / statistics.median(r["untraced"] for r in sample))
+    ratios.sort()
+    return [ratios[int(0.025 * (len(ratios) - 1))], ratios[int(round(0.975 * (len(ratios) - 1)))]]
+
+
+def child(tool, args):
+    """One process: the correctness trace, then the interleaved A/B of its arms. Prints JSON."""
+    import torch
+
+    step = build_decoder(CONFIG)
+    for _ in range(args.warmup):
+        step()
     torch.cuda.synchronize()
-
-
-def wall(torch, fn):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def run_tool(tool):
-    torch, model, x = build()
-    loop(torch, model, x, 10)  # warm up (cuBLAS handles, allocator)
+    tmp = tempfile.mkdtemp(prefix="trace-vs-profiler-")
+    path = os.path.join(tmp, f"{tool}.json")
+    result = {"tool": tool, "torch": torch.__version__, "device": torch.cuda.get_device_name()}
     if tool == "ridge":
         import ridge
-        with ridge.trace(None, step_range="step") as t:
-            loop(torch, model, x, STEPS, ridge.nvtx)
+        mark = ridge.nvtx
+        run = block_runner(torch, step, mark)
+        with ridge.trace(path, step_range="step") as t:
+            run(args.trace_steps)
         a = t.analysis
-        counts = a.kernels_per_step
-        busy = [s["gpu_busy_ns"] / 1e3 for s in a.steps]
-        result = {"kernels_per_step": statistics.median(counts), "steps": len(counts),
-                  "busy_us_per_step": statistics.median(busy), "dropped": t.dropped_records}
-        traced = lambda: ridge_traced(ridge, torch, model, x)  # noqa: E731
+        result["library"] = {"kernels_per_step": a.kernels_per_step,
+                             "gpu_busy_ns_per_step": [s["gpu_busy_ns"] for s in a.steps],
+                             "dropped_records": t.dropped_records, "kernel_count": a.kernel_count}
+
+        def traced(**options):
+            def run_traced(count):
+                with ridge.trace(None, **options):
+                    return run(count)
+            return run_traced
+        arms = {"untraced": run, "ridge": traced(), "ridge_sync_records": traced(sync_records=True),
+                "ridge_all_api_calls": traced(all_api_calls=True)}
     else:
         from torch.profiler import ProfilerActivity, profile, record_function
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            loop(torch, model, x, STEPS, record_function)
-        kernels = [e for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name
-                   and "Memset" not in e.name]
-        result = {"kernels_per_step": len(kernels) / STEPS, "steps": STEPS,
-                  "busy_us_per_step": sum(e.device_time for e in kernels) / STEPS}
-        traced = lambda: torch_traced(profile, ProfilerActivity, record_function, torch, model, x)  # noqa: E731
-    plain = lambda: loop(torch, model, x, STEPS)  # noqa: E731
-    ratios = []
-    for _ in range(5):  # interleaved blocks: untraced, traced
-        base = wall(torch, plain)
-        ratios.append(wall(torch, traced) / base)
-    result["overhead"] = statistics.median(ratios)
+        mark = record_function
+        run = block_runner(torch, step, mark)
+        activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+        with profile(activities=activities) as prof:
+            run(args.trace_steps)
+        prof.export_chrome_trace(path)
+
+        def run_profiled(count):
+            with profile(activities=activities):
+                return run(count)
+        arms = {"untraced": run, "torch_profiler": run_profiled}
+    counted = count_steps(path)
+    result["counted"] = {"kernels_per_step": [s["kernels"] for s in counted["steps"]],
+                         "gpu_busy_ns_per_step": [s["gpu_busy_ns"] for s in counted["steps"]]}
+
+    for name, arm in arms.items():  # one block each first: one-time costs (CUPTI, Kineto) stay out
+        arm(args.block)
+    rng = random.Random(args.seed)
+    rounds = []
+    for _ in range(args.rounds):
+        order = list(arms)
+        rng.shuffle(order)
+        rounds.append({name: arms[name](args.block) for name in order})
+    result["rounds"] = rounds
+    result["median_step_ns"] = {name: statistics.median(r[name] for r in rounds) for name in arms}
+    result["ratio"] = {name: result["median_step_ns"][name] / result["median_step_ns"]["untraced"]
+                       for name in arms if name != "untraced"}
+    result["ratio_ci95"] = {name: bootstrap_ratio(rounds, name, 2000, random.Random(args.seed + 1))
+                            for name in result["ratio"]}
     print(json.dumps(result))
 
 
-def ridge_traced(ridge, torch, model, x):
-    with ridge.trace(None, step_range="step"):
-        loop(torch, model, x, STEPS, ridge.nvtx)
+def median(values):
+    return statistics.median(values) if values else float("nan")
 
 
-def torch_traced(profile, activities, record_function, torch, model, x):
-    with profile(activities=[activities.CPU, activities.CUDA]):
-        loop(torch, model, x, STEPS, record_function)
+def table(r, t, args):
+    rk, tk = median(r["counted"]["kernels_per_step"]), median(t["counted"]["kernels_per_step"])
+    rb = median(r["counted"]["gpu_busy_ns_per_step"]) / 1e3
+    tb = median(t["counted"]["gpu_busy_ns_per_step"]) / 1e3
+    lib_k = median(r["library"]["kernels_per_step"])
+    lib_b = median(r["library"]["gpu_busy_ns_per_step"]) / 1e3
+    busy_diff = rb / tb - 1 if tb else float("nan")
+
+    def ratio(res, arm):
+        lo, hi = res["ratio_ci95"][arm]
+        return f"{res['ratio'][arm]:.3f}x [{lo:.3f}, {hi:.3f}]"
+
+    def ms(res, arm):
+        return f"{res['median_step_ns'][arm] / 1e6:.3f}"
+
+    lines = [
+        f"Decode loop {CONFIG}; {args.trace_steps} traced steps counted; A/B: {args.rounds} rounds of "
+        f"{args.block} steps per arm, interleaved in random order.",
+        "",
+        "| | ridge.trace | torch.profiler | check |",
+        "|---|---:|---:|---|",
+        f"| kernels per step (median; counted from each tool's trace) | {rk:g} | {tk:g} | "
+        f"{'equal' if rk == tk else 'DIFFERENT'} |",
+        f"| GPU busy per step, us (median; union of kernel intervals) | {rb:.2f} | {tb:.2f} | "
+        f"{busy_diff * 100:+.2f}% ({'within' if abs(busy_diff) <= 0.01 else 'OUTSIDE'} 1%) |",
+        f"| the same from ridge's own analysis (ridge.trace's `t.analysis`) | {lib_k:g} / {lib_b:.2f} | | |",
+        f"| records dropped | {r['library']['dropped_records']} | | |",
+        f"| step, untraced, ms (median, its own process) | {ms(r, 'untraced')} | {ms(t, 'untraced')} | |",
+        f"| step, traced, ms (median) | {ms(r, 'ridge')} | {ms(t, 'torch_profiler')} | |",
+        f"| traced / untraced (ratio of medians, 95% interval) | {ratio(r, 'ridge')} | {ratio(t, 'torch_profiler')} | "
+        f"target <= 1.05x: {'met' if r['ratio']['ridge'] <= 1.05 else 'NOT met'} |",
+        "",
+        "What ridge.trace's overhead is made of (same process as ridge's row above):",
+        "",
+        "| ridge.trace setting | step, ms | traced / untraced |",
+        "|---|---:|---:|",
+        f"| default: kernels, copies/memsets, NVTX ranges, selected API calls | {ms(r, 'ridge')} | {ratio(r, 'ridge')} |",
+        f"| + CUPTI synchronization records (`sync_records=True`) | {ms(r, 'ridge_sync_records')} | "
+        f"{ratio(r, 'ridge_sync_records')} |",
+        f"| + every API call (`all_api_calls=True`) | {ms(r, 'ridge_all_api_calls')} | {ratio(r, 'ridge_all_api_calls')} |",
+    ]
+    return "\n".join(lines)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tool", choices=["ridge", "torch"])
-    parser.add_argument("--out", default="")
-    args = parser.parse_args()
-    if args.tool:
-        return run_tool(args.tool)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="", help="folder for trace_vs_torch_profiler.{md,json}")
+    p.add_argument("--rounds", type=int, default=30, help="A/B rounds (one block per arm each)")
+    p.add_argument("--block", type=int, default=50, help="steps per block")
+    p.add_argument("--trace-steps", type=int, default=50, help="steps in the trace that is counted")
+    p.add_argument("--warmup", type=int, default=50, help="untraced steps before anything is measured")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--child", choices=["ridge", "torch"], help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.rounds < 3 or args.block < 1 or args.trace_steps < 1:
+        p.error("--rounds must be >= 3, --block and --trace-steps >= 1")
+    if args.child:
+        return child(args.child, args)
     rows = {}
     for tool in ("ridge", "torch"):
-        done = subprocess.run([sys.executable, __file__, "--tool", tool], capture_output=True, text=True)
+        command = [sys.executable, os.path.abspath(__file__), "--child", tool] + [
+            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("out", "child")]
+        done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
-            print(done.stderr, file=sys.stderr)
-            sys.exit(f"{tool} run failed")
+            sys.stderr.write(done.stdout + done.stderr)
+            sys.exit(f"the {tool} process failed (exit {done.returncode})")
         rows[tool] = json.loads(done.stdout.strip().splitlines()[-1])
-    r, t = rows["ridge"], rows["torch"]
-    table = "\n".join([
-        "| | ridge.trace | torch.profiler |", "|---|---|---|",
-        f"| kernels per step (median) | {r['kernels_per_step']:g} | {t['kernels_per_step']:g} |",
-        f"| GPU busy per step, us | {r['busy_us_per_step']:.1f} | {t['busy_us_per_step']:.1f} |",
-        f"| traced / untraced wall time, {STEPS} steps (median of 5) | {r['overhead']:.3f} | {t['overhead']:.3f} |",
-        f"| records dropped | {r['dropped']} | |"])
-    print(table)
+    text = table(rows["ridge"], rows["torch"], args)
+    print(text)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "trace_vs_torch_profiler.md"), "w") as f:
-            f.write(table + "\n")
+            f.write(text + "\n")
         with open(os.path.join(args.out, "trace_vs_torch_profiler.json"), "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump(dict(rows, config=CONFIG, args=vars(args)), f, indent=1)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -20,6 +20,11 @@ struct TracerOptions {
   /// cudaGetLastError, cuCtxGetCurrent, cudaStreamIsCapturing, ...) are not recorded, which keeps
   /// the tracing overhead of framework code (PyTorch calls them constantly) low.
   bool all_api_calls = false;
+  /// CUPTI synchronization records (the host's waits, each joined to its call). With them on CUPTI
+  /// hooks every CUDA runtime call of the process (cudaGetDevice 36 -> 217 ns on the H200 host),
+  /// which framework code pays per operator; without them the waits come from the recorded
+  /// *Synchronize calls. On for ridge's own few calls; ridge.trace (Python) and `ridge trace` turn it off.
+  bool synchronization_records = true;
   /// Size of each activity buffer handed to CUPTI, in bytes (CUPTI asks for as many as it needs).
   std::size_t buffer_bytes = 8u << 20;
 };

@@ -24,7 +24,9 @@ from ._ridge import (  # noqa: F401  (re-exported)
     DeviceCeilings, require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,
 )
 from ._results import Comparison, Results, compare  # noqa: F401
-from ._roofline import Figure, ceilings, device, devices, place_matmul, roofline  # noqa: F401
+from ._roofline import (  # noqa: F401
+    Figure, cache_folder, cached_ceilings, ceilings, device, devices, load_catalog, place_matmul, roofline,
+)
 from ._sweep import Sweep, sweep  # noqa: F401
 from ._trace import TraceAnalysis, analyze_trace, nvtx, trace  # noqa: F401
 from ._timing import (  # noqa: F401
@@ -40,6 +42,14 @@ def describe_device(index: int = 0) -> dict:
     import json
 
     return json.loads(_ridge.describe_device(index))
+
+
+def read_clocks(index: int = 0) -> dict:
+    """The device's clocks now (NVML): ``sm_mhz``, ``memory_mhz``, ``power_w``, ``temperature_c``,
+    ``throttle_reasons``; -1 where unknown, ``source`` "none" without NVML."""
+    import json
+
+    return json.loads(_ridge.read_clocks(index))
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name != "json"]

@@ -8,6 +8,7 @@ import os
 from typing import Iterable, List, Optional
 
 from . import _ridge
+from ._paths import PathArg, fs_path, suffix
 from ._timing import Measurement
 
 
@@ -21,9 +22,10 @@ class Results:
         self.records: List[dict] = list(records)
 
     @classmethod
-    def load(cls, path: "os.PathLike | str") -> "Results":
-        """Reads a result file (or a report folder); raises UsageError naming what is wrong."""
-        data = json.loads(_ridge.load_result_file(os.fspath(path)))
+    def load(cls, path: PathArg) -> "Results":
+        """Reads a result file (or a report folder); raises UsageError naming what is wrong.
+        ``path``: str, bytes or os.PathLike, any name the file system allows."""
+        data = json.loads(_ridge.load_result_file(fs_path(path)))
         return cls(data["records"], data["context"])
 
     def add(self, measurement: Measurement, name: str, *, dtype: str = "", params: Optional[dict] = None,
@@ -54,10 +56,11 @@ class Results:
     def to_markdown(self) -> str:
         return _ridge.result_markdown(self.to_json())
 
-    def write(self, path: "os.PathLike | str", format: Optional[str] = None) -> None:  # noqa: A002
-        """Writes JSON, CSV or Markdown (from the suffix, or `format`); '-' is stdout."""
-        path = os.fspath(path)
-        kind = format or {".csv": "csv", ".md": "markdown"}.get(os.path.splitext(path)[1].lower(), "json")
+    def write(self, path: PathArg, format: Optional[str] = None) -> None:  # noqa: A002
+        """Writes JSON, CSV or Markdown (from the suffix, or `format`); '-' is stdout. ``path``:
+        str, bytes or os.PathLike, any name the file system allows."""
+        path = fs_path(path)
+        kind = format or {".csv": "csv", ".md": "markdown"}.get(suffix(path), "json")
         text = {"json": self.to_json, "csv": self.to_csv, "markdown": self.to_markdown}[kind]()
         _ridge.write_text(path, text)
 
@@ -128,8 +131,8 @@ class Comparison:
 def _as_json(results) -> str:
     if isinstance(results, Results):
         return results.to_json()
-    if isinstance(results, (str, os.PathLike)):
-        return _ridge.load_result_file(os.fspath(results))
+    if isinstance(results, (str, bytes, os.PathLike)):
+        return _ridge.load_result_file(fs_path(results))
     raise TypeError(f"expected Results or a path to a result file, got {type(results).__name__}")
 
 

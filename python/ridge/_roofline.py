@@ -5,6 +5,7 @@ import os
 from typing import Iterable, Optional, Sequence, Tuple, Union
 
 from . import _ridge
+from ._paths import PathArg, fs_path
 from ._ridge import DeviceCeilings
 
 DeviceLike = Union[str, int, DeviceCeilings, "_ridge.Device", None]
@@ -35,6 +36,28 @@ def ceilings(of: DeviceLike = 0, refresh: bool = False) -> DeviceCeilings:
     raise TypeError(f"expected a catalog key, a GPU index, a Device or DeviceCeilings, got {type(of).__name__}")
 
 
+def load_catalog(path: PathArg) -> None:
+    """Replaces the active device catalog with a catalog JSON file (the form of ``RIDGE_CATALOG``)."""
+    _ridge.load_catalog(fs_path(path))
+
+
+def cache_folder() -> "os.PathLike[str]":
+    """Where ridge caches measurements, as the CLI does: ``$RIDGE_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/ridge``, else ``~/.cache/ridge`` (a pathlib.Path)."""
+    return _ridge.cache_folder()
+
+
+def cached_ceilings(uuid: str) -> "Optional[_ridge.MeasuredCeilings]":
+    """The measured ceilings cached for the GPU with this UUID (``describe_device()["uuid"]``),
+    measuring nothing: None when there is no cache file. A cache file that cannot be used is
+    None too, with a RuntimeWarning saying why (``ceilings(index)`` then measures over it)."""
+    cached, problem = _ridge.cached_ceilings(uuid)
+    if problem:
+        import warnings
+        warnings.warn(f"the ceilings cache is not used: {problem}", RuntimeWarning, stacklevel=2)
+    return cached
+
+
 def place_matmul(m: float, n: float, k: float, dtype: str = "bf16", device: DeviceLike = "h100-sxm"):
     """Places [m,k] @ [k,n] on a device's roofline without running it: ``.intensity_flop_per_byte``,
     ``.attainable_flops_per_s``, ``.ridge_point``, ``.bound`` ("memory" or "compute"), ``.floor_s``."""
@@ -52,9 +75,9 @@ class Figure:
     def _repr_svg_(self) -> str:
         return self.svg
 
-    def save(self, path) -> None:
-        """Writes the SVG the way ridge writes every file ('-' = stdout)."""
-        _ridge.write_text(os.fspath(path), self.svg)
+    def save(self, path: PathArg) -> None:
+        """Writes the SVG the way ridge writes every file ('-' = stdout); any file name."""
+        _ridge.write_text(fs_path(path), self.svg)
 
     def to_matplotlib(self):
         try:

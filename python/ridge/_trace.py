@@ -8,6 +8,7 @@ import warnings
 from typing import Iterator, Optional
 
 from . import _ridge
+from ._paths import PathArg, fs_path
 
 
 class TraceAnalysis:
@@ -62,14 +63,14 @@ class TraceAnalysis:
 class TraceSession:
     """The object ``with ridge.trace(...) as t`` gives: ``t.analysis`` once the block ends."""
 
-    def __init__(self, path: Optional[str], step_range: str, top: int, all_api_calls: bool,
-                 skip_seconds: float = 0.0, steady_state: bool = False):
+    def __init__(self, path: Optional[PathArg], step_range: str, top: int, all_api_calls: bool,
+                 skip_seconds: float = 0.0, steady_state: bool = False, sync_records: bool = False):
         self.path = path
         self.step_range = step_range
         self.top = top
         self.skip_seconds = skip_seconds
         self.from_range = _steady_state_range(step_range, steady_state)
-        self._tracer = _ridge.Tracer(all_api_calls=all_api_calls)
+        self._tracer = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records)
         self.analysis: Optional[TraceAnalysis] = None
 
     @property
@@ -78,9 +79,10 @@ class TraceSession:
 
     def _finish(self) -> None:
         self._tracer.stop()
-        if self.path:
-            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            self._tracer.write(self.path)
+        if self.path is not None:
+            path = fs_path(self.path, "the trace path")
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            self._tracer.write(path)
         self.analysis = TraceAnalysis(*self._tracer.analysis(self.top, self.step_range, self.skip_seconds,
                                                              self.from_range))
 
@@ -104,21 +106,26 @@ def _route_nvtx_to_cupti() -> None:
 
 
 @contextlib.contextmanager
-def trace(path: Optional[str] = "runs/trace.json", *, step_range: str = "", top: int = 10,
+def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", top: int = 10,
           all_api_calls: bool = False, skip_seconds: float = 0.0,
-          steady_state: bool = False) -> Iterator[TraceSession]:
+          steady_state: bool = False, sync_records: bool = False) -> Iterator[TraceSession]:
     """Traces the CUDA work of the block (kernels, copies, API calls, NVTX ranges) with CUPTI.
 
     Writes the Chrome/Perfetto trace to ``path`` (None: write nothing) and sets ``.analysis``.
     ``step_range``: the NVTX range name that marks one step, for per-step kernel counts, GPU span
     and busy time. ``.analysis`` covers the whole block unless ``skip_seconds`` (leave out what
     began in the first S seconds) or ``steady_state=True`` (from the first ``step_range`` range
-    on) narrow it; the trace file keeps everything. Raises
+    on) narrow it; the trace file keeps everything. ``path``: str, bytes or os.PathLike, any name
+    the file system allows. ``all_api_calls``: record every CUDA call, not only launches, copies,
+    syncs and allocations. ``sync_records``: CUPTI's records of the host's waits; off by default,
+    as in ``ridge trace``, because CUPTI then hooks every CUDA runtime call, which PyTorch makes
+    several of per operator (the waits still come from the recorded *Synchronize calls). Raises
     ridge.Error if another profiler (torch.profiler, Nsight) holds CUPTI. The trace is written even
     when the block raises.
     """
-    session = TraceSession(os.fspath(path) if path is not None else None, step_range, top, all_api_calls,
-                           skip_seconds, steady_state)
+    if path is not None:
+        fs_path(path, "the trace path")  # a bad path fails here, before anything is traced
+    session = TraceSession(path, step_range, top, all_api_calls, skip_seconds, steady_state, sync_records)
     session._tracer.start()
     try:
         yield session
@@ -143,12 +150,13 @@ def nvtx(name: str) -> Iterator[None]:
         scope.exit()
 
 
-def analyze_trace(path: "os.PathLike | str", *, step_range: str = "", top: int = 10, skip_seconds: float = 0.0,
+def analyze_trace(path: PathArg, *, step_range: str = "", top: int = 10, skip_seconds: float = 0.0,
                   steady_state: bool = False) -> TraceAnalysis:
     """Analyzes a saved trace (``ridge trace``, ``ridge profile``, ``ridge.trace``, PyTorch's
     profiler), as ``ridge trace --analyze`` does. ``skip_seconds`` leaves out what began in the
     first S seconds of the trace; ``steady_state=True`` keeps what began from the first
     ``step_range`` range on (start-up left out). Raises ridge.UsageError for a file that is not a
-    trace or whose times are not numbers (the message names the file and the JSON path)."""
-    return TraceAnalysis(*_ridge.analyze_trace_file(os.fspath(path), top, step_range, skip_seconds,
+    trace or whose times are not numbers (the message names the file and the JSON path).
+    ``path``: str, bytes or os.PathLike, any name the file system allows."""
+    return TraceAnalysis(*_ridge.analyze_trace_file(fs_path(path), top, step_range, skip_seconds,
                                                     _steady_state_range(step_range, steady_state)))

@@ -1,10 +1,12 @@
 // Result files, writers and compare, plus the device queries. Records cross the boundary as the
 // JSON of ridge's result schema (docs/results-schema.md): the Python layer turns it into objects,
 // and a file written from Python is byte-for-byte what the CLI writes.
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -28,7 +30,7 @@ ResultSet parse_result_set(const std::string& json_text) {
 }  // namespace
 
 void bind_results(nb::module_& m) {
-  m.def("load_result_file", [](const std::string& path) { return to_json(load_result_file(path)).dump(); }, "path"_a,
+  m.def("load_result_file", [](const std::filesystem::path& path) { return to_json(load_result_file(path)).dump(); }, "path"_a,
         "Reads a ridge result file (or a report folder's results.json); returns its JSON text, checked.");
   m.def("normalize_result_json", [](const std::string& text) { return to_json(parse_result_set(text)).dump(); },
         "json_text"_a, "Parses, checks and re-serializes result JSON (fills each record's summary from its samples).");
@@ -36,7 +38,10 @@ void bind_results(nb::module_& m) {
         "CSV of a result set: one row per record, as `ridge ... --csv` writes.");
   m.def("result_markdown", [](const std::string& text) { return to_markdown(parse_result_set(text)); }, "json_text"_a,
         "Markdown tables of a result set, as `ridge ... --markdown` writes.");
-  m.def("write_text", &write_text, "path"_a, "content"_a, "Writes a file the way ridge writes every output ('-' = stdout).");
+  m.def(
+      "write_text",
+      [](const std::filesystem::path& path, const std::string& content) { write_text(path.string(), content); },
+      "path"_a, "content"_a, "Writes a file the way ridge writes every output ('-' = stdout).");
   m.def(
       "new_result_json",
       [](bool with_device) {
@@ -68,6 +73,9 @@ void bind_results(nb::module_& m) {
   m.def("device_count", &device_count, "Number of usable CUDA devices (0 without a driver or GPU).");
   m.def("no_gpu_reason", &no_gpu_reason, "Why no GPU is usable, in words (empty when one is).");
   m.def("require_gpu", &require_gpu, "index"_a = 0, "Raises NoGpuError when device `index` is not usable.");
+  m.def("read_clocks", [](int index) { return to_json(read_clocks(index)).dump(); }, "index"_a = 0,
+        "The device's clocks now, as JSON: sm_mhz, memory_mhz, power_w, temperature_c, throttle_reasons (NVML; "
+        "-1 where unknown), source.");
   m.def("describe_device", [](int index) { return to_json(describe_device(index)).dump(); }, "index"_a = 0,
         "The device's properties as JSON (name, SMs, L2, memory, clocks, versions, catalog match).");
 }

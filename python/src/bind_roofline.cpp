@@ -1,11 +1,13 @@
 // The device catalog, ceilings (datasheet, measured, or the user's), shape placement and the
 // roofline plot. Everything but measured_ceilings works without a GPU.
+#include <filesystem>
 #include <map>
 #include <tuple>
 #include <string>
 #include <vector>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -134,7 +136,9 @@ void bind_ceilings(nb::module_& m) {
         return keys;
       },
       "The catalog's device keys.");
-  m.def("load_catalog", &load_catalog_file, "path"_a, "Replaces the active catalog with a catalog JSON file.");
+  m.def(
+      "load_catalog", [](const std::filesystem::path& path) { load_catalog_file(path.string()); }, "path"_a,
+      "Replaces the active catalog with a catalog JSON file.");
 
   nb::class_<MeasuredCeilings>(m, "MeasuredCeilings", "Ceilings measured on a GPU by ridge's probes.")
       .def_ro("ceilings", &MeasuredCeilings::ceilings)
@@ -142,12 +146,32 @@ void bind_ceilings(nb::module_& m) {
       .def_ro("device_uuid", &MeasuredCeilings::device_uuid)
       .def_ro("measured_at_utc", &MeasuredCeilings::measured_at_utc)
       .def_ro("hbm_kernel", &MeasuredCeilings::hbm_kernel)
-      .def_ro("notes", &MeasuredCeilings::notes)
+      .def_prop_ro(
+          "notes",
+          [](const MeasuredCeilings& c) {
+            nb::list notes;  // they may name the cache file, whose name need not be UTF-8
+            for (const std::string& note : c.notes) notes.append(message_text(note));
+            return notes;
+          },
+          "what the measurement or the cache had to say (e.g. why the cache file was measured over)")
       .def_ro("from_cache", &MeasuredCeilings::from_cache)
-      .def_ro("cache_file", &MeasuredCeilings::cache_file);
+      .def_prop_ro(
+          "cache_file", [](const MeasuredCeilings& c) { return std::filesystem::path(c.cache_file); },
+          "the cache file (a pathlib.Path; any bytes the file system allows)");
   m.def("measured_ceilings", &measured_ceilings, "device"_a = 0, "refresh"_a = false,
         "Measured ceilings of a GPU: from ridge's cache (the CLI's) unless refresh or absent, else measured (seconds).");
-  m.def("cache_folder", [] { return cache_folder().string(); }, "Where ridge caches measurements.");
+  m.def("cache_folder", &cache_folder,
+        "Where ridge caches measurements: $RIDGE_CACHE_DIR, else $XDG_CACHE_HOME/ridge, else ~/.cache/ridge.");
+  m.def(
+      "cached_ceilings",
+      [](const std::string& uuid) {
+        std::string problem;
+        std::optional<MeasuredCeilings> cached = cached_ceilings(uuid, &problem);
+        return nb::make_tuple(cached, message_text(problem));
+      },
+      "uuid"_a,
+      "The cached measured ceilings of the device with `uuid`, measuring nothing: (MeasuredCeilings or None, "
+      "why the cache could not be used or '').");
 }
 
 void bind_placement(nb::module_& m) {

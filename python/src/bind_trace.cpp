@@ -1,9 +1,11 @@
 // The tracer (CUPTI, in-process), NVTX ranges, and the analysis of saved traces. Analyses cross
 // the boundary as the JSON `ridge trace --json` writes; the Python layer wraps it.
+#include <filesystem>
 #include <optional>
 #include <string>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/string.h>
 
 #include "bindings.hpp"
@@ -53,15 +55,24 @@ void bind_trace(nb::module_& m) {
   nb::class_<Tracer>(m, "Tracer", "Traces this process's CUDA activity (CUPTI) between start() and stop().")
       .def(
           "__init__",
-          [](Tracer* self, bool all_api_calls, std::size_t buffer_bytes) {
-            new (self) Tracer(TracerOptions{all_api_calls, buffer_bytes});
+          [](Tracer* self, bool all_api_calls, std::size_t buffer_bytes, bool synchronization_records) {
+            TracerOptions options;
+            options.all_api_calls = all_api_calls;
+            options.buffer_bytes = buffer_bytes;
+            options.synchronization_records = synchronization_records;
+            new (self) Tracer(options);
           },
-          "all_api_calls"_a = false, "buffer_bytes"_a = std::size_t{8} << 20)
+          "all_api_calls"_a = false, "buffer_bytes"_a = TracerOptions{}.buffer_bytes,
+          "synchronization_records"_a = TracerOptions{}.synchronization_records,
+          "all_api_calls: record every runtime/driver call; buffer_bytes: each CUPTI buffer (bytes); "
+          "synchronization_records: CUPTI's records of host waits (CUPTI then hooks every runtime call).")
       .def("start", &Tracer::start, "Begins recording; raises Error if CUPTI cannot start (another profiler attached).")
       .def("stop", &Tracer::stop, "Synchronizes the device, stops recording and flushes every record.")
       .def_prop_ro("running", &Tracer::running)
       .def_prop_ro("dropped_records", &Tracer::dropped_records, "records CUPTI dropped for lack of buffer space")
-      .def("write", &Tracer::write, "path"_a, "Writes the Chrome/Perfetto trace JSON (atomically).")
+      .def(
+          "write", [](const Tracer& t, const std::filesystem::path& path) { t.write(path.string()); }, "path"_a,
+          "Writes the Chrome/Perfetto trace JSON (atomically).")
       .def(
           "analysis",
           [](const Tracer& t, std::size_t top, const std::string& step_range, double skip_seconds,
@@ -82,9 +93,9 @@ void bind_trace(nb::module_& m) {
 
   m.def(
       "analyze_trace_file",
-      [](const std::string& path, std::size_t top, const std::string& step_range, double skip_seconds,
+      [](const std::filesystem::path& path, std::size_t top, const std::string& step_range, double skip_seconds,
          const std::string& from_range) {
-        const auto file = trace::analyze_trace_file(path, window_of(skip_seconds, from_range),
+        const auto file = trace::analyze_trace_file(path.string(), window_of(skip_seconds, from_range),
                                                     analysis_options(top, step_range));
         return nb::make_tuple(to_json(file.analysis).dump(), trace::format_analysis(file.analysis));
       },

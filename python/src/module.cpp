@@ -20,6 +20,15 @@ PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases) {
   m.attr(name) = nb::borrow(type);
   return type;
 }
+
+// Raises `type` with a C++ message (file names in it need not be UTF-8: see message_text).
+void set_error(PyObject* type, const char* message) {
+  try {
+    PyErr_SetObject(type, ridge::python::message_text(message).ptr());
+  } catch (const nb::python_error&) {  // out of memory: the type alone still says what failed
+    PyErr_SetString(type, "(the error message could not be shown)");
+  }
+}
 }  // namespace
 
 NB_MODULE(_ridge, m) {
@@ -37,13 +46,13 @@ NB_MODULE(_ridge, m) {
     try {
       std::rethrow_exception(p);
     } catch (const ridge::UsageError& e) {
-      PyErr_SetString(usage_error, e.what());
+      set_error(usage_error, e.what());
     } catch (const ridge::VerificationError& e) {
-      PyErr_SetString(verification_error, e.what());
+      set_error(verification_error, e.what());
     } catch (const ridge::NoGpuError& e) {
-      PyErr_SetString(no_gpu_error, e.what());
+      set_error(no_gpu_error, e.what());
     } catch (const ridge::Error& e) {
-      PyErr_SetString(error, e.what());
+      set_error(error, e.what());
     }
   });
 

@@ -115,3 +115,12 @@ def test_to_pandas_has_one_row_per_record():
     frame = sample_results().to_pandas()
     assert isinstance(frame, pd.DataFrame) and len(frame) == 2
     assert list(frame["param.n"]) == [1000, 2000]
+
+
+def test_read_clocks_says_where_its_numbers_come_from():
+    clocks = ridge.read_clocks()
+    assert {"sm_mhz", "memory_mhz", "power_w", "temperature_c", "throttle_reasons", "source"} <= set(clocks)
+    if ridge.device_count() == 0:
+        assert clocks["source"] == "none" and clocks["sm_mhz"] == -1
+    elif clocks["source"] == "nvml":
+        assert clocks["sm_mhz"] > 0

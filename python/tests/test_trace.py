@@ -79,3 +79,18 @@ def test_hostile_times_in_a_saved_trace(tmp_path):
     dropped = ridge.analyze_trace(SOURCE / "tests" / "cli" / "data" / "trace_negative_duration.json")
     assert dropped.rejected_events and dropped.rejected_events[0]["count"] == 1
     assert any("negative duration" in f for f in dropped.findings)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sync_records", [False, True])
+def test_host_waits_are_seen_with_or_without_cupti_sync_records(sync_records):
+    x = torch.randn(256, 256, device="cuda")
+    torch.cuda.synchronize()
+    with ridge.trace(None, step_range="step", sync_records=sync_records) as t:
+        for _ in range(3):
+            with ridge.nvtx("step"):
+                torch.relu(x @ x)
+                torch.cuda.synchronize()
+    a = t.analysis
+    assert len(a.kernels_per_step) == 3 and len(set(a.kernels_per_step)) == 1 and a.kernels_per_step[0] >= 2
+    assert a.sync_count >= 3 and a.sync_time_ns > 0  # without the records, from the cudaDeviceSynchronize calls

@@ -26,6 +26,7 @@ void Tracer::start() {
   trace_detail::CollectorOptions o;
   o.api_calls = options_.all_api_calls ? trace_detail::ApiCalls::all : trace_detail::ApiCalls::selected;
   o.buffer_bytes = options_.buffer_bytes;
+  o.synchronization = options_.synchronization_records;
   trace_detail::collector_start(o);
   running_ = true;
 }

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""ridge against nvbench (the `cuda-bench` wheel, nvbench's own Python binding) on the same
+PyTorch operations, in one process, case by case, the two tools taking turns in a random order:
+
+  - BF16 matmul, n x n x n, n = 256 .. 8192 (torch.matmul into a preallocated output);
+  - FP32 x + y, 2^10 .. 2^28 elements (torch.add into a preallocated output).
+
+Each operation is checked against a reference before either tool times it. Per case and per
+cache state:
+  cold  nvbench's cold measurement (blocking kernel, L2 flushed, one launch per sample: its
+        nv/cold/time/gpu/mean, nv/cold/time/gpu/stdev/relative and nv/cold/walltime) against
+        ridge.measure_spin(fn, flush_l2=True) with adaptive stopping (a spin kernel holds the
+        stream while each sample is queued, as nvbench's blocking kernel does);
+  hot   nvbench's batch measurement (many launches back to back, no flush: nv/batch/time/gpu/mean,
+        nv/batch/walltime) against ridge.measure_spin(fn, repeats="auto") with adaptive stopping.
+The wall time of each is the time that measurement took (nvbench's own walltime summaries; for
+ridge the time around its call). Noise is the relative standard deviation of the samples, the
+figure nvbench prints as "Noise"; ridge's median CI half-width is shown too. nvbench's batch
+measurement has no noise figure (one mean over one batch), so hot rows compare with nvbench's cold
+noise. The SM clock (NVML, ridge.read_clocks) is read before and after every measurement.
+
+Targets (issue 16): times within 3%; ridge's noise <= nvbench's; ridge's wall time <= 1/3 of
+nvbench's per case, cold and hot.
+
+On the GPU machine (Python 3.12, /opt/torch/.venv), from the repository root:
+  pip install --no-build-isolation . && pip install .whl/cuda_*.whl
+  python3 bench/python_vs_nvbench.py [--quick] --out DIR
+It prints one table and writes DIR/python_vs_nvbench.{md,json} (nvbench's own JSON per case under
+DIR/nvbench/).
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+
+MATMUL_SIZES = [256, 512, 1024, 2048, 4096, 8192]
+ADD_SIZES = [2 ** e for e in range(10, 29, 2)]
+QUICK = {"matmul": [256, 4096], "add": [2 ** 10, 2 ** 20, 2 ** 28]}
+
+
+def make_case(torch, kind, n):
+    """The operation at size n, checked against a reference: (fn, bytes, flops, label)."""
+    if kind == "matmul":
+        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+        fn = lambda: torch.matmul(a, b, out=c)  # noqa: E731
+        fn()
+        expected = a.float() @ b.float()
+        rel = ((c.float() - expected).norm() / expected.norm()).item()
+        if not rel < 1e-2:
+            sys.exit(f"bf16 {n}^3 matmul is wrong: relative error {rel:.3g}")
+        return fn, 3 * n * n * 2, 2 * n ** 3, f"bf16 matmul {n}^3"
+    x = torch.randn(n, device="cuda", dtype=torch.float32)
+    y = torch.randn(n, device="cuda", dtype=torch.float32)
+    z = torch.empty(n, device="cuda", dtype=torch.float32)
+    fn = lambda: torch.add(x, y, out=z)  # noqa: E731
+    fn()
+    if not torch.equal(z, x + y):
+        sys.exit(f"fp32 x + y at {n} elements is wrong")
+    return fn, 3 * n * 4, n, f"fp32 x + y 2^{n.bit_length() - 1}"
+
+
+class Nvbench:
+    """cuda.bench driven one case at a time: the case's function is registered once per kind,
+    and each run selects one benchmark and one axis value on nvbench's command line."""
+
+    def __init__(self, torch, out_dir):
+        import cuda.bench as bench
+        self.bench, self.torch, self.out_dir = bench, torch, out_dir
+        self.current = None  # (fn, bytes) of the case being run
+        os.makedirs(out_dir, exist_ok=True)
+        for kind in ("matmul", "add"):
+            self._register(kind)
+
+    def _register(self, kind):
+        torch = self.torch
+
+        def body(state):
+            fn, nbytes = self.current
+            device = state.get_device()
+            stream = torch.cuda.ExternalStream(stream_ptr=state.get_stream().addressof(),
+                                               device=torch.device("cuda", 0 if device is None else device))
+            with torch.cuda.stream(stream):
+                fn()  # first use of this stream (cuBLAS workspace) before any blocking kernel
+            stream.synchronize()
+            state.add_global_memory_reads(nbytes * 2 // 3)
+            state.add_global_memory_writes(nbytes // 3)
+
+            def launcher(launch):
+                with torch.cuda.stream(stream):
+                    fn()
+            state.exec(launcher)
+
+        body.__name__ = kind
+        self.bench.register(body).set_name(kind).add_int64_axis("N", MATMUL_SIZES if kind == "matmul" else ADD_SIZES)
+
+    def run(self, kind, n, fn, nbytes, tag):
+        from cuda.bench.results import BenchmarkResult
+        self.current = (fn, nbytes)
+        path = os.path.join(self.out_dir, f"{tag}.json")
+        # nvbench's own log (markdown) goes to stderr, so stdout holds only this script's table.
+        self.bench.run_all_benchmarks(["nvbench", "--devices", "0", "--markdown", "stderr", "--json", path,
+                                       "--benchmark", kind, "--axis", f"N={n}"])
+        state = BenchmarkResult.from_json(path)[kind].states[0]
+        if state.is_skipped:
+            sys.exit(f"nvbench skipped {tag}: {state.skip_reason}")
+
+        def value(name):
+            summary = state.summaries.get(name)
+            return None if summary is None else summary.value
+        return {
+            "cold": {"ms": value("nv/cold/time/gpu/mean") * 1e3, "noise": value("nv/cold/time/gpu/stdev/relative"),
+                     "wall_s": value("nv/cold/walltime"), "samples": value("nv/cold/sample_size"),
+                     "statistic": "mean"},
+            "hot": {"ms": value("nv/batch/time/gpu/mean") * 1e3, "noise": None, "wall_s": value("nv/batch/walltime"),
+                    "samples": value("nv/batch/sample_size"), "statistic": "mean"},
+            "nvbench_sm_clock_rate": value("nv/cold/sm_clock_rate/mean"),  # as nvbench reports it (absent in older versions)
+        }
+
+
+def ridge_run(ridge, torch, fn, args):
+    """ridge's cold and hot measurements of fn on a stream of its own (PyTorch's current stream,
+    which ridge's timers use), adaptive stopping."""
+    stream = torch.cuda.Stream()
+    out = {}
+    with torch.cuda.stream(stream):
+        fn()
+        stream.synchronize()
+        for mode, options in (("cold", dict(flush_l2=True, repeats=1)), ("hot", dict(repeats="auto"))):
+            before = ridge.read_clocks()["sm_mhz"]
+            t0 = time.perf_counter()
+            m = ridge.measure(args.ridge_method, fn, warmup=args.ridge_warmup, samples=args.ridge_min_samples,
+                              target_ci_relative=args.ridge_target_ci, time_budget_s=args.ridge_budget_s, **options)
+            wall = time.perf_counter() - t0
+            out[mode] = {"ms": float(m), "mean_ms": m.mean_ms, "noise": m.cv, "ci_relative": m.summary.median_ci_relative,
+                         "wall_s": wall, "samples": len(m.samples), "repeats_per_sample": m.repeats_per_sample,
+                         "stop_reason": m.stop_reason, "statistic": "median",
+                         "sm_mhz": [before, ridge.read_clocks()["sm_mhz"]]}
+    return out
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else float("nan")
+
+
+def table(rows):
+    lines = ["| case | mode | nvbench ms (mean) | noise | wall s | ridge ms (median) | noise | CI | wall s | "
+             "time ridge/nvbench | noise ridge/nvbench | wall ridge/nvbench | SM MHz nvbench / ridge |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    misses = []
+    for r in rows:
+        for mode in ("cold", "hot"):
+            nv, rg = r["nvbench"][mode], r["ridge"][mode]
+            nv_noise = nv["noise"] if nv["noise"] is not None else r["nvbench"]["cold"]["noise"]
+            t, q, w = ratio(rg["ms"], nv["ms"]), ratio(rg["noise"], nv_noise), ratio(rg["wall_s"], nv["wall_s"])
+            marks = []
+            if not abs(t - 1) <= 0.03:
+                marks.append("time")
+            if not q <= 1:
+                marks.append("noise")
+            if not w <= 1 / 3:
+                marks.append("wall")
+            if marks:
+                misses.append(f"{r['case']} {mode}: {', '.join(marks)}")
+            clocks = (f"{r['nvbench'][mode]['sm_mhz'][0]:.0f}-{r['nvbench'][mode]['sm_mhz'][1]:.0f} / "
+                      f"{rg['sm_mhz'][0]:.0f}-{rg['sm_mhz'][1]:.0f}")
+            noise_text = f"{nv['noise'] * 100:.2f}%" if nv["noise"] is not None else f"({nv_noise * 100:.2f}% cold)"
+            lines.append(
+                f"| {r['case']} | {mode} | {nv['ms']:.5f} | {noise_text} | {nv['wall_s']:.2f} | {rg['ms']:.5f} | "
+                f"{rg['noise'] * 100:.2f}% | {rg['ci_relative'] * 100:.2f}% | {rg['wall_s']:.2f} | {t:.4f} | {q:.2f} | "
+                f"{w:.3f} | {clocks} |")
+    lines += ["", "Targets: time within 3%, noise ratio <= 1, wall ratio <= 0.333. " +
+              ("All met." if not misses else "Missed: " + "; ".join(misses) + ".")]
+    return "\n".join(lines), misses
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True, help="folder for python_vs_nvbench.{md,json} and nvbench's JSON")
+    p.add_argument("--quick", action="store_true", help=f"only {QUICK}")
+    p.add_argument("--seed", type=int, default=1, help="the order of the two tools per case")
+    p.add_argument("--ridge-method", choices=["spin", "events"], default="spin",
+                   help="spin: the stream held while each sample is queued, as nvbench does (default); events: "
+                        "ridge.measure_cuda, whose per-sample events also time the launch when the GPU is idle")
+    p.add_argument("--ridge-warmup", type=int, default=5)
+    p.add_argument("--ridge-min-samples", type=int, default=20, help="samples before the stopping rule is consulted")
+    p.add_argument("--ridge-target-ci", type=float, default=0.005,
+                   help="stop when the median's CI half-width is below this fraction of the median")
+    p.add_argument("--ridge-budget-s", type=float, default=2.0, help="ridge's time budget per measurement, s")
+    args = p.parse_args()
+
+    import torch
+    import ridge
+    nvbench = Nvbench(torch, os.path.join(args.out, "nvbench"))
+    sizes = QUICK if args.quick else {"matmul": MATMUL_SIZES, "add": ADD_SIZES}
+    rng = random.Random(args.seed)
+    rows = []
+    for kind in ("matmul", "add"):
+        for n in sizes[kind]:
+            fn, nbytes, flops, label = make_case(torch, kind, n)
+            row = {"case": label, "kind": kind, "n": n, "bytes": nbytes, "flops": flops}
+            order = ["nvbench", "ridge"]
+            rng.shuffle(order)
+            for tool in order:
+                if tool == "ridge":
+                    row["ridge"] = ridge_run(ridge, torch, fn, args)
+                else:
+                    before, t0 = ridge.read_clocks()["sm_mhz"], time.perf_counter()
+                    row["nvbench"] = nvbench.run(kind, n, fn, nbytes, f"{kind}_{n}")
+                    row["nvbench"]["total_wall_s"] = time.perf_counter() - t0  # warm-up, both measurements, JSON
+                    after = ridge.read_clocks()["sm_mhz"]
+                    for mode in ("cold", "hot"):  # one nvbench run covers both measurements
+                        row["nvbench"][mode]["sm_mhz"] = [before, after]
+            row["order"] = order
+            rows.append(row)
+            print(f"{label}: done ({' then '.join(order)})", file=sys.stderr, flush=True)
+            del fn
+            torch.cuda.empty_cache()
+
+    text, misses = table(rows)
+    header = (f"{torch.cuda.get_device_name()}, torch {torch.__version__}, ridge {ridge.__version__}; ridge: "
+              f"method {args.ridge_method}, >= {args.ridge_min_samples} samples, target CI {args.ridge_target_ci * 100:g}%, "
+              f"budget {args.ridge_budget_s:g} s per measurement")
+    print(f"{header}\n\n{text}")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "python_vs_nvbench.md"), "w") as f:
+        f.write(f"{header}\n\n{text}\n")
+    with open(os.path.join(args.out, "python_vs_nvbench.json"), "w") as f:
+        json.dump({"args": vars(args), "rows": rows, "misses": misses,
+                   "median_time_ratio": {m: statistics.median(ratio(r["ridge"][m]["ms"], r["nvbench"][m]["ms"])
+                                                              for r in rows) for m in ("cold", "hot")}}, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
