@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """ridge against nvbench (the `cuda-bench` wheel, nvbench's own Python binding) on the same
-PyTorch operations, in one process, case by case, the two tools taking turns in a random order:
+PyTorch operations, case by case, the two tools taking turns in a random order (ridge in this
+process; each nvbench case in a child process of its own, as cuda.bench runs its benchmarks once
+per process):
 
   - BF16 matmul, n x n x n, n = 256 .. 8192 (torch.matmul into a preallocated output);
   - FP32 x + y, 2^10 .. 2^28 elements (torch.add into a preallocated output).
@@ -122,6 +124,27 @@ class Nvbench:
         }
 
 
+def nvbench_in_child(kind, n, out_dir):
+    """One nvbench case in a child process: cuda.bench runs its benchmarks once per process
+    (a second run_all_benchmarks raises "Benchmarks were already executed")."""
+    import subprocess
+    result = os.path.join(out_dir, f"{kind}_{n}.result.json")
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--out", out_dir, "--nvbench-case", kind, str(n), result],
+                   check=True)
+    with open(result) as f:
+        return json.load(f)
+
+
+def nvbench_case_main(args):
+    import torch
+    kind, n, result = args.nvbench_case[0], int(args.nvbench_case[1]), args.nvbench_case[2]
+    fn, nbytes, _, _ = make_case(torch, kind, n)
+    out = Nvbench(torch, args.out).run(kind, n, fn, nbytes, f"{kind}_{n}")
+    with open(result, "w") as f:
+        json.dump(out, f)
+    return 0
+
+
 def ridge_run(ridge, torch, fn, args):
     """ridge's cold and hot measurements of fn on a stream of its own (PyTorch's current stream,
     which ridge's timers use), adaptive stopping."""
@@ -191,11 +214,15 @@ def main():
     p.add_argument("--ridge-target-ci", type=float, default=0.005,
                    help="stop when the median's CI half-width is below this fraction of the median")
     p.add_argument("--ridge-budget-s", type=float, default=2.0, help="ridge's time budget per measurement, s")
+    p.add_argument("--nvbench-case", nargs=3, metavar=("KIND", "N", "RESULT"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.nvbench_case:
+        return nvbench_case_main(args)
 
     import torch
     import ridge
-    nvbench = Nvbench(torch, os.path.join(args.out, "nvbench"))
+    nvbench_dir = os.path.join(args.out, "nvbench")
+    os.makedirs(nvbench_dir, exist_ok=True)
     sizes = QUICK if args.quick else {"matmul": MATMUL_SIZES, "add": ADD_SIZES}
     rng = random.Random(args.seed)
     rows = []
@@ -210,8 +237,8 @@ def main():
                     row["ridge"] = ridge_run(ridge, torch, fn, args)
                 else:
                     before, t0 = ridge.read_clocks()["sm_mhz"], time.perf_counter()
-                    row["nvbench"] = nvbench.run(kind, n, fn, nbytes, f"{kind}_{n}")
-                    row["nvbench"]["total_wall_s"] = time.perf_counter() - t0  # warm-up, both measurements, JSON
+                    row["nvbench"] = nvbench_in_child(kind, n, nvbench_dir)
+                    row["nvbench"]["total_wall_s"] = time.perf_counter() - t0  # process start, warm-up, both measurements
                     after = ridge.read_clocks()["sm_mhz"]
                     for mode in ("cold", "hot"):  # one nvbench run covers both measurements
                         row["nvbench"][mode]["sm_mhz"] = [before, after]
