@@ -18,7 +18,13 @@ if(RIDGE_FUZZ AND ridge_sanitizers STREQUAL "")
   set(ridge_sanitizers "address,undefined")
 endif()
 if(NOT ridge_sanitizers STREQUAL "")
-  set(ridge_sanitize_flags -fsanitize=${ridge_sanitizers} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  # One -fsanitize= per sanitizer: nvcc splits -Xcompiler values at commas, so "address,undefined"
+  # must not reach it as one flag.
+  string(REPLACE "," ";" ridge_sanitizer_list "${ridge_sanitizers}")
+  set(ridge_sanitize_flags -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  foreach(sanitizer ${ridge_sanitizer_list})
+    list(APPEND ridge_sanitize_flags -fsanitize=${sanitizer})
+  endforeach()
   if(RIDGE_FUZZ)
     # Libraries get the fuzzer's coverage hooks; only the fuzz targets link libFuzzer's main.
     list(APPEND ridge_sanitize_flags -fsanitize=fuzzer-no-link)
