@@ -72,6 +72,9 @@ MergeResult merge_rank_traces(const std::vector<std::pair<std::string, std::stri
 /// Reads the files and merges them (merge_rank_traces); writes the result atomically to `output`.
 MergeResult merge_rank_trace_files(const std::vector<std::string>& files, const std::string& output);
 
+/// What a merge did, for people: where it wrote, then one line per rank (file, events, host, pid).
+std::string format_merge_result(const MergeResult& merge, const std::string& output);
+
 /// The rank files of one run: `rank_trace_path(output, r)` for r in [0, world_size). Waits up to
 /// `timeout_seconds` for all of them to exist with a modification time not before `not_before`
 /// (seconds since the epoch; older files are from an earlier run). Returns the files found.

@@ -27,14 +27,6 @@ using namespace ridge::trace;
 
 namespace {
 
-fs::path bin_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  // build/tests/ridge_gpu_tests -> build/bin (works wherever the build folder was carried to)
-  if (!ec && fs::exists(exe.parent_path() / ".." / "bin" / "ridge")) return exe.parent_path() / ".." / "bin";
-  return RIDGE_BIN_DIR;
-}
-
 fs::path scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("ridge-trace-test-" + std::to_string(getpid()));
   fs::create_directories(dir);

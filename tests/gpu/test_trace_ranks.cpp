@@ -19,13 +19,6 @@ using namespace ridge::trace;
 
 namespace {
 
-fs::path tool_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec && fs::exists(exe.parent_path() / ".." / "bin" / "ridge")) return exe.parent_path() / ".." / "bin";
-  return RIDGE_BIN_DIR;
-}
-
 /// A fresh folder per test: rank files of another test must never count.
 fs::path fresh_folder(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("ridge-ranks-test-" + std::to_string(getpid())) / name;
@@ -40,8 +33,8 @@ int shell(const std::string& line) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::string ridge_tool() { return (tool_dir() / "ridge").string(); }
-std::string target() { return (tool_dir() / "trace_target").string(); }
+std::string ridge_tool() { return (bin_dir() / "ridge").string(); }
+std::string target() { return (bin_dir() / "trace_target").string(); }
 
 /// mpirun, allowed to run as root (the GPU machine's user); "" when OpenMPI is missing.
 std::string mpirun() {

@@ -43,12 +43,7 @@ int merge_files(const TraceCommand& c, std::FILE* out) {
   const std::string output = c.output_given ? c.options.output : trace::merged_trace_path(c.merge.front());
   if (output.empty()) throw UsageError("--merge needs somewhere to write: give -o FILE");
   const trace::MergeResult m = trace::merge_rank_trace_files(c.merge, output);
-  fmt::print(out, "Merged {} rank trace(s) of world size {} into {}: one process track per rank (pid = rank) - open it "
-                  "in https://ui.perfetto.dev\n",
-             m.ranks.size(), m.world_size, output);
-  for (const auto& r : m.ranks)
-    fmt::print(out, "  rank {}: {} ({} events, host {}, pid {})\n", r.rank, r.file, r.events, r.host.empty() ? "?" : r.host,
-               r.process_id);
+  fmt::print(out, "{}", trace::format_merge_result(m, output));
   for (const auto& note : m.notes) fmt::print(stderr, "ridge trace: note: {}\n", note);
   return 0;
 }

@@ -587,6 +587,16 @@ std::vector<Trace> load_rank_traces(const std::vector<std::string>& files) {
 
 // ---- output ------------------------------------------------------------------------------------
 
+std::string format_merge_result(const MergeResult& m, const std::string& output) {
+  std::string out = fmt::format("Merged {} rank trace(s) of world size {} into {}: one process track per rank (pid = "
+                                "rank) - open it in https://ui.perfetto.dev\n",
+                                m.ranks.size(), m.world_size, output);
+  for (const auto& r : m.ranks)
+    out += fmt::format("  rank {}: {} ({} events, host {}, pid {})\n", r.rank, r.file, r.events,
+                       r.host.empty() ? "?" : r.host, r.process_id);
+  return out;
+}
+
 std::string format_rank_analysis(const RankAnalysis& a) {
   auto t = [](double ns) { return format_ms(ns / 1e6); };
   std::string out = fmt::format("Ranks: {} of world size {} (communication = NCCL kernels, computation = every other kernel)\n",
