@@ -7,8 +7,9 @@ busy = the union of its device-side kernel intervals, so nested or overlapping e
 added twice):
   - kernels per step (must be equal) and GPU busy time per step (within 1%);
   - overhead: the same loop untraced and traced, in one process, in interleaved rounds (each round
-    runs one block of steps per arm, in a random order); per arm the median step time, and the
-    traced / untraced ratio of medians with a 95% bootstrap interval over rounds.
+    runs one block of steps per arm, in a random order; a block's figure is its median step); per
+    arm the median over rounds, and the median of the per-round traced / untraced ratios with a
+    95% bootstrap interval.
 
 Both tracers use CUPTI, which serves one subscriber at a time, and PyTorch's profiler (Kineto)
 need not release it when a profile ends (ridge.trace then refuses to start); so the ridge arms and
@@ -82,27 +83,47 @@ def build_decoder(cfg):
 
 
 def block_runner(torch, step, mark):
-    """Runs `count` steps, each inside `mark("step")`, and returns the mean host time per step in
-    ns (from the first launch until torch.cuda.synchronize() at the end of the block returns)."""
+    """Runs `count` steps, each inside `mark("step")`, and returns the median host time of one step
+    in ns. The loop is host-bound (the GPU finishes each step long before the host has queued the
+    next), so a step's host time is its time; the median keeps a stray pause of the interpreter or
+    the machine (one in a block of 50 moves a block's mean by percents) out of the comparison."""
     def run(count):
         torch.cuda.synchronize()
-        t0 = time.perf_counter_ns()
+        times = []
         for _ in range(count):
+            t0 = time.perf_counter_ns()
             with mark("step"):
                 step()
+            times.append(time.perf_counter_ns() - t0)
         torch.cuda.synchronize()
-        return (time.perf_counter_ns() - t0) / count
+        return statistics.median(times)
     return run
 
 
-def bootstrap_ratio(rounds, arm, resamples, rng):
-    """95% interval of median(arm) / median(untraced), resampling whole rounds."""
-    ratios = []
-    for _ in range(resamples):
-        sample = [rounds[rng.randrange(len(rounds))] for _ in rounds]
-        ratios.append(statistics.median(r[arm] for r in sample) / statistics.median(r["untraced"] for r in sample))
-    ratios.sort()
-    return [ratios[int(0.025 * (len(ratios) - 1))], ratios[int(round(0.975 * (len(ratios) - 1)))]]
+def paired_ratios(rounds, arm):
+    """Per round, arm / untraced: the two blocks ran back to back, so a slow spell of the machine
+    (the step time here jumps between ~1.4 and ~2.7 ms for seconds at a time) mostly hits both."""
+    return [r[arm] / r["untraced"] for r in rounds]
+
+
+def bootstrap_median(values, resamples, rng):
+    """95% interval of the median of values, resampling them."""
+    medians = sorted(statistics.median(rng.choice(values) for _ in values) for _ in range(resamples))
+    return [medians[int(0.025 * (resamples - 1))], medians[int(round(0.975 * (resamples - 1)))]]
+
+
+def summarize_rounds(result, seed):
+    """Per arm: the median step over rounds, and against untraced the median of the per-round
+    ratios with its 95% bootstrap interval (and, for reference, the ratio of the medians)."""
+    rounds = result["rounds"]
+    arms = list(rounds[0])
+    traced = [name for name in arms if name != "untraced"]
+    result["median_step_ns"] = {name: statistics.median(r[name] for r in rounds) for name in arms}
+    result["ratio"] = {name: statistics.median(paired_ratios(rounds, name)) for name in traced}
+    result["ratio_ci95"] = {name: bootstrap_median(paired_ratios(rounds, name), 2000, random.Random(seed + 1))
+                            for name in traced}
+    result["ratio_of_medians"] = {name: result["median_step_ns"][name] / result["median_step_ns"]["untraced"]
+                                  for name in traced}
 
 
 def child(tool, args):
@@ -160,11 +181,7 @@ def child(tool, args):
         rng.shuffle(order)
         rounds.append({name: arms[name](args.block) for name in order})
     result["rounds"] = rounds
-    result["median_step_ns"] = {name: statistics.median(r[name] for r in rounds) for name in arms}
-    result["ratio"] = {name: result["median_step_ns"][name] / result["median_step_ns"]["untraced"]
-                       for name in arms if name != "untraced"}
-    result["ratio_ci95"] = {name: bootstrap_ratio(rounds, name, 2000, random.Random(args.seed + 1))
-                            for name in result["ratio"]}
+    summarize_rounds(result, args.seed)
     print(json.dumps(result))
 
 
@@ -201,17 +218,17 @@ def table(r, t, args):
         f"| records dropped | {r['library']['dropped_records']} | | |",
         f"| step, untraced, ms (median, its own process) | {ms(r, 'untraced')} | {ms(t, 'untraced')} | |",
         f"| step, traced, ms (median) | {ms(r, 'ridge')} | {ms(t, 'torch_profiler')} | |",
-        f"| traced / untraced (ratio of medians, 95% interval) | {ratio(r, 'ridge')} | {ratio(t, 'torch_profiler')} | "
+        f"| traced / untraced (median of per-round ratios, 95% interval) | {ratio(r, 'ridge')} | {ratio(t, 'torch_profiler')} | "
         f"target <= 1.05x: {'met' if r['ratio']['ridge'] <= 1.05 else 'NOT met'} |",
         "",
         "What ridge.trace's overhead is made of (same process as ridge's row above):",
         "",
         "| ridge.trace setting | step, ms | traced / untraced |",
         "|---|---:|---:|",
-        f"| default: kernels, copies/memsets, NVTX ranges, selected API calls | {ms(r, 'ridge')} | {ratio(r, 'ridge')} |",
+        f"| default: kernels, copies/memsets, NVTX ranges, selected API calls (callbacks on those calls alone) | {ms(r, 'ridge')} | {ratio(r, 'ridge')} |",
         f"| + CUPTI synchronization records (`sync_records=True`) | {ms(r, 'ridge_sync_records')} | "
         f"{ratio(r, 'ridge_sync_records')} |",
-        f"| + every API call (`all_api_calls=True`) | {ms(r, 'ridge_all_api_calls')} | {ratio(r, 'ridge_all_api_calls')} |",
+        f"| + every API call (`all_api_calls=True`: CUPTI's whole API kinds, every call hooked) | {ms(r, 'ridge_all_api_calls')} | {ratio(r, 'ridge_all_api_calls')} |",
     ]
     return "\n".join(lines)
 
@@ -224,8 +241,16 @@ def main():
     p.add_argument("--trace-steps", type=int, default=50, help="steps in the trace that is counted")
     p.add_argument("--warmup", type=int, default=50, help="untraced steps before anything is measured")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--reanalyze", metavar="JSON",
+                   help="no run: recompute the statistics and the table from a saved trace_vs_torch_profiler.json")
     p.add_argument("--child", choices=["ridge", "torch"], help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.reanalyze:
+        with open(args.reanalyze) as f:
+            saved = json.load(f)
+        for tool in ("ridge", "torch"):
+            summarize_rounds(saved[tool], saved["args"]["seed"])
+        return report({tool: saved[tool] for tool in ("ridge", "torch")}, argparse.Namespace(**saved["args"]), args.out)
     if args.rounds < 3 or args.block < 1 or args.trace_steps < 1:
         p.error("--rounds must be >= 3, --block and --trace-steps >= 1")
     if args.child:
@@ -239,14 +264,20 @@ def main():
             sys.stderr.write(done.stdout + done.stderr)
             sys.exit(f"the {tool} process failed (exit {done.returncode})")
         rows[tool] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report(rows, args, args.out)
+
+
+def report(rows, args, out):
     text = table(rows["ridge"], rows["torch"], args)
     print(text)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "trace_vs_torch_profiler.md"), "w") as f:
+    if out:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "trace_vs_torch_profiler.md"), "w") as f:
             f.write(text + "\n")
-        with open(os.path.join(args.out, "trace_vs_torch_profiler.json"), "w") as f:
-            json.dump(dict(rows, config=CONFIG, args=vars(args)), f, indent=1)
+        run_args = {k: v for k, v in vars(args).items() if k not in ("out", "reanalyze")}
+        with open(os.path.join(out, "trace_vs_torch_profiler.json"), "w") as f:
+            json.dump(dict(rows, config=CONFIG, args=run_args), f, indent=1)
+    return 0
 
 
 if __name__ == "__main__":

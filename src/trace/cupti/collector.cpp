@@ -153,12 +153,13 @@ struct State {
   // Per-call enables, worked out once per session so switching collection on stays cheap.
   std::vector<std::uint32_t> selected_runtime_calls, selected_driver_calls;  // ApiCalls::selected
   std::vector<std::uint32_t> trivial_runtime_calls, trivial_driver_calls;    // ApiCalls::most: switched off
-  // ApiCalls::selected after the first context: the kinds on, these (all the others) off.
-  std::vector<std::uint32_t> unselected_runtime_calls, unselected_driver_calls;
-  std::vector<CUpti_ActivityKind> filter_kinds;  // the API kinds switched on for that
   // Gated from before the first context: the selected calls are switched on once, at the start,
   // and stay on through the windows (switched on again later, CUPTI would record none of them).
   bool sticky_calls = false;
+  // ApiCalls::selected after the first context: the selected calls are recorded by the
+  // collector's own enter/exit callbacks, one hook per selected call and none on any other.
+  std::atomic<bool> callback_calls{false};
+  std::atomic<Nanoseconds> session_start{0};  // a call entered before it is not recorded
   // Gating (--profiler-range): `gate` serializes switching; control -> gate -> data is the lock order.
   std::mutex gate;
   std::atomic<bool> gated{false};
@@ -420,22 +421,18 @@ void load_api_names(State& s) {
   }
 }
 
-/// Works out this session's per-call enables (ApiCalls::selected) and disables (ApiCalls::most).
+/// Works out this session's selected calls (ApiCalls::selected) and trivial ones (ApiCalls::most).
 void plan_api_calls(State& s, const CollectorOptions& o) {
   s.selected_runtime_calls.clear();
   s.selected_driver_calls.clear();
   s.trivial_runtime_calls.clear();
   s.trivial_driver_calls.clear();
-  s.unselected_runtime_calls.clear();
-  s.unselected_driver_calls.clear();
   const auto& trivial = trivial_api_calls();
   for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid) {
     const std::string& name = s.runtime_names[cbid];
     if (name.empty()) continue;
     if (o.api_calls == ApiCalls::selected && o.selected_runtime && selected_api_call(name))
       s.selected_runtime_calls.push_back(cbid);
-    else if (o.api_calls == ApiCalls::selected)
-      s.unselected_runtime_calls.push_back(cbid);
     if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_runtime_calls.push_back(cbid);
   }
   for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid) {
@@ -443,8 +440,6 @@ void plan_api_calls(State& s, const CollectorOptions& o) {
     if (name.empty()) continue;
     if (o.api_calls == ApiCalls::selected && selected_api_call(name))
       s.selected_driver_calls.push_back(cbid);
-    else if (o.api_calls == ApiCalls::selected)
-      s.unselected_driver_calls.push_back(cbid);
     if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_driver_calls.push_back(cbid);
   }
 }
@@ -459,6 +454,19 @@ template <typename Check>
 void disable_selected_calls(State& s, Check&& check) {
   for (std::uint32_t cbid : s.selected_runtime_calls) check(cuptiActivityEnableRuntimeApi(cbid, 0), "cuptiActivityEnableRuntimeApi");
   for (std::uint32_t cbid : s.selected_driver_calls) check(cuptiActivityEnableDriverApi(cbid, 0), "cuptiActivityEnableDriverApi");
+}
+
+/// The callbacks that record the selected calls (ApiCalls::selected after the first context), on
+/// or off. Gated, the profiler calls keep their own callbacks (enable_profiler_callbacks).
+template <typename Check>
+void switch_call_callbacks(State& s, bool on, Check&& check) {
+  s.callback_calls = on;
+  const bool gated = s.gated.load();
+  for (const auto& [domain, calls] : {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, &s.selected_runtime_calls},
+                                      std::pair{CUPTI_CB_DOMAIN_DRIVER_API, &s.selected_driver_calls}})
+    for (std::uint32_t cbid : *calls)
+      if (!(gated && is_profiler_call(domain == CUPTI_CB_DOMAIN_RUNTIME_API, cbid)))
+        check(cuptiEnableCallback(on ? 1 : 0, s.subscriber, domain, cbid), "cuptiEnableCallback");
 }
 
 /// Switches the collection kinds and per-call enables on. On failure switches off what it had
@@ -477,20 +485,16 @@ void enable_collection(State& s) {
     for (std::uint32_t cbid : s.trivial_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
     for (std::uint32_t cbid : s.trivial_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
     // Selected calls alone work only when switched on before the first context (the injection
-    // library; gated, once for all windows); an in-process tracer switches the kind on and the
-    // other calls off instead, which costs every API call of the program far more.
+    // library; gated, once for all windows). After it, the whole API kinds would have to be on,
+    // which hooks every call the program makes (PyTorch makes several per operator), so an
+    // in-process tracer records the selected calls from callbacks on those calls alone.
     const bool filter = s.options.api_calls == ApiCalls::selected && !s.options.before_first_context;
     if (s.sticky_calls) {
       // on since the start
     } else if (filter) {
-      s.filter_kinds.clear();
-      if (!s.selected_runtime_calls.empty()) s.filter_kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
-      if (!s.selected_driver_calls.empty()) s.filter_kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
-      for (CUpti_ActivityKind kind : s.filter_kinds) RIDGE_CHECK(cuptiActivityEnable(kind));
-      if (!s.selected_runtime_calls.empty())
-        for (std::uint32_t cbid : s.unselected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
-      if (!s.selected_driver_calls.empty())
-        for (std::uint32_t cbid : s.unselected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 0));
+      switch_call_callbacks(s, true, [](CUptiResult r, const char* what) {
+        if (r != CUPTI_SUCCESS) throw_cupti(r, what);
+      });
     } else {
       for (std::uint32_t cbid : s.selected_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 1));
       for (std::uint32_t cbid : s.selected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
@@ -509,9 +513,7 @@ std::string disable_collection(State& s) {
     if (r != CUPTI_SUCCESS && error.empty()) error = fmt::format("{} failed: {}", what, detail::status_text(r));
   };
   for (CUpti_ActivityKind kind : s.kinds) check(cuptiActivityDisable(kind), fmt::format("cuptiActivityDisable({})", kind_name(kind)));
-  for (CUpti_ActivityKind kind : s.filter_kinds)
-    check(cuptiActivityDisable(kind), fmt::format("cuptiActivityDisable({})", kind_name(kind)));
-  s.filter_kinds.clear();
+  if (s.callback_calls.load()) switch_call_callbacks(s, false, check);
   if (!s.sticky_calls) disable_selected_calls(s, check);
   s.collecting = false;
   return error;
@@ -579,15 +581,46 @@ void record_profiler_call(State& s, const ProfilerCallNesting& call, Nanoseconds
   s.trace.api_calls.push_back(a);
 }
 
-/// CUPTI's callback for the four profiler calls (cudaProfilerStart/Stop, cuProfilerStart/Stop),
-/// enabled only when gated. Runs on the program's thread, inside the call: never throws.
+/// A selected call recorded from its enter and exit callbacks (switch_call_callbacks): the enter
+/// time travels to the exit in CUPTI's per-call slot. CUPTI's correlation id is the one its kernel,
+/// copy and memset records carry.
+void record_selected_call(State& s, bool runtime, std::uint32_t cbid, const CUpti_CallbackData& info) {
+  if (!s.callback_calls.load(std::memory_order_relaxed) || info.correlationData == nullptr) return;
+  if (info.callbackSite == CUPTI_API_ENTER) {
+    *info.correlationData = collector_now();
+    return;
+  }
+  const Nanoseconds start = *info.correlationData, end = collector_now();
+  // An exit whose enter came before collection began has no start of this session.
+  if (info.callbackSite != CUPTI_API_EXIT || start < s.session_start.load(std::memory_order_relaxed) || start > end) return;
+  if (s.pid != getpid()) return;  // a fork()ed child
+  static thread_local const auto thread = static_cast<std::uint32_t>(syscall(SYS_gettid));
+  trace::ApiCall a;
+  a.domain = runtime ? trace::ApiDomain::runtime : trace::ApiDomain::driver;
+  a.process = static_cast<std::uint32_t>(s.pid);
+  a.thread = thread;
+  a.start = start;
+  a.end = end;
+  a.correlation = info.correlationId;
+  std::lock_guard<std::mutex> lock(s.data);
+  a.name = api_name(s, runtime, cbid);
+  s.trace.api_calls.push_back(a);
+}
+
+/// CUPTI's callback: the selected calls of an in-process trace (record_selected_call), and, gated,
+/// the four profiler calls (cudaProfilerStart/Stop, cuProfilerStart/Stop). Runs on the program's
+/// thread, inside the call: never throws.
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (data == nullptr) return;
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  if (!is_profiler_call(runtime, cbid) || data == nullptr) return;
   State& s = state();
-  if (!s.running.load() || !s.gated.load() || s.pid != getpid()) return;
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (!is_profiler_call(runtime, cbid) || !s.gated.load()) {
+    record_selected_call(s, runtime, cbid, *info);
+    return;
+  }
+  if (!s.running.load() || s.pid != getpid()) return;
   thread_local ProfilerCallNesting nesting;  // cudaProfilerStart calls cuProfilerStart: act once
   thread_local std::uint64_t nesting_session = 0;
   if (const std::uint64_t current = s.session.load(); nesting_session != current) {
@@ -693,7 +726,9 @@ void collector_start(const CollectorOptions& options) {
   State& s = state();
   std::lock_guard<std::mutex> control(s.control);
   if (s.running.load()) throw UsageError("a CUDA trace is already running in this process: stop it before starting another");
-  if (s.subscriber == nullptr && (options.detect_other_subscriber || options.profiler_gated)) {
+  // Subscribed also where the selected calls are recorded from callbacks (in-process, selected).
+  const bool call_callbacks = options.api_calls == ApiCalls::selected && !options.before_first_context;
+  if (s.subscriber == nullptr && (options.detect_other_subscriber || options.profiler_gated || call_callbacks)) {
     // Subscribing first detects another CUPTI client (Nsight, PyTorch's profiler) with a clear
     // error; gated, the subscriber's callbacks also see the profiler start and stop calls.
     const CUptiResult r = cuptiSubscribe(&s.subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_callback), nullptr);
@@ -729,6 +764,8 @@ void collector_start(const CollectorOptions& options) {
   s.completions_on_start_thread = 0;
   s.start_thread = static_cast<pid_t>(syscall(SYS_gettid));
   const Nanoseconds start = collector_now();
+  s.pid = getpid();
+  s.session_start = start;
   {
     std::lock_guard<std::mutex> gate(s.gate);
     s.options = options;
@@ -761,7 +798,6 @@ void collector_start(const CollectorOptions& options) {
     std::atexit(flush_at_exit);
     s.exit_hook = true;
   }
-  s.pid = getpid();
   s.running = true;
 }
 

@@ -50,8 +50,9 @@ struct CollectorOptions {
   bool sync_at_gate_stop = true;
   /// Started before the program made its first CUDA context (the injection library, at cuInit).
   /// Only then does CUPTI record a single API call switched on while its whole kind is off; once a
-  /// context exists it records nothing for such a call, so ApiCalls::selected then switches the
-  /// runtime and driver kinds on and every other call off (measured on the H200, CUDA 13.0).
+  /// context exists it records nothing for such a call, so ApiCalls::selected then records the
+  /// selected calls from the collector's own callbacks on them (measured on the H200, CUDA 13.0).
+  /// Switching the whole API kinds on instead would hook every call the program makes.
   bool before_first_context = false;
 };
 
