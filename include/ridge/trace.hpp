@@ -462,5 +462,8 @@ struct TraceFileAnalysis {
 /// is missing or is not a trace.
 TraceFileAnalysis analyze_trace_file(const std::string& path, const Window& window = {},
                                      const AnalysisOptions& options = {});
+/// The analysis as `ridge trace --analyze --json` writes it: to_json(analysis) plus `trace_file`
+/// and `command`.
+nlohmann::json to_json(const TraceFileAnalysis& file_analysis);
 
 }  // namespace ridge::trace

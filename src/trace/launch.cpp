@@ -352,4 +352,11 @@ TraceFileAnalysis analyze_trace_file(const std::string& path, const Window& wind
   return {path, t.command, analyze(t, options)};
 }
 
+nlohmann::json to_json(const TraceFileAnalysis& f) {
+  nlohmann::json j = to_json(f.analysis);
+  j["trace_file"] = f.file;
+  j["command"] = f.command;
+  return j;
+}
+
 }  // namespace ridge::trace

@@ -1087,6 +1087,10 @@ TEST(TraceProgram, AnalyzesASavedTraceThroughAWindow) {
   const TraceFileAnalysis all = analyze_trace_file(file, {}, {.top = 10, .step_range = "step"});
   EXPECT_EQ(all.file, file);
   EXPECT_EQ(all.analysis.kernels_per_step_median, 2);
+  const nlohmann::json j = to_json(all);
+  EXPECT_EQ(j["trace_file"], file);
+  EXPECT_EQ(j["command"], all.command);
+  EXPECT_EQ(j["kernel_count"], all.analysis.kernel_count) << "the analysis' own fields stay";
   Window skip;
   skip.skip_kernels = 1;
   const TraceFileAnalysis later = analyze_trace_file(file, skip);

@@ -66,6 +66,18 @@ std::function<int()> run_and_export(std::shared_ptr<Command> command, Run run) {
   };
 }
 
+/// A measuring command's result set around its run: the exports are checked (a bad path fails
+/// before the run), the context stamped (argv, version, device, clocks at the start),
+/// `records(human stream)` run, the clocks read again, and the exports written.
+template <typename Records>
+void measure_and_export(const ExportOptions& exports, int device, Records records) {
+  exports.check();
+  ResultSet set = new_result_set(device);
+  set.records = records(human_stream(exports));
+  finish_result_set(set, device);
+  exports.write(set);
+}
+
 /// Progress line on stderr, only when stderr is a terminal.
 void progress(const std::string& line);
 void progress_done();

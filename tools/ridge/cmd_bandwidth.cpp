@@ -118,11 +118,8 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_flag("--quick", o.quick, "short run: add only, 2^10..2^28 every 4x, 10 samples");
       c->exports.add_to(app);
       return [c] {
-        c->exports.check();  // a bad output path fails before the sweep, not after it
-        ResultSet set = new_result_set(c->options.device);
-        set.records = run_bandwidth_printed(c->options, human_stream(c->exports), c->svg).records;
-        finish_result_set(set, c->options.device);
-        c->exports.write(set);
+        measure_and_export(c->exports, c->options.device,
+                           [&](std::FILE* out) { return run_bandwidth_printed(c->options, out, c->svg).records; });
         return 0;
       };
     }});

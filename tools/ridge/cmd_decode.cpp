@@ -110,12 +110,10 @@ int decode_command(DecodeCommand& c) {
   o.pdl = !c.no_pdl;
   o.bandwidth_bytes_per_s = c.bandwidth_gb_per_s * 1e9;
   o.validate();  // every usage error before the GPU is touched
-  c.exports.check();
-  require_gpu(o.device);
-  ResultSet set = new_result_set(o.device);
-  set.records = run_decode(o, c.svg, human_stream(c.exports)).records;
-  finish_result_set(set, o.device);
-  c.exports.write(set);
+  measure_and_export(c.exports, o.device, [&](std::FILE* out) {
+    require_gpu(o.device);
+    return run_decode(o, c.svg, out).records;
+  });
   return 0;
 }
 

@@ -98,12 +98,10 @@ int profile_command(ProfileCommand& c) {
   c.options.dtype = dtype_from_string(c.dtype);
   c.options.kernel = gpt2::step_kernel_from_string(c.kernel);
   c.options.validate();
-  c.exports.check();
-  require_gpu(c.options.device);
-  ResultSet set = new_result_set(c.options.device);
-  set.records = run_profile(c.options, human_stream(c.exports)).records;
-  finish_result_set(set, c.options.device);
-  c.exports.write(set);
+  measure_and_export(c.exports, c.options.device, [&](std::FILE* out) {
+    require_gpu(c.options.device);
+    return run_profile(c.options, out).records;
+  });
   return 0;
 }
 

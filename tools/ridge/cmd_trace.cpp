@@ -55,11 +55,7 @@ int analyze_file(const TraceCommand& c, std::FILE* out) {
   const trace::TraceFileAnalysis f = trace::analyze_trace_file(c.analyze.front(), c.options.window, c.options.analysis);
   fmt::print(out, "{}: {}\n", f.file, f.command.empty() ? std::string("(command not recorded)") : f.command);
   fmt::print(out, "{}", trace::format_analysis(f.analysis));
-  if (!c.json.empty()) {
-    nlohmann::json j = trace::to_json(f.analysis);
-    j["trace_file"] = f.file;
-    write_json(c.json, j);
-  }
+  if (!c.json.empty()) write_json(c.json, trace::to_json(f));
   return 0;
 }
 
@@ -113,11 +109,9 @@ int run_trace(TraceCommand c) {
   const trace::ProgramTrace t = trace::trace_program(o);
   std::fflush(stdout);
   fmt::print(out, "\n");
-  if (t.program.signal != 0)
-    fmt::print(out, "ridge trace: {} was killed by signal {} ({})\n", o.command.front(), t.program.signal,
-               strsignal(t.program.signal));
-  else
-    fmt::print(out, "ridge trace: {} exited with code {}\n", o.command.front(), t.program.exit_code);
+  fmt::print(out, "ridge trace: {} {}\n", o.command.front(),
+             t.program.signal != 0 ? fmt::format("was killed by signal {} ({})", t.program.signal, strsignal(t.program.signal))
+                                   : fmt::format("exited with code {}", t.program.exit_code));
   for (const auto& note : t.notes) fmt::print(stderr, "ridge trace: {}\n", note);
   if (!t.error.empty()) {
     fmt::print(stderr, "ridge trace: error: {}\n", t.error);
