@@ -5,6 +5,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: result_file chrome_trace safetensors catalog sizes
 #
+# RIDGE_FUZZ_SEED=N fixes libFuzzer's random seed (CI sets it), so a run of the same tree explores the
+# same inputs in the same order (as far as its time allows): its verdict does not flip between runs.
 # New inputs libFuzzer finds go to build-fuzz/corpus/<target>/ (the repository's corpus is only read);
 # a finding is written to build-fuzz/findings/<target>/ and its log to build-fuzz/logs/<target>.log.
 # Needs clang++ (apt-get install clang), CMake, Ninja, and what the main build needs (docs/hardening.md).
@@ -56,12 +58,17 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_CO
 cmake --build "$build" --target ridge_fuzz -j "$(nproc)"
 
 mkdir -p "$build/logs"
+seed_arg=()
+if [ -n "${RIDGE_FUZZ_SEED:-}" ]; then
+  [[ "$RIDGE_FUZZ_SEED" =~ ^[0-9]+$ ]] || { say "RIDGE_FUZZ_SEED must be a whole number, not '$RIDGE_FUZZ_SEED'"; exit 2; }
+  seed_arg=(-seed="$RIDGE_FUZZ_SEED")
+fi
 failed=()
 for t in "${targets[@]}"; do
   work="$build/corpus/$t" findings="$build/findings/$t" log="$build/logs/$t.log"
   mkdir -p "$work" "$findings"
   say "$t: ${seconds} s, inputs up to $(max_len "$t") bytes"
-  if "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
+  if "$build/fuzz/fuzz_$t" ${seed_arg[@]+"${seed_arg[@]}"} -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
        -malloc_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" "$work" "fuzz/corpus/$t" >"$log" 2>&1; then
     grep -E '^(#[0-9]+[[:space:]]+DONE|Done [0-9]+ runs|stat::)' "$log" | sed "s/^/  /" >&2 || true
   else

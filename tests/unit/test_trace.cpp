@@ -539,6 +539,13 @@ TEST(TraceChrome, RejectsValuesOfTheWrongTypeOrRange) {
       R"({"ridge":{"devices":{"x":"H200"}},"traceEvents":[]})",
       R"({"ridge":{"devices":{"0":7}},"traceEvents":[]})",
       R"({"ridge":[1],"traceEvents":[]})",
+      // ridge's metadata: nlohmann would cast the double straight to the integer type
+      R"({"ridge":{"collection_start_ns":1795987300037847148608},"traceEvents":[]})",
+      R"({"ridge":{"origin_ns":-5},"traceEvents":[]})",
+      R"({"ridge":{"process_id":4294967296},"traceEvents":[]})",
+      R"({"ridge":{"dropped_records":1.5},"traceEvents":[]})",
+      R"({"ridge":{"rejected_events":[{"reason":"x","count":1e30}]},"traceEvents":[]})",
+      R"({"ridge":{"distributed":{"local_rank":1e10}},"traceEvents":[]})",
   };
   for (const auto& text : bad) {
     try {

@@ -431,6 +431,14 @@ TEST(MergeRanks, RefusesWhatIsNotOneRunsRankFiles) {
   } catch (const ridge::UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("plain.json has no \"distributedInfo\""), std::string::npos) << e.what();
   }
+  // Numbers beyond their type's range: refused, not cast (a double past an integer's range is undefined).
+  for (const auto& [pointer, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"/ridge/origin_ns", 1e30}, {"/distributedInfo/world_size", 1e20}, {"/distributedInfo/rank", -1},
+           {"/distributedInfo/rank", 4294967296LL}}) {
+    nlohmann::json bad = nlohmann::json::parse(texts[0].second);
+    bad[nlohmann::json::json_pointer(pointer)] = value;
+    EXPECT_THROW(merge_rank_traces({{"bad.json", bad.dump()}, texts[1]}), ridge::UsageError) << pointer << " = " << value;
+  }
   // Another job's rank 1 (a file left from an earlier run).
   RankBuilder stale(1, 2);
   stale.t.distributed.job = "job-41";

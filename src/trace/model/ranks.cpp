@@ -21,6 +21,7 @@
 #include "ridge/trace_ranks.hpp"
 #include "ridge/version.hpp"
 #include "ridge/writers.hpp"
+#include "trace/model/json_fields.hpp"
 
 extern char** environ;
 
@@ -157,21 +158,23 @@ RankSource read_rank_source(const std::string& file, const std::string& text) {
   if (s.doc.contains("ridge_merged"))
     throw UsageError(fmt::format("{} is already a merged trace: merge the rank files it was made from", file));
   const auto d = s.doc.find("distributedInfo");
-  if (d == s.doc.end() || !d->is_object() || !d->contains("rank") || !(*d)["rank"].is_number_integer() || (*d)["rank"].get<int>() < 0)
+  if (d == s.doc.end() || !d->is_object() || !d->contains("rank") || !(*d)["rank"].is_number_integer())
     throw UsageError(fmt::format("{} has no \"distributedInfo\" with a rank: it was not traced as one rank of a job "
                                  "(run `ridge trace` under mpirun, srun or torchrun)",
                                  file));
-  s.info.rank = (*d)["rank"].get<int>();
-  s.info.world_size = d->value("world_size", 0);
+  using detail::integer_field;
+  s.info.rank = integer_field(*d, "rank", 0, "distributedInfo");
+  if (s.info.rank < 0) throw UsageError(fmt::format("{}: distributedInfo.rank is negative ({})", file, s.info.rank));
+  s.info.world_size = integer_field(*d, "world_size", 0, "distributedInfo");
   s.info.backend = d->value("backend", std::string("nccl"));
   if (s.doc.contains("ridge") && s.doc["ridge"].is_object()) {
     s.ridge_meta = s.doc["ridge"];
-    s.origin = s.ridge_meta.value("origin_ns", Nanoseconds{0});
+    s.origin = integer_field(s.ridge_meta, "origin_ns", Nanoseconds{0}, "ridge");
     const nlohmann::json dist = s.ridge_meta.value("distributed", nlohmann::json::object());
     s.info.host = dist.value("host", std::string());
     s.info.job = dist.value("job", std::string());
     s.info.launcher = dist.value("launcher", std::string());
-    s.info.local_rank = dist.value("local_rank", -1);
+    s.info.local_rank = integer_field(dist, "local_rank", -1, "ridge.distributed");
   } else if (s.doc.contains("baseTimeNanoseconds") && s.doc["baseTimeNanoseconds"].is_number_unsigned()) {
     s.origin = s.doc["baseTimeNanoseconds"].get<Nanoseconds>();
   }
@@ -182,7 +185,13 @@ std::int64_t integer_of(const nlohmann::json& e, const char* key) {
   auto it = e.find(key);
   if (it == e.end()) return 0;
   if (it->is_number_integer()) return it->get<std::int64_t>();
-  if (it->is_number()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_number()) {
+    const double d = it->get<double>();
+    // The cast is undefined outside int64's range (and for NaN).
+    if (!(d >= -9.2e18 && d <= 9.2e18))
+      throw UsageError(fmt::format("not a trace ridge can read: \"{}\" is {}, not an integer id", key, d));
+    return static_cast<std::int64_t>(d);
+  }
   if (it->is_string()) {  // PyTorch writes some tids as "stream 7"
     const std::string& text = it->get_ref<const std::string&>();
     const auto digit = text.find_first_of("0123456789");
@@ -254,7 +263,7 @@ MergeResult merge_rank_traces(const std::vector<std::pair<std::string, std::stri
     m.host = s.info.host;
     m.shift_ns = static_cast<std::int64_t>(s.origin - global_origin);
     if (!s.ridge_meta.is_null()) {
-      m.process_id = s.ridge_meta.value("process_id", 0u);
+      m.process_id = detail::integer_field(s.ridge_meta, "process_id", std::uint32_t{0}, "ridge");
       m.command = s.ridge_meta.value("command", std::string());
     }
     const nlohmann::json& source_events = s.doc["traceEvents"];
@@ -548,7 +557,8 @@ std::vector<Trace> load_rank_traces(const std::vector<std::string>& files) {
   if (files.size() == 1 && is_merged_trace_file(files.front())) {
     const nlohmann::json doc = read_json_file(files.front());
     const nlohmann::json& meta = doc.at("ridge_merged");
-    const auto origin = meta.value("origin_ns", Nanoseconds{0});
+    using detail::integer_field;
+    const auto origin = integer_field(meta, "origin_ns", Nanoseconds{0}, "ridge_merged");
     std::map<std::int64_t, nlohmann::json> events_by_rank;
     for (const auto& e : doc.value("traceEvents", nlohmann::json::array()))
       if (e.is_object() && e.contains("pid") && e["pid"].is_number_integer()) {
@@ -557,16 +567,16 @@ std::vector<Trace> load_rank_traces(const std::vector<std::string>& files) {
         list.push_back(e);
       }
     for (const auto& rank_meta : meta.value("ranks", nlohmann::json::array())) {
-      const int rank = rank_meta.value("rank", 0);
+      const int rank = integer_field(rank_meta, "rank", 0, "ridge_merged.ranks[]");
       nlohmann::json ridge = rank_meta.value("ridge", nlohmann::json::object());
       ridge["origin_ns"] = origin;  // the merged file's times are relative to the merged origin
       ridge["host_pid"] = rank;     // host threads sit in the rank's process track
-      ridge["process_id"] = rank_meta.value("process_id", 0u);
+      ridge["process_id"] = integer_field(rank_meta, "process_id", std::uint32_t{0}, "ridge_merged.ranks[]");
       nlohmann::json sub{{"ridge", ridge}, {"traceEvents", events_by_rank[rank].is_null() ? nlohmann::json::array() : events_by_rank[rank]},
                          {"distributedInfo", rank_meta.value("distributedInfo", nlohmann::json::object())}};
       traces.push_back(parse_chrome_json(sub.dump()));
       traces.back().distributed.rank = rank;
-      traces.back().distributed.world_size = meta.value("world_size", 0);
+      traces.back().distributed.world_size = integer_field(meta, "world_size", 0, "ridge_merged");
       traces.back().distributed.host = rank_meta.value("host", std::string());
     }
     return traces;

@@ -18,6 +18,7 @@
 #include "ridge/trace.hpp"
 #include "ridge/version.hpp"
 #include "ridge/writers.hpp"
+#include "trace/model/json_fields.hpp"
 
 namespace ridge::trace {
 
@@ -415,17 +416,19 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
   RidgeMetadata meta;
   if (!doc.is_object() || !doc.contains("ridge")) return meta;
   const auto& m = doc["ridge"];
-  meta.origin = m.value("origin_ns", Nanoseconds{0});
-  meta.host_pid = m.value("host_pid", std::int64_t{-1});
-  trace.process_id = m.value("process_id", 0u);
+  using detail::integer_field;
+  meta.origin = integer_field(m, "origin_ns", Nanoseconds{0}, "ridge");
+  meta.host_pid = integer_field(m, "host_pid", std::int64_t{-1}, "ridge");
+  trace.process_id = integer_field(m, "process_id", std::uint32_t{0}, "ridge");
   trace.command = m.value("command", std::string());
   trace.window = m.value("window", std::string());
-  trace.dropped_records = m.value("dropped_records", std::uint64_t{0});
-  trace.incomplete_records = m.value("incomplete_records", std::uint64_t{0});
+  trace.dropped_records = integer_field(m, "dropped_records", std::uint64_t{0}, "ridge");
+  trace.incomplete_records = integer_field(m, "incomplete_records", std::uint64_t{0}, "ridge");
   if (m.contains("rejected_events"))
-    for (const auto& r : m["rejected_events"]) trace.count_rejected(r.at("reason").get<std::string>(), r.at("count").get<std::uint64_t>());
-  trace.collection_start = m.value("collection_start_ns", Nanoseconds{0});
-  trace.collection_stop = m.value("collection_stop_ns", Nanoseconds{0});
+    for (const auto& r : m["rejected_events"])
+      trace.count_rejected(r.at("reason").get<std::string>(), integer_field(r, "count", std::uint64_t{0}, "ridge.rejected_events"));
+  trace.collection_start = integer_field(m, "collection_start_ns", Nanoseconds{0}, "ridge");
+  trace.collection_stop = integer_field(m, "collection_stop_ns", Nanoseconds{0}, "ridge");
   if (m.contains("devices"))
     for (const auto& [k, v] : m["devices"].items()) {
       std::uint32_t device = 0;
@@ -440,7 +443,7 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
     trace.distributed.launcher = d->value("launcher", std::string());
     trace.distributed.job = d->value("job", std::string());
     trace.distributed.host = d->value("host", std::string());
-    trace.distributed.local_rank = d->value("local_rank", -1);
+    trace.distributed.local_rank = detail::integer_field(*d, "local_rank", -1, "ridge.distributed");
   }
   return meta;
 }
