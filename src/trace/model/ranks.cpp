@@ -181,27 +181,6 @@ RankSource read_rank_source(const std::string& file, const std::string& text) {
   return s;
 }
 
-std::int64_t integer_of(const nlohmann::json& e, const char* key) {
-  auto it = e.find(key);
-  if (it == e.end()) return 0;
-  if (it->is_number_integer()) return it->get<std::int64_t>();
-  if (it->is_number()) {
-    const double d = it->get<double>();
-    // The cast is undefined outside int64's range (and for NaN).
-    if (!(d >= -9.2e18 && d <= 9.2e18))
-      throw UsageError(fmt::format("not a trace ridge can read: \"{}\" is {}, not an integer id", key, d));
-    return static_cast<std::int64_t>(d);
-  }
-  if (it->is_string()) {  // PyTorch writes some tids as "stream 7"
-    const std::string& text = it->get_ref<const std::string&>();
-    const auto digit = text.find_first_of("0123456789");
-    std::int64_t v = 0;
-    if (digit != std::string::npos) std::from_chars(text.data() + digit, text.data() + text.size(), v);
-    return v;
-  }
-  return 0;
-}
-
 void put_metadata(std::string& out, const char* what, std::int64_t pid, std::int64_t tid, const nlohmann::json& args) {
   out += nlohmann::json{{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", args}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -275,17 +254,17 @@ MergeResult merge_rank_traces(const std::vector<std::pair<std::string, std::stri
     for (const auto& e : source_events) {
       if (!e.is_object()) continue;
       const std::string ph = e.value("ph", std::string());
-      const std::int64_t pid = integer_of(e, "pid");
+      const std::int64_t pid = detail::id_field(e, "pid", 0);
       if (ph == "M") {
         const std::string what = e.value("name", std::string());
         const nlohmann::json args = e.value("args", nlohmann::json::object());
         if (what == "process_name" && args.contains("name") && args["name"].is_string()) process_names[pid] = args["name"];
         if (what == "thread_name" && args.contains("name") && args["name"].is_string())
-          thread_names[{pid, integer_of(e, "tid")}] = args["name"];
+          thread_names[{pid, detail::id_field(e, "tid", 0)}] = args["name"];
         continue;
       }
       if (is_gpu_category(e.value("cat", std::string()))) gpu_pids.insert(pid);
-      if ((ph == "s" || ph == "f" || ph == "t") && e.contains("id")) max_flow = std::max<std::uint64_t>(max_flow, integer_of(e, "id"));
+      if ((ph == "s" || ph == "f" || ph == "t") && e.contains("id")) max_flow = std::max<std::uint64_t>(max_flow, detail::id_field(e, "id", 0));
     }
     if (m.process_id == 0)
       for (const auto& [pid, name] : process_names)
@@ -301,14 +280,14 @@ MergeResult merge_rank_traces(const std::vector<std::pair<std::string, std::stri
     for (const auto& e : source_events) {
       if (!e.is_object() || e.value("ph", std::string()) == "M") continue;
       nlohmann::json copy = e;
-      const std::int64_t pid = integer_of(e, "pid"), tid = integer_of(e, "tid");
+      const std::int64_t pid = detail::id_field(e, "pid", 0), tid = detail::id_field(e, "tid", 0);
       copy["pid"] = m.rank;
       copy["tid"] = track_of(pid, tid);
       if (auto ts = e.find("ts"); ts != e.end() && ts->is_number()) {
         const auto ns = static_cast<std::int64_t>(std::llround(ts->get<double>() * 1000.0)) + m.shift_ns;
         copy["ts"] = static_cast<double>(ns) / 1000.0;
       }
-      if (copy.contains("id") && copy["id"].is_number()) copy["id"] = flow_offset + static_cast<std::uint64_t>(integer_of(e, "id"));
+      if (copy.contains("id") && copy["id"].is_number()) copy["id"] = flow_offset + static_cast<std::uint64_t>(detail::id_field(e, "id", 0));
       events += copy.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       events += ",\n";
       ++m.events;

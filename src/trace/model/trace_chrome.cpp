@@ -352,34 +352,6 @@ void write_chrome_trace(const Trace& trace, const std::string& path) { write_tex
 
 namespace {
 
-// The first run of digits in `text` (which has one), as a number; UsageError when it overflows.
-std::int64_t digits_value(std::string_view text, const char* key) {
-  const auto digit = text.find_first_of("0123456789");
-  std::int64_t v = 0;
-  if (std::from_chars(text.data() + digit, text.data() + text.size(), v).ec != std::errc())
-    throw UsageError(fmt::format("not a trace ridge can read: \"{}\" is too large a number", key));
-  return v;
-}
-
-std::int64_t int_or(const nlohmann::json& j, const char* key, std::int64_t fallback) {
-  auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  if (it->is_number_integer()) return it->get<std::int64_t>();  // unsigned above 2^63 wraps, as ids may
-  if (it->is_number_unsigned()) return static_cast<std::int64_t>(it->get<std::uint64_t>());
-  if (it->is_number_float()) {
-    const double d = it->get<double>();
-    // The cast is undefined outside int64's range (and for NaN): refuse such a value.
-    if (!(d >= -9.2e18 && d <= 9.2e18))
-      throw UsageError(fmt::format("not a trace ridge can read: \"{}\" is {}, not an integer id", key, d));
-    return static_cast<std::int64_t>(d);
-  }
-  if (it->is_string()) {  // PyTorch writes some ids as strings ("stream 7" tids)
-    const std::string& s = it->get_ref<const std::string&>();
-    if (s.find_first_of("0123456789") != std::string::npos) return digits_value(s, key);
-  }
-  return fallback;
-}
-
 Dim3 dim3_of(const nlohmann::json& args, const char* key) {
   Dim3 d;
   auto it = args.find(key);
@@ -586,11 +558,11 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
       const std::string name = e.value("name", std::string());
       const auto args_it = e.find("args");
       const nlohmann::json& args = args_it != e.end() && args_it->is_object() ? *args_it : no_args;
-      const std::int64_t pid = int_or(e, "pid", 0), tid = int_or(e, "tid", 0);
-      const auto correlation = static_cast<std::uint32_t>(int_or(args, "correlation", 0));
-      const auto external = static_cast<std::uint64_t>(int_or(args, "External id", 0));
-      const auto device = static_cast<std::uint32_t>(int_or(args, "device", pid));
-      const auto stream = static_cast<std::uint32_t>(int_or(args, "stream", tid));
+      const std::int64_t pid = detail::id_field(e, "pid", 0), tid = detail::id_field(e, "tid", 0);
+      const auto correlation = static_cast<std::uint32_t>(detail::id_field(args, "correlation", 0));
+      const auto external = static_cast<std::uint64_t>(detail::id_field(args, "External id", 0));
+      const auto device = static_cast<std::uint32_t>(detail::id_field(args, "device", pid));
+      const auto stream = static_cast<std::uint32_t>(detail::id_field(args, "stream", tid));
       // What every GPU activity (kernel, memcpy, memset) carries.
       auto place_on_gpu = [&](auto& activity) {
         activity.device = device;
@@ -606,21 +578,21 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
         place_on_gpu(k);
         k.grid = dim3_of(args, "grid");
         k.block = dim3_of(args, "block");
-        k.registers_per_thread = static_cast<std::uint32_t>(int_or(args, "registers per thread", 0));
-        k.shared_memory_bytes = static_cast<std::uint32_t>(int_or(args, "shared memory", 0));
-        k.graph_id = static_cast<std::uint32_t>(int_or(args, "graph id", 0));
+        k.registers_per_thread = static_cast<std::uint32_t>(detail::id_field(args, "registers per thread", 0));
+        k.shared_memory_bytes = static_cast<std::uint32_t>(detail::id_field(args, "shared memory", 0));
+        k.graph_id = static_cast<std::uint32_t>(detail::id_field(args, "graph id", 0));
         trace.kernels.push_back(k);
       } else if (cat == "gpu_memcpy") {
         Memcpy m;
         // "Memcpy HtoD" (ours) or "Memcpy HtoD (Pageable -> Device)" (PyTorch).
         std::string kind = name.rfind("Memcpy ", 0) == 0 ? name.substr(7, 4) : std::string();
         m.kind = memcpy_kind_from_string(kind);
-        m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
+        m.bytes = static_cast<std::uint64_t>(detail::id_field(args, "bytes", 0));
         place_on_gpu(m);
         trace.memcpys.push_back(m);
       } else if (cat == "gpu_memset") {
         Memset m;
-        m.bytes = static_cast<std::uint64_t>(int_or(args, "bytes", 0));
+        m.bytes = static_cast<std::uint64_t>(detail::id_field(args, "bytes", 0));
         place_on_gpu(m);
         trace.memsets.push_back(m);
       } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
@@ -638,7 +610,7 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
         Sync s;
         s.kind = sync_kind_from_string(name);
         s.device = device;
-        const std::int64_t st = int_or(args, "stream", -1);
+        const std::int64_t st = detail::id_field(args, "stream", -1);
         s.stream = st < 0 ? no_stream : static_cast<std::uint32_t>(st);
         s.start = start;
         s.end = end;
