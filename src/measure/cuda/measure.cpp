@@ -120,9 +120,12 @@ class StreamHold {
   int* device_ = nullptr;
 };
 
-// Runs samples in batches behind a held stream: hold, queue [flush][ev0][work][ev1] per sample,
-// release, synchronize. `ops_per_sample` bounds how many launches one batch queues, so the
-// driver's launch queue never fills while the GPU is held.
+// Runs samples in batches behind a held stream: hold, queue [ev0][work][ev1] per sample, release,
+// synchronize. `ops_per_sample` bounds how many launches one batch queues, so the driver's launch
+// queue never fills while the GPU is held. A cold sample is a batch of its own, flushed and
+// drained before the hold, as nvbench's cold measurement does: flushed samples queued back to back
+// read ~0.5 us higher on a 4 us kernel, with 2.4x the spread, whatever the gap after the flush
+// (bench/cold_flush_probe.cu, results/h200/timing/cold_flush).
 Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, int ops_per_sample,
                          const CudaOptions& o, cuda_stream stream, Method method, int repeats) {
   Measurement m;
@@ -134,7 +137,7 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
   StreamHold hold;
   StopRule rule(o);
   std::string reason;
-  const int batch = std::max(1, 128 / std::max(1, ops_per_sample + 3));
+  const int batch = flusher ? 1 : std::max(1, 128 / std::max(1, ops_per_sample + 3));
   std::vector<std::unique_ptr<Event>> starts, ends;
   for (int i = 0; i < batch; ++i) {
     starts.push_back(std::make_unique<Event>());
@@ -143,10 +146,10 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
   while (rule.more(m.samples_ms, reason)) {
     const int remaining = std::max(1, o.samples - static_cast<int>(m.samples_ms.size()));
     const int count = std::min(batch, o.target_ci_relative > 0 ? batch : remaining);
+    if (flusher) flusher->flush(stream);
     RIDGE_CHECK(cudaStreamSynchronize(stream));
     hold.hold(stream, o.spin_timeout_s);
     for (int i = 0; i < count; ++i) {
-      if (flusher) flusher->flush(stream);
       RIDGE_CHECK(cudaEventRecord(starts[i]->e, stream));
       enqueue_work(stream);
       RIDGE_CHECK(cudaEventRecord(ends[i]->e, stream));
