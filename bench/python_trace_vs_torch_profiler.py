@@ -154,7 +154,7 @@ def child(tool, args):
                     return run(count)
             return run_traced
         arms = {"untraced": run, "ridge": traced(), "ridge_sync_records": traced(sync_records=True),
-                "ridge_all_api_calls": traced(all_api_calls=True)}
+                "ridge_all_api_calls": traced(all_api_calls=True), "ridge_no_api_calls": traced(api_calls="none")}
     else:
         from torch.profiler import ProfilerActivity, profile, record_function
         mark = record_function
@@ -225,11 +225,14 @@ def table(r, t, args):
         "",
         "| ridge.trace setting | step, ms | traced / untraced |",
         "|---|---:|---:|",
-        f"| default: kernels, copies/memsets, NVTX ranges, selected API calls (callbacks on those calls alone) | {ms(r, 'ridge')} | {ratio(r, 'ridge')} |",
-        f"| + CUPTI synchronization records (`sync_records=True`) | {ms(r, 'ridge_sync_records')} | "
-        f"{ratio(r, 'ridge_sync_records')} |",
-        f"| + every API call (`all_api_calls=True`: CUPTI's whole API kinds, every call hooked) | {ms(r, 'ridge_all_api_calls')} | {ratio(r, 'ridge_all_api_calls')} |",
     ]
+    breakdown = [
+        ("ridge", "default: kernels, copies/memsets, NVTX ranges, selected API calls (callbacks on those calls alone)"),
+        ("ridge_sync_records", "+ CUPTI synchronization records (`sync_records=True`)"),
+        ("ridge_all_api_calls", "+ every API call (`all_api_calls=True`: CUPTI's whole API kinds, every call hooked)"),
+        ("ridge_no_api_calls", "kernels, copies and NVTX alone (`api_calls=\"none\"`: no launch calls)"),
+    ]
+    lines += [f"| {label} | {ms(r, arm)} | {ratio(r, arm)} |" for arm, label in breakdown if arm in r["ratio"]]
     return "\n".join(lines)
 
 

@@ -20,6 +20,10 @@ struct TracerOptions {
   /// cudaGetLastError, cuCtxGetCurrent, cudaStreamIsCapturing, ...) are not recorded, which keeps
   /// the tracing overhead of framework code (PyTorch calls them constantly) low.
   bool all_api_calls = false;
+  /// Which CUDA API calls become records, as `ridge trace --api`: "selected" (launches, copies,
+  /// memsets, syncs, event records, allocations, graph and module calls), "most" (all but trivial
+  /// queries), "all", or "none" (kernels then have no launch call). all_api_calls means "all".
+  std::string api_calls = "selected";
   /// CUPTI synchronization records (the host's waits, each joined to its call). With them on CUPTI
   /// hooks every CUDA runtime call of the process (cudaGetDevice 36 -> 217 ns on the H200 host),
   /// which framework code pays per operator; without them the waits come from the recorded

@@ -64,13 +64,15 @@ class TraceSession:
     """The object ``with ridge.trace(...) as t`` gives: ``t.analysis`` once the block ends."""
 
     def __init__(self, path: Optional[PathArg], step_range: str, top: int, all_api_calls: bool,
-                 skip_seconds: float = 0.0, steady_state: bool = False, sync_records: bool = False):
+                 skip_seconds: float = 0.0, steady_state: bool = False, sync_records: bool = False,
+                 api_calls: str = "selected"):
         self.path = path
         self.step_range = step_range
         self.top = top
         self.skip_seconds = skip_seconds
         self.from_range = _steady_state_range(step_range, steady_state)
-        self._tracer = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records)
+        self._tracer = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records,
+                                     api_calls=api_calls)
         self.analysis: Optional[TraceAnalysis] = None
 
     @property
@@ -105,10 +107,14 @@ def _route_nvtx_to_cupti() -> None:
         _nvtx_routed = True
 
 
+_API_CALLS = ("none", "selected", "most", "all")
+
+
 @contextlib.contextmanager
 def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", top: int = 10,
           all_api_calls: bool = False, skip_seconds: float = 0.0,
-          steady_state: bool = False, sync_records: bool = False) -> Iterator[TraceSession]:
+          steady_state: bool = False, sync_records: bool = False,
+          api_calls: str = "selected") -> Iterator[TraceSession]:
     """Traces the CUDA work of the block (kernels, copies, API calls, NVTX ranges) with CUPTI.
 
     Writes the Chrome/Perfetto trace to ``path`` (None: write nothing) and sets ``.analysis``.
@@ -121,11 +127,17 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
     as in ``ridge trace``, because CUPTI then hooks every CUDA runtime call, which PyTorch makes
     several of per operator (the waits still come from the recorded *Synchronize calls). Raises
     ridge.Error if another profiler (torch.profiler, Nsight) holds CUPTI. The trace is written even
-    when the block raises.
+    when the block raises. ``api_calls``: which CUDA calls become records, as ``ridge trace --api``:
+    "selected" (the default), "most" (all but trivial queries), "all" (= ``all_api_calls=True``),
+    or "none" (least overhead; kernels then have no launch call, so no launch latency).
     """
+    if api_calls not in _API_CALLS:
+        raise _ridge.UsageError(f"api_calls={api_calls!r}: use one of {', '.join(_API_CALLS)}")
+    if all_api_calls and api_calls not in ("selected", "all"):
+        raise _ridge.UsageError(f"all_api_calls=True contradicts api_calls={api_calls!r}")
     if path is not None:
         fs_path(path, "the trace path")  # a bad path fails here, before anything is traced
-    session = TraceSession(path, step_range, top, all_api_calls, skip_seconds, steady_state, sync_records)
+    session = TraceSession(path, step_range, top, all_api_calls, skip_seconds, steady_state, sync_records, api_calls)
     session._tracer.start()
     try:
         yield session

@@ -23,6 +23,17 @@ def test_nvtx_ranges_are_harmless_without_a_profiler():
         pass
 
 
+def test_trace_refuses_unknown_api_call_levels_before_tracing(tmp_path):
+    path = tmp_path / "never.json"
+    with pytest.raises(ridge.UsageError, match="api_calls='launches'"):
+        with ridge.trace(path, api_calls="launches"):
+            pass
+    with pytest.raises(ridge.UsageError, match="contradicts"):
+        with ridge.trace(path, all_api_calls=True, api_calls="none"):
+            pass
+    assert not path.exists()
+
+
 torch = pytest.importorskip("torch") if ridge.device_count() > 0 else None
 
 
@@ -44,6 +55,10 @@ def test_trace_counts_kernels_per_step_and_writes_perfetto_json(tmp_path):
     assert a.gpu_busy_ms > 0 and a.kernels
     again = ridge.analyze_trace(path, step_range="step")
     assert again.kernel_count == a.kernel_count
+    with ridge.trace(None, step_range="step", api_calls="none") as bare:
+        with ridge.nvtx("step"):
+            torch.relu(x @ x)
+    assert bare.analysis.kernel_count >= 2 and bare.analysis.launch_latency_count == 0  # no launch calls recorded
 
 
 TINY = SOURCE / "tests" / "cli" / "data" / "tiny_pytorch_trace.json"

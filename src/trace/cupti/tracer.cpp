@@ -24,7 +24,7 @@ Tracer::~Tracer() {
 void Tracer::start() {
   enable_nvtx_capture();
   trace_detail::CollectorOptions o;
-  o.api_calls = options_.all_api_calls ? trace_detail::ApiCalls::all : trace_detail::ApiCalls::selected;
+  o.api_calls = options_.all_api_calls ? trace_detail::ApiCalls::all : trace_detail::parse_api_calls(options_.api_calls);
   o.buffer_bytes = options_.buffer_bytes;
   o.synchronization = options_.synchronization_records;
   trace_detail::collector_start(o);
