@@ -261,7 +261,7 @@ def main():
     rows = {}
     for tool in ("ridge", "torch"):
         command = [sys.executable, os.path.abspath(__file__), "--child", tool] + [
-            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("out", "child")]
+            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("out", "child", "reanalyze")]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             sys.stderr.write(done.stdout + done.stderr)

@@ -286,6 +286,8 @@ def main():
                         row["nvbench"][mode]["sm_mhz"] = [before, after]
             row["order"] = order
             rows.append(row)
+            with open(os.path.join(args.out, "python_vs_nvbench.partial.json"), "w") as f:
+                json.dump({"args": vars(args), "rows": rows}, f, indent=1)  # what a cut-short run keeps
             print(f"{label}: done ({' then '.join(order)})", file=sys.stderr, flush=True)
             del fn
             torch.cuda.empty_cache()
