@@ -1,5 +1,6 @@
 // The tracer on a workload known in advance, traced in-process (ridge::Tracer) and by injection
 // into a separate program (`ridge trace -- trace_target`).
+#include <cuda_runtime.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -484,6 +485,32 @@ TEST(TraceGpu, ProfilerRangeRecordsOnlyInsideTheWindows) {
 // run CUDA work, the way `ridge profile` starts it after its warm-up: the launch calls must be
 // recorded and joined to their kernels. Several sessions, since ridge profile traces twice; one
 // records every API call, for comparison when the selected mode loses the launch calls.
+// The callbacks tell a fork()ed child from the traced process by a cached process id (getpid() is
+// a system call per use): the child's CUDA calls and its exit must not touch CUPTI or the trace.
+TEST(TraceGpu, AForkedChildOfATracedProcessExitsCleanly) {
+  RIDGE_REQUIRE_GPU();
+  ASSERT_EQ(trace_workload::run(), 0);
+  ridge::Tracer tracer;
+  tracer.start();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::alarm(30);  // a hang in the child fails the test instead of stalling it
+    void* p = nullptr;
+    (void)cudaMalloc(&p, 256);  // fails in a forked child, after CUPTI's callbacks ran
+    (void)cudaDeviceSynchronize();
+    std::exit(0);  // runs the tracer's exit hook, which must leave a child's CUPTI alone
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_EQ(trace_workload::run(), 0);
+  tracer.stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the forked child " << (WIFSIGNALED(status) ? "died of signal " + std::to_string(WTERMSIG(status)) : "failed");
+  EXPECT_EQ(tracer.events().kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels));
+  for (const auto& c : tracer.events().api_calls) EXPECT_EQ(c.process, static_cast<std::uint32_t>(getpid()));
+}
+
 TEST(TraceGpu, InProcessTracerStartedAfterCudaWorkRecordsLaunchCalls) {
   RIDGE_REQUIRE_GPU();
   ridge::enable_nvtx_capture();  // before the first NVTX call, as ridge profile does

@@ -4,6 +4,7 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -173,6 +174,7 @@ struct State {
   bool exit_hook = false;
   pid_t pid = 0;  // the process that started tracing (a fork()ed child must not touch CUPTI)
   pid_t start_thread = 0;
+  bool fork_hook = false;  // refresh_process_id registered with pthread_atfork
   CUpti_SubscriberHandle subscriber = nullptr;
   std::atomic<std::uint64_t> buffers_requested{0}, buffers_completed{0}, records{0}, completions_on_start_thread{0};
   std::atomic<std::uint64_t> completion_ns{0};
@@ -581,6 +583,12 @@ void record_profiler_call(State& s, const ProfilerCallNesting& call, Nanoseconds
   s.trace.api_calls.push_back(a);
 }
 
+/// This process's id without a system call: glibc's getpid() is one on every use (it no longer
+/// caches the id), and the callbacks ask once per recorded call. A fork()ed child updates it.
+std::atomic<pid_t> cached_process_id{0};
+void refresh_process_id() { cached_process_id.store(getpid(), std::memory_order_relaxed); }
+pid_t this_process() { return cached_process_id.load(std::memory_order_relaxed); }
+
 /// A selected call recorded from its enter and exit callbacks (switch_call_callbacks): the enter
 /// time travels to the exit in CUPTI's per-call slot. CUPTI's correlation id is the one its kernel,
 /// copy and memset records carry.
@@ -593,7 +601,7 @@ void record_selected_call(State& s, bool runtime, std::uint32_t cbid, const CUpt
   const Nanoseconds start = *info.correlationData, end = collector_now();
   // An exit whose enter came before collection began has no start of this session.
   if (info.callbackSite != CUPTI_API_EXIT || start < s.session_start.load(std::memory_order_relaxed) || start > end) return;
-  if (s.pid != getpid()) return;  // a fork()ed child
+  if (s.pid != this_process()) return;  // a fork()ed child
   static thread_local const auto thread = static_cast<std::uint32_t>(syscall(SYS_gettid));
   trace::ApiCall a;
   a.domain = runtime ? trace::ApiDomain::runtime : trace::ApiDomain::driver;
@@ -620,7 +628,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     record_selected_call(s, runtime, cbid, *info);
     return;
   }
-  if (!s.running.load() || s.pid != getpid()) return;
+  if (!s.running.load() || s.pid != this_process()) return;
   thread_local ProfilerCallNesting nesting;  // cudaProfilerStart calls cuProfilerStart: act once
   thread_local std::uint64_t nesting_session = 0;
   if (const std::uint64_t current = s.session.load(); nesting_session != current) {
@@ -764,6 +772,12 @@ void collector_start(const CollectorOptions& options) {
   s.completions_on_start_thread = 0;
   s.start_thread = static_cast<pid_t>(syscall(SYS_gettid));
   const Nanoseconds start = collector_now();
+  if (!s.fork_hook) {
+    if (const int r = pthread_atfork(nullptr, nullptr, refresh_process_id); r != 0)
+      throw Error(fmt::format("cannot start the CUDA tracer: pthread_atfork failed (error {})", r));
+    s.fork_hook = true;
+  }
+  refresh_process_id();
   s.pid = getpid();
   s.session_start = start;
   {
