@@ -84,7 +84,9 @@ Measurement measure_cuda(const StreamFn& fn, CudaOptions options = {});
 Measurement measure_cuda(const HostFn& fn, CudaOptions options = {});
 
 /// Like measure_cuda, but a spin kernel holds the stream until each batch of samples is fully
-/// queued, so the host's launch latency stays out of the numbers (the nvbench technique).
+/// queued, so the host's launch latency stays out of the numbers (the nvbench technique). With
+/// flush_l2 each sample is a batch of its own (flush, synchronize, hold, sample, release), as in
+/// nvbench's cold measurement: flushed samples queued back to back read higher and noisier.
 Measurement measure_spin(const StreamFn& fn, CudaOptions options = {});
 
 /// Captures `repeats` calls of fn (which must launch on the stream it is given) into one CUDA

@@ -304,7 +304,8 @@ def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20
                  stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
                  time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5) -> Measurement:
     """Like :func:`measure_cuda`, with the stream held by a spin kernel while each sample is
-    queued (nvbench's technique): GPU time only, the launch latency stays out."""
+    queued (nvbench's technique): GPU time only, the launch latency stays out. With ``flush_l2``
+    each sample is flushed, synchronized and held on its own, as nvbench's cold measurement does."""
     _check_callable(function)
     kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms)
     _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
