@@ -11,7 +11,9 @@ Each operation is checked against a reference before either tool times it. Per c
 cache state:
   cold  nvbench's cold measurement (blocking kernel, L2 flushed, one launch per sample: its
         nv/cold/time/gpu/mean, nv/cold/time/gpu/stdev/relative and nv/cold/walltime) against
-        ridge.measure_spin(fn, flush_l2=True) with adaptive stopping (a spin kernel holds the
+        ridge.measure_spin(fn, flush_l2=True, throttle_threshold=0.75) with adaptive stopping (a
+        sample taken below 75% of the rated SM clock is dropped and the GPU rests, as nvbench does
+        with its default throttle threshold; a spin kernel holds the
         stream while each sample is queued, as nvbench's blocking kernel does);
   hot   nvbench's batch measurement (many launches back to back, no flush, the stream held only
         for the first two: nv/batch/time/gpu/mean, nv/batch/walltime) against
@@ -193,7 +195,8 @@ def ridge_run(ridge, torch, fn, args):
         stream.synchronize()
         out["settle_s"], out["settled_sm_mhz"] = settle_clocks(ridge, torch, fn, args.ridge_settle_min_s,
                                                                args.ridge_settle_s)
-        for mode, method, options in (("cold", "spin", dict(flush_l2=True, repeats=1)),
+        cold = dict(flush_l2=True, repeats=1, throttle_threshold=args.ridge_throttle_threshold)
+        for mode, method, options in (("cold", "spin", cold),
                                       ("hot", "spin", dict(repeats="auto")),
                                       ("hot_events", "events", dict(repeats="auto"))):
             before = ridge.read_clocks()["sm_mhz"]
@@ -201,7 +204,8 @@ def ridge_run(ridge, torch, fn, args):
             m = ridge.measure(method, fn, warmup=args.ridge_warmup, samples=args.ridge_min_samples,
                               target_ci_relative=args.ridge_target_ci, time_budget_s=args.ridge_budget_s, **options)
             wall = time.perf_counter() - t0
-            out[mode] = {"ms": float(m), "mean_ms": m.mean_ms, "noise": m.cv, "ci_relative": m.summary.median_ci_relative,
+            out[mode] = {"throttled_samples_dropped": m.throttled_samples_dropped,
+                         "ms": float(m), "mean_ms": m.mean_ms, "noise": m.cv, "ci_relative": m.summary.median_ci_relative,
                          "wall_s": wall, "samples": len(m.samples), "repeats_per_sample": m.repeats_per_sample,
                          "stop_reason": m.stop_reason, "statistic": "median", "method": method,
                          "sm_mhz": [before, ridge.read_clocks()["sm_mhz"]]}
@@ -249,13 +253,15 @@ def table(rows):
               "", "Hot, against what the host's launches allow: ridge's events batch (nothing held, like nvbench's "
               "batch) beside the launch-hidden time; launch-bound where the events batch is >= "
               f"{LAUNCH_BOUND:g}x the launch-hidden time. The clock settling before ridge measured (not in its wall time):", "",
-              "| case | ridge hot, launches hidden, ms | ridge events batch ms | nvbench batch ms | launch-bound | settle s | settled SM MHz |",
-              "|---|---:|---:|---:|---|---:|---:|"]
+              "| case | ridge hot, launches hidden, ms | ridge events batch ms | nvbench batch ms | launch-bound | settle s | "
+              "settled SM MHz | ridge cold samples dropped (throttled) |",
+              "|---|---:|---:|---:|---|---:|---:|---:|"]
     for r in rows:
         rg = r["ridge"]
         lines.append(f"| {r['case']} | {rg['hot']['ms']:.5f} | {rg['hot_events']['ms']:.5f} | "
                      f"{r['nvbench']['hot']['ms']:.5f} | {'yes' if rg['launch_bound'] else 'no'} | "
-                     f"{rg['settle_s']:.2f} | {rg['settled_sm_mhz']:.0f} |")
+                     f"{rg['settle_s']:.2f} | {rg['settled_sm_mhz']:.0f} | "
+                     f"{rg['cold'].get('throttled_samples_dropped', 0)} |")
     return "\n".join(lines), misses
 
 
@@ -268,6 +274,10 @@ def main():
                    help="run each case at least this long before ridge measures it (clock settling)")
     p.add_argument("--ridge-settle-s", type=float, default=3.0,
                    help="at most this long: until the SM clock holds still (not counted in ridge's wall time)")
+    p.add_argument("--ridge-throttle-threshold", type=float, default=0.75,
+                   help="ridge's cold samples: drop those taken below this fraction of the rated SM clock and let "
+                        "the GPU rest (nvbench's throttle threshold, 0.75 by default; 0: off)")
+    p.add_argument("--kinds", default="matmul,add", help="which operations: matmul, add or both")
     p.add_argument("--ridge-warmup", type=int, default=5)
     p.add_argument("--ridge-min-samples", type=int, default=20, help="samples before the stopping rule is consulted")
     p.add_argument("--ridge-target-ci", type=float, default=0.005,
@@ -285,7 +295,10 @@ def main():
     sizes = QUICK if args.quick else {"matmul": MATMUL_SIZES, "add": ADD_SIZES}
     rng = random.Random(args.seed)
     rows = []
-    for kind in ("matmul", "add"):
+    kinds = [k for k in ("matmul", "add") if k in args.kinds.split(",")]
+    if not kinds:
+        p.error("--kinds takes matmul, add or matmul,add")
+    for kind in kinds:
         for n in sizes[kind]:
             fn, nbytes, flops, label = make_case(torch, kind, n)
             row = {"case": label, "kind": kind, "n": n, "bytes": nbytes, "flops": flops}

@@ -41,6 +41,8 @@ struct Measurement {
   /// The SM clock (MHz) each sample ran at, one per samples_ms entry; empty when not recorded
   /// (measure_interleaved records it where NVML reads the clock).
   std::vector<double> sample_sm_mhz;
+  /// Samples taken below CudaOptions::throttle_threshold and dropped (not in samples_ms).
+  int throttled_samples_dropped = 0;
 };
 
 /// Options of measure_wall; defaults as in the usual Python helper: samples=10, warmup=3.
@@ -65,6 +67,12 @@ struct CudaOptions {
   int max_samples = 10000;
   double target_sample_ms = 0.5;  ///< used when repeats == 0
   double spin_timeout_s = 5;      ///< a held queue is released by the GPU itself after this long
+  /// Throttle recovery, as nvbench's throttle threshold and recovery delay (launch-free methods:
+  /// spin, graph). After each held batch the SM clock is read (NVML); a batch taken below this
+  /// fraction of the device's rated SM clock is dropped and the GPU rests throttle_recovery_s.
+  /// Each kept sample's clock goes into Measurement::sample_sm_mhz. 0: off; e.g. 0.75.
+  double throttle_threshold = 0;
+  double throttle_recovery_s = 0.05;
 };
 
 using HostFn = std::function<void()>;

@@ -11,7 +11,7 @@ import html
 import inspect
 import math
 import sys
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
 
@@ -196,6 +196,16 @@ class Measurement(float):
         return self._raw.stop_reason
 
     @property
+    def sample_sm_mhz(self) -> List[float]:
+        """The SM clock (MHz) of each kept sample; empty unless ``throttle_threshold`` was set."""
+        return list(self._raw.sample_sm_mhz)
+
+    @property
+    def throttled_samples_dropped(self) -> int:
+        """Samples taken below ``throttle_threshold`` and dropped (not in ``samples``)."""
+        return self._raw.throttled_samples_dropped
+
+    @property
     def repeats_per_sample(self) -> int:
         return self._raw.repeats_per_sample * self._divisor
 
@@ -217,8 +227,16 @@ class Measurement(float):
             "name": name, "method": self._method, "dtype": dtype, "params": dict(params or {}),
             "samples_ms": [float(x) for x in self.samples], "repeats_per_sample": self.repeats_per_sample,
             "l2_flushed": self.l2_flushed, "bytes": float(bytes), "flops": float(flops),
-            "verification": "not_checked", "warnings": [], "extra": {"stop_reason": self.stop_reason},
+            "verification": "not_checked", "warnings": [], "extra": self._record_extra(),
         }
+
+    def _record_extra(self) -> dict:
+        extra = {"stop_reason": self.stop_reason}
+        if self.sample_sm_mhz:
+            extra["sample_sm_mhz"] = self.sample_sm_mhz  # the key the CLI's clock analysis reads
+        if self.throttled_samples_dropped:
+            extra["throttled_samples_dropped"] = self.throttled_samples_dropped
+        return extra
 
     # ---- display ------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -270,15 +288,21 @@ def _check_counts(warmup: int, samples: int, repeats: int, max_samples: int) -> 
         raise _ridge.UsageError(f"max_samples ({max_samples}) must be >= samples ({samples})")
 
 
-def _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms) -> dict:
+def _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms,
+                 throttle_threshold=0.0, throttle_recovery_s=0.05) -> dict:
     for name, value in (("target_ci_relative", target_ci_relative), ("time_budget_s", time_budget_s),
-                        ("target_sample_ms", target_sample_ms)):
+                        ("target_sample_ms", target_sample_ms), ("throttle_threshold", throttle_threshold),
+                        ("throttle_recovery_s", throttle_recovery_s)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise _ridge.UsageError(f"{name} must be a finite number, got {value!r}")
     if target_ci_relative < 0 or time_budget_s <= 0 or target_sample_ms <= 0:
         raise _ridge.UsageError("target_ci_relative must be >= 0, time_budget_s and target_sample_ms > 0")
+    if not 0 <= throttle_threshold <= 1 or not 0 <= throttle_recovery_s <= 60:
+        raise _ridge.UsageError(f"throttle_threshold must be in [0, 1] (a fraction of the rated SM clock) and "
+                                f"throttle_recovery_s in [0, 60] s, got {throttle_threshold!r} and {throttle_recovery_s!r}")
     return dict(stream=stream_handle(stream), flush_l2=bool(flush_l2), target_ci_relative=float(target_ci_relative),
-                time_budget_s=float(time_budget_s), max_samples=max_samples, target_sample_ms=float(target_sample_ms))
+                time_budget_s=float(time_budget_s), max_samples=max_samples, target_sample_ms=float(target_sample_ms),
+                throttle_threshold=float(throttle_threshold), throttle_recovery_s=float(throttle_recovery_s))
 
 
 def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,
@@ -302,12 +326,19 @@ def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20
 
 def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,
                  stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
-                 time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5) -> Measurement:
+                 time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5,
+                 throttle_threshold: float = 0.0, throttle_recovery_s: float = 0.05) -> Measurement:
     """Like :func:`measure_cuda`, with the stream held by a spin kernel while each sample is
     queued (nvbench's technique): GPU time only, the launch latency stays out. With ``flush_l2``
-    each sample is flushed, synchronized and held on its own, as nvbench's cold measurement does."""
+    each sample is flushed, synchronized and held on its own, as nvbench's cold measurement does.
+
+    ``throttle_threshold`` (0..1, e.g. 0.75; 0 = off), as nvbench's throttle threshold: after each
+    held batch the SM clock is read (NVML); a batch below that fraction of the rated SM clock is
+    dropped (``.throttled_samples_dropped``) and the GPU rests ``throttle_recovery_s`` seconds.
+    The kept samples' clocks are in ``.sample_sm_mhz`` (MHz)."""
     _check_callable(function)
-    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms)
+    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms,
+                          throttle_threshold, throttle_recovery_s)
     _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
     _require_gpu("measure_spin")
     return Measurement(_ridge.measure_spin(_stream_adapter(function), warmup, samples, _repeats_value(repeats), **kwargs))
@@ -367,7 +398,8 @@ def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwar
 
 def measure_graph(function: Callable[..., Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 10, *,
                   stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
-                  time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5) -> Measurement:
+                  time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5,
+                  throttle_threshold: float = 0.0, throttle_recovery_s: float = 0.05) -> Measurement:
     """``repeats`` calls captured in one CUDA graph, its replays timed behind a held stream: GPU
     ms per call with no launch cost (``triton.testing.do_bench_cudagraph``'s idea).
 
@@ -378,7 +410,8 @@ def measure_graph(function: Callable[..., Any], warmup: int = 5, samples: int = 
     _check_callable(function)
     if flush_l2:
         raise _ridge.UsageError("flush_l2 cannot apply inside one graph replay; use measure_cuda or measure_spin")
-    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms)
+    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms,
+                          throttle_threshold, throttle_recovery_s)
     repeats = _repeats_value(repeats)
     _check_counts(warmup, samples, repeats, max_samples)
     _require_gpu("measure_graph")

@@ -32,8 +32,11 @@ void require_finite(double value, const char* name) {
 
 // The GPU timers' options from keyword arguments (names and defaults as CudaOptions's).
 CudaOptions cuda_options(int warmup, int samples, int repeats, std::uintptr_t stream, bool flush_l2,
-                         double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms) {
+                         double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms,
+                         double throttle_threshold, double throttle_recovery_s) {
   require_finite(target_ci_relative, "target_ci_relative");
+  require_finite(throttle_threshold, "throttle_threshold");
+  require_finite(throttle_recovery_s, "throttle_recovery_s");
   require_finite(time_budget_s, "time_budget_s");
   require_finite(target_sample_ms, "target_sample_ms");
   if (time_budget_s <= 0) throw UsageError("time_budget_s must be > 0");
@@ -48,6 +51,8 @@ CudaOptions cuda_options(int warmup, int samples, int repeats, std::uintptr_t st
   o.time_budget_s = time_budget_s;
   o.max_samples = max_samples;
   o.target_sample_ms = target_sample_ms;
+  o.throttle_threshold = throttle_threshold;  // range checked by the timers
+  o.throttle_recovery_s = throttle_recovery_s;
   return o;
 }
 
@@ -60,13 +65,15 @@ StreamFn stream_fn(nb::callable fn) {
 #define RIDGE_CUDA_OPTION_ARGS                                                                       \
   "fn"_a, "warmup"_a = 5, "samples"_a = 20, "repeats"_a = 1, nb::kw_only(), "stream"_a = 0,          \
       "flush_l2"_a = false, "target_ci_relative"_a = 0.0, "time_budget_s"_a = 10.0, "max_samples"_a = 10000, \
-      "target_sample_ms"_a = 0.5
+      "target_sample_ms"_a = 0.5, "throttle_threshold"_a = 0.0, "throttle_recovery_s"_a = 0.05
 
 template <Measurement (*Timer)(const StreamFn&, CudaOptions)>
 Measurement run_timer(nb::callable fn, int warmup, int samples, int repeats, std::uintptr_t stream, bool flush_l2,
-                      double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms) {
+                      double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms,
+                      double throttle_threshold, double throttle_recovery_s) {
   return Timer(stream_fn(std::move(fn)), cuda_options(warmup, samples, repeats, stream, flush_l2, target_ci_relative,
-                                                      time_budget_s, max_samples, target_sample_ms));
+                                                      time_budget_s, max_samples, target_sample_ms, throttle_threshold,
+                                                      throttle_recovery_s));
 }
 
 void bind_summary(nb::module_& m) {
@@ -121,7 +128,11 @@ void bind_measurement(nb::module_& m) {
       .def_ro("repeats_per_sample", &Measurement::repeats_per_sample)
       .def_ro("l2_flushed", &Measurement::l2_flushed)
       .def_ro("stop_reason", &Measurement::stop_reason,
-              "why sampling stopped: samples, converged, time_budget or max_samples");
+              "why sampling stopped: samples, converged, time_budget or max_samples")
+      .def_ro("sample_sm_mhz", &Measurement::sample_sm_mhz,
+              "the SM clock (MHz) of each sample, read after its batch; empty unless throttle_threshold was set")
+      .def_ro("throttled_samples_dropped", &Measurement::throttled_samples_dropped,
+              "samples taken below throttle_threshold and dropped (not in samples_ms)");
 }
 
 void bind_timers(nb::module_& m) {
@@ -145,10 +156,11 @@ void bind_timers(nb::module_& m) {
   m.def(
       "measure",
       [](Method method, nb::callable fn, int warmup, int samples, int repeats, std::uintptr_t stream, bool flush_l2,
-         double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms) {
+         double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms,
+         double throttle_threshold, double throttle_recovery_s) {
         return measure(method, stream_fn(std::move(fn)),
                        cuda_options(warmup, samples, repeats, stream, flush_l2, target_ci_relative, time_budget_s,
-                                    max_samples, target_sample_ms));
+                                    max_samples, target_sample_ms, throttle_threshold, throttle_recovery_s));
       },
       "method"_a, RIDGE_CUDA_OPTION_ARGS, "Dispatches to the timer of `method`.");
 }

@@ -97,6 +97,25 @@ def test_bad_options_fail_before_any_gpu_work(option):
         ridge.measure_cuda(lambda: None, **option)
 
 
+@pytest.mark.parametrize("option", [
+    dict(throttle_threshold=float("nan")), dict(throttle_threshold=1.5), dict(throttle_threshold=-0.1),
+    dict(throttle_threshold=True), dict(throttle_recovery_s=-1.0), dict(throttle_recovery_s=float("inf")),
+])
+def test_bad_throttle_options_fail_before_any_gpu_work(option):
+    with pytest.raises(ridge.UsageError, match="throttle"):
+        ridge.measure_spin(lambda: None, **option)
+
+
+def test_throttle_recovery_is_only_for_the_launch_free_timers():
+    with pytest.raises(TypeError):
+        ridge.measure_cuda(lambda: None, throttle_threshold=0.5)
+    # The C++ timers refuse it too, before any GPU work: a per-launch timer cannot drop a sample.
+    with pytest.raises(ridge.UsageError, match="launch-free methods"):
+        ridge._ridge.measure_cuda(lambda _s: None, throttle_threshold=0.5)
+    with pytest.raises(ridge.UsageError, match="throttle_threshold must be"):
+        ridge._ridge.measure_spin(lambda _s: None, throttle_threshold=2.0)
+
+
 def test_bad_wall_options():
     with pytest.raises(ridge.UsageError):
         ridge.measure_wall(busy, samples=0)
@@ -173,3 +192,16 @@ def test_probe_kernels_without_torch():
     graph = ridge.measure_graph(lambda s: ridge._ridge.launch_busy_wait(s, 20_000), stream=0)
     assert 0.018 < float(graph) < 0.040, graph
     assert graph.method == "graph_replay"
+
+
+@pytest.mark.gpu
+def test_throttle_recovery_keeps_each_samples_clock():
+    busy = lambda s: ridge._ridge.launch_busy_wait(s, 20_000)  # noqa: E731
+    watched = ridge.measure_spin(busy, stream=0, flush_l2=True, throttle_threshold=0.05)
+    assert watched.throttled_samples_dropped == 0  # no working GPU runs below 5% of its rated clock
+    assert len(watched.sample_sm_mhz) == len(watched.samples) == 20
+    assert all(mhz > 0 for mhz in watched.sample_sm_mhz)
+    assert 0.018 < float(watched) < 0.040, watched
+    assert watched.to_record("busy")["extra"]["sample_sm_mhz"] == watched.sample_sm_mhz
+    plain = ridge.measure_spin(busy, stream=0)
+    assert plain.sample_sm_mhz == [] and "sample_sm_mhz" not in plain.to_record("busy")["extra"]

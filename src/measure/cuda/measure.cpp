@@ -2,6 +2,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <thread>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -29,7 +30,61 @@ void validate(const CudaOptions& o) {
   if (o.repeats < 0) throw UsageError(fmt::format("repeats must be >= 0 (0 = automatic), got {}", o.repeats));
   if (o.target_ci_relative < 0) throw UsageError("target_ci_relative must be >= 0");
   if (o.max_samples < o.samples) throw UsageError("max_samples must be >= samples");
+  if (!(o.throttle_threshold >= 0 && o.throttle_threshold <= 1))
+    throw UsageError(fmt::format("throttle_threshold must be a fraction of the rated SM clock in [0, 1], got {}",
+                                 o.throttle_threshold));
+  if (!(o.throttle_recovery_s >= 0 && o.throttle_recovery_s <= 60))
+    throw UsageError(fmt::format("throttle_recovery_s must be in [0, 60] seconds, got {}", o.throttle_recovery_s));
 }
+
+/// The methods that time every launch (events, wall) cannot drop a throttled sample after the fact
+/// without changing what they measure; throttle recovery belongs to the held batches.
+void refuse_throttle(const CudaOptions& o, const char* method) {
+  if (o.throttle_threshold > 0)
+    throw UsageError(fmt::format("throttle_threshold applies to the launch-free methods (spin, graph), not to {}", method));
+}
+
+/// Throttle recovery for held batches (CudaOptions::throttle_threshold): reads the SM clock after
+/// a batch and says whether the batch ran throttled; rests the GPU after one that did.
+class ThrottleWatch {
+ public:
+  static constexpr int max_consecutive_drops = 100;
+
+  explicit ThrottleWatch(const CudaOptions& o) : recovery_s_(o.throttle_recovery_s) {
+    if (o.throttle_threshold <= 0) return;
+    RIDGE_CHECK(cudaGetDevice(&device_));
+    if (read_clocks(device_).source != "nvml")
+      throw Error(fmt::format("throttle_threshold needs NVML to read the SM clock, and NVML is not usable ({}); "
+                              "set throttle_threshold=0",
+                              nvml_status()));
+    rated_mhz_ = describe_device(device_).max_sm_clock_mhz;
+    below_mhz_ = o.throttle_threshold * rated_mhz_;
+  }
+  bool on() const { return below_mhz_ > 0; }
+  double sm_mhz() const { return read_clocks(device_).sm_mhz; }
+  /// True when the batch whose clock is `mhz` ran throttled: the caller drops it. Throws after
+  /// max_consecutive_drops in a row, rather than waiting forever for a clock that does not return.
+  bool throttled(double mhz) {
+    if (!(mhz < below_mhz_)) {
+      consecutive_ = 0;
+      return false;
+    }
+    if (++consecutive_ > max_consecutive_drops)
+      throw Error(fmt::format("the SM clock stayed below the throttle threshold ({:.0f} MHz, {:.0f}% of the rated "
+                              "{:.0f} MHz) for {} batches in a row, resting {} s after each (last read {:.0f} MHz); "
+                              "lower throttle_threshold or let the GPU cool",
+                              below_mhz_, 100 * below_mhz_ / rated_mhz_, rated_mhz_, max_consecutive_drops, recovery_s_,
+                              mhz));
+    std::this_thread::sleep_for(std::chrono::duration<double>(recovery_s_));
+    return true;
+  }
+
+ private:
+  double recovery_s_ = 0;
+  int device_ = 0;
+  double rated_mhz_ = 0, below_mhz_ = 0;
+  int consecutive_ = 0;
+};
 
 struct Event {
   cudaEvent_t e = nullptr;
@@ -135,6 +190,7 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
   std::unique_ptr<L2Flusher> flusher;
   if (o.flush_l2) flusher = std::make_unique<L2Flusher>();
   StreamHold hold;
+  ThrottleWatch throttle(o);
   StopRule rule(o);
   std::string reason;
   const int batch = flusher ? 1 : std::max(1, 128 / std::max(1, ops_per_sample + 3));
@@ -161,6 +217,14 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
           "the spin kernel holding the stream timed out after {} s before the host finished queuing a batch; "
           "the work may launch too many kernels or synchronize inside the timed function. Use --method events",
           o.spin_timeout_s));
+    if (throttle.on()) {
+      const double mhz = throttle.sm_mhz();
+      if (throttle.throttled(mhz)) {
+        m.throttled_samples_dropped += count;
+        continue;
+      }
+      m.sample_sm_mhz.insert(m.sample_sm_mhz.end(), count, mhz);
+    }
     for (int i = 0; i < count; ++i) m.samples_ms.push_back(elapsed_ms(*starts[i], *ends[i]) / repeats);
   }
   return finish(std::move(m), reason);
@@ -205,6 +269,7 @@ Measurement measure_naive(const HostFn& fn, int samples, int warmup) {
 
 Measurement measure_cuda(const StreamFn& fn, CudaOptions o) {
   validate(o);
+  refuse_throttle(o, "events");
   cuda_stream stream = o.stream;
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));
@@ -337,10 +402,13 @@ Measurement measure_graph(const StreamFn& fn, CudaOptions o) {
 Measurement measure(Method method, const StreamFn& fn, CudaOptions o) {
   switch (method) {
     case Method::cpu_wall:
+      refuse_throttle(o, "wall");
       return measure_wall([&] { fn(o.stream); }, WallOptions{o.samples, o.warmup, false});
     case Method::wall_naive:
+      refuse_throttle(o, "wall");
       return measure_naive([&] { fn(o.stream); }, o.samples, o.warmup);
     case Method::wall_sync:
+      refuse_throttle(o, "wall");
       return measure_wall([&] { fn(o.stream); }, WallOptions{o.samples, o.warmup, true});
     case Method::cuda_events:
       return measure_cuda(fn, o);
