@@ -181,7 +181,7 @@ void bind_probes(nb::module_& m) {
       "measure_empty_kernel",
       [](Method method, int warmup, int samples, int repeats) {
         return measure(method, [](cuda_stream s) { launch_empty(s); },
-                       cuda_options(warmup, samples, repeats, 0, false, 0.0, 10.0, 10000, 0.5));
+                       cuda_options(warmup, samples, repeats, 0, false, 0.0, 10.0, 10000, 0.5, 0.0, 0.05));
       },
       "method"_a, "warmup"_a = 5, "samples"_a = 20, "repeats"_a = 1,
       "The empty kernel timed by the C++ timer alone: the baseline of the Python layer's cost.");
