@@ -61,7 +61,14 @@ class ThrottleWatch {
     below_mhz_ = o.throttle_threshold * rated_mhz_;
   }
   bool on() const { return below_mhz_ > 0; }
-  double sm_mhz() const { return read_clocks(device_).sm_mhz; }
+  double sm_mhz() const {
+    const ClockReading c = read_clocks(device_);
+    if (c.source != "nvml" || !(c.sm_mhz > 0))
+      throw Error(fmt::format("NVML stopped reading the SM clock during a throttle-watched measurement ({}); "
+                              "set throttle_threshold=0",
+                              nvml_status()));
+    return c.sm_mhz;
+  }
   /// True when the batch whose clock is `mhz` ran throttled: the caller drops it. Throws after
   /// max_consecutive_drops in a row, rather than waiting forever for a clock that does not return.
   bool throttled(double mhz) {
