@@ -13,9 +13,10 @@ added twice):
 
 Both tracers use CUPTI, which serves one subscriber at a time, and PyTorch's profiler (Kineto)
 need not release it when a profile ends (ridge.trace then refuses to start); so the ridge arms and
-the torch.profiler arm each run in their own child process, each against its own untraced arm. The ridge process also runs ridge.trace
-with CUPTI's synchronization records on (the Python default before they became opt-in) and with
-every API call recorded, which says what ridge's overhead is made of.
+the torch.profiler arm each run in their own child process, each against its own untraced arm. The
+ridge process also runs ridge.trace with the kernel launch calls recorded (the default before queue
+times replaced them), with CUPTI's synchronization records on, with every API call recorded and with
+none, which says what ridge's overhead is made of.
 
 The decode loop: a 4-layer GPT-style decoder (d=512, 8 heads) generating one token per step with a
 preallocated KV cache of fixed length (positions masked), so every step launches the same kernels
@@ -153,7 +154,8 @@ def child(tool, args):
                 with ridge.trace(None, **options):
                     return run(count)
             return run_traced
-        arms = {"untraced": run, "ridge": traced(), "ridge_sync_records": traced(sync_records=True),
+        arms = {"untraced": run, "ridge": traced(), "ridge_launch_calls": traced(launch_calls=True),
+                "ridge_sync_records": traced(sync_records=True),
                 "ridge_all_api_calls": traced(all_api_calls=True), "ridge_no_api_calls": traced(api_calls="none")}
     else:
         from torch.profiler import ProfilerActivity, profile, record_function
@@ -227,7 +229,9 @@ def table(r, t, args):
         "|---|---:|---:|",
     ]
     breakdown = [
-        ("ridge", "default: kernels, copies/memsets, NVTX ranges, selected API calls (callbacks on those calls alone)"),
+        ("ridge", "default: kernels with their launches' queue times, copies/memsets, NVTX ranges, selected API calls "
+                  "other than kernel launches (callbacks on those calls alone)"),
+        ("ridge_launch_calls", "+ the kernel launch calls as records (`launch_calls=True`: a callback on every launch)"),
         ("ridge_sync_records", "+ CUPTI synchronization records (`sync_records=True`)"),
         ("ridge_all_api_calls", "+ every API call (`all_api_calls=True`: CUPTI's whole API kinds, every call hooked)"),
         ("ridge_no_api_calls", "kernels, copies and NVTX alone (`api_calls=\"none\"`: no launch calls)"),

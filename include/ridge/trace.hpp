@@ -50,6 +50,11 @@ struct Kernel {
   std::uint32_t registers_per_thread = 0;
   std::uint32_t shared_memory_bytes = 0;  ///< static + dynamic
   std::uint32_t graph_id = 0;             ///< CUDA graph the kernel ran in, 0 if none
+  /// When the host queued the launch (CUPTI's latency timestamp), 0 if not recorded. The tracer
+  /// records it where the launch call itself is not recorded (TracerOptions::launch_calls).
+  Nanoseconds queued = 0;
+  /// When the kernel was launched, as far as the kernel record alone says: queued, else its start.
+  Nanoseconds queued_or_start() const { return queued != 0 ? queued : start; }
 };
 
 enum class MemcpyKind : std::uint8_t { unknown, host_to_device, device_to_host, device_to_device, host_to_host, peer_to_peer };
@@ -196,7 +201,8 @@ struct Window {
 };
 
 /// The part of `trace` inside the window. Host events are kept when they begin inside it; GPU
-/// activity is kept when its launch call was kept (or, without one, when it began inside).
+/// activity is kept when its launch call was kept (or, without one, when it was queued or, without
+/// a queue time, began inside).
 Trace apply_window(const Trace& trace, const Window& window);
 
 // ---- analysis ----------------------------------------------------------------------------------
@@ -275,8 +281,10 @@ struct Analysis {
   // Idle gaps inside the kernel span (between busy intervals).
   std::uint64_t gap_count = 0;
   Nanoseconds idle_time_ns = 0;         ///< kernel_span - gpu_busy
-  Nanoseconds idle_waiting_on_host_ns = 0;  ///< gaps whose next kernel's launch call began after the GPU went idle
-  Nanoseconds idle_unattributed_ns = 0;     ///< gaps whose next kernel has no launch call in the trace
+  /// gaps whose next kernel's launch call began (or, without a call, whose launch was queued)
+  /// after the GPU went idle
+  Nanoseconds idle_waiting_on_host_ns = 0;
+  Nanoseconds idle_unattributed_ns = 0;  ///< gaps whose next kernel has neither a launch call nor a queue time
   double host_bound_fraction_of_idle = 0;
   Nanoseconds largest_gap_ns = 0;
   /// Of idle_waiting_on_host_ns, the part before the first step range began (start-up: weight
@@ -284,7 +292,7 @@ struct Analysis {
   Nanoseconds idle_waiting_on_host_before_first_step_ns = 0;
 
   // Launch latency, for the first kernel of each launch call: kernel start minus the start of the
-  // call. Split in two: queued = the part spent behind earlier work on the kernel's stream (from
+  // call (or, where the call was not recorded, minus the launch's queue time). Split in two: queued = the part spent behind earlier work on the kernel's stream (from
   // the call's start until that work ended, when it was still running); launch overhead = the
   // rest (the call itself, the driver, the GPU front end). latency = queued + overhead.
   std::uint64_t launch_latency_count = 0;
@@ -295,7 +303,10 @@ struct Analysis {
   double launch_queued_min_ns = 0, launch_queued_max_ns = 0;
   double launch_overhead_median_ns = 0, launch_overhead_mean_ns = 0, launch_overhead_p90_ns = 0;
   double launch_overhead_min_ns = 0, launch_overhead_max_ns = 0;
-  std::uint64_t kernels_without_launch_call = 0;  ///< no API record shares their correlation id
+  std::uint64_t kernels_without_launch_call = 0;  ///< no API record shares their correlation id, no queue time
+  /// Kernels whose launch is known by its queue time alone (TracerOptions::launch_calls off): their
+  /// launch latency runs from the queue time, which comes later in the call than its start.
+  std::uint64_t launches_timed_from_queue = 0;
 
   std::vector<KernelStat> top_kernels;
   std::vector<RangeStat> top_ranges;

@@ -29,6 +29,14 @@ struct TracerOptions {
   /// which framework code pays per operator; without them the waits come from the recorded
   /// *Synchronize calls. On for ridge's own few calls; ridge.trace (Python) and `ridge trace` turn it off.
   bool synchronization_records = true;
+  /// With api_calls "selected": record the kernel launch calls (cudaLaunchKernel, cuLaunchKernel,
+  /// ...) too, as CUPTI callbacks on the launching thread (~0.6 us per launch from Python on the
+  /// H200). false: not recorded; each kernel carries the time its launch was queued instead
+  /// (~0.07 us per launch), which places it in steps and ranges, attributes idle gaps and times
+  /// launch latency from the queue time, but gives no launch-call events or flow arrows in the
+  /// timeline, and a kernel counts in a range of any thread that was open when it was queued.
+  /// ridge.trace (Python) turns it off; ridge's own few calls keep it.
+  bool launch_calls = true;
   /// Size of each activity buffer handed to CUPTI, in bytes (CUPTI asks for as many as it needs).
   std::size_t buffer_bytes = 8u << 20;
 };

@@ -56,19 +56,22 @@ void bind_trace(nb::module_& m) {
       .def(
           "__init__",
           [](Tracer* self, bool all_api_calls, std::size_t buffer_bytes, bool synchronization_records,
-             const std::string& api_calls) {
+             const std::string& api_calls, bool launch_calls) {
             TracerOptions options;
             options.all_api_calls = all_api_calls;
             options.api_calls = api_calls;
             options.buffer_bytes = buffer_bytes;
             options.synchronization_records = synchronization_records;
+            options.launch_calls = launch_calls;
             new (self) Tracer(options);
           },
           "all_api_calls"_a = false, "buffer_bytes"_a = TracerOptions{}.buffer_bytes,
           "synchronization_records"_a = TracerOptions{}.synchronization_records, "api_calls"_a = TracerOptions{}.api_calls,
+          "launch_calls"_a = TracerOptions{}.launch_calls,
           "all_api_calls: record every runtime/driver call; buffer_bytes: each CUPTI buffer (bytes); "
           "synchronization_records: CUPTI's records of host waits (CUPTI then hooks every runtime call); "
-          "api_calls: none, selected, most or all (as ridge trace --api).")
+          "api_calls: none, selected, most or all (as ridge trace --api); launch_calls: with selected, record the "
+          "kernel launch calls too (else each kernel carries its launch's queue time, at a tenth of the cost).")
       .def("start", &Tracer::start, "Begins recording; raises Error if CUPTI cannot start (another profiler attached).")
       .def("stop", &Tracer::stop, "Synchronizes the device, stops recording and flushes every record.")
       .def_prop_ro("running", &Tracer::running)

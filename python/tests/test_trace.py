@@ -1,4 +1,5 @@
 """The tracer from Python: saved-trace analysis everywhere, live tracing on a GPU."""
+import json
 import pathlib
 
 import pytest
@@ -31,6 +32,9 @@ def test_trace_refuses_unknown_api_call_levels_before_tracing(tmp_path):
     with pytest.raises(ridge.UsageError, match="contradicts"):
         with ridge.trace(path, all_api_calls=True, api_calls="none"):
             pass
+    with pytest.raises(ridge.UsageError, match="launch_calls"):
+        with ridge.trace(path, launch_calls="yes"):
+            pass
     assert not path.exists()
 
 
@@ -59,6 +63,33 @@ def test_trace_counts_kernels_per_step_and_writes_perfetto_json(tmp_path):
         with ridge.nvtx("step"):
             torch.relu(x @ x)
     assert bare.analysis.kernel_count >= 2 and bare.analysis.launch_latency_count == 0  # no launch calls recorded
+
+
+@pytest.mark.gpu
+def test_trace_times_launches_from_queue_times_unless_launch_calls_are_asked_for(tmp_path):
+    x = torch.randn(256, 256, device="cuda")
+    torch.cuda.synchronize()
+    runs = {}
+    for launch_calls in (False, True):
+        path = tmp_path / f"launch_calls_{launch_calls}.json"
+        with ridge.trace(path, step_range="step", launch_calls=launch_calls) as t:
+            for _ in range(3):
+                with ridge.nvtx("step"):
+                    torch.relu(x @ x)
+        events = json.loads(path.read_text())["traceEvents"]
+        kernels = [e for e in events if e.get("cat") == "kernel"]
+        launches = [e for e in events if "LaunchKernel" in e.get("name", "") and e.get("cat", "").startswith("cuda_")]
+        runs[launch_calls] = t.analysis
+        assert t.analysis.data["kernels_without_launch_call"] == 0
+        assert t.analysis.data["launch_latency_count"] >= 6
+        if launch_calls:
+            assert len(launches) >= len(kernels) >= 6
+            assert t.analysis.data["launches_timed_from_queue"] == 0
+        else:
+            assert not launches
+            assert kernels and all(e["args"]["queued ns before start"] >= 0 for e in kernels)
+            assert t.analysis.data["launches_timed_from_queue"] == t.analysis.data["launch_latency_count"]
+    assert runs[False].kernels_per_step == runs[True].kernels_per_step
 
 
 TINY = SOURCE / "tests" / "cli" / "data" / "tiny_pytorch_trace.json"

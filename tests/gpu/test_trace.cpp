@@ -511,6 +511,48 @@ TEST(TraceGpu, AForkedChildOfATracedProcessExitsCleanly) {
   for (const auto& c : tracer.events().api_calls) EXPECT_EQ(c.process, static_cast<std::uint32_t>(getpid()));
 }
 
+TEST(TraceGpu, WithoutLaunchCallsEachKernelCarriesItsQueueTime) {
+  RIDGE_REQUIRE_GPU();
+  ridge::enable_nvtx_capture();
+  ASSERT_EQ(trace_workload::run(), 0);  // started mid-program, as ridge.trace is
+  ridge::Tracer tracer(ridge::TracerOptions{.synchronization_records = false, .launch_calls = false});
+  tracer.start();
+  ASSERT_EQ(trace_workload::run(), 0);
+  tracer.stop();
+  const Trace& t = tracer.events();
+  ASSERT_EQ(t.kernels.size(), static_cast<std::size_t>(trace_workload::total_kernels));
+  for (const auto& c : t.api_calls) EXPECT_FALSE(contains(t.strings.at(c.name), "LaunchKernel")) << t.strings.at(c.name);
+  for (const auto& k : t.kernels) {
+    EXPECT_GT(k.queued, 0u);
+    EXPECT_LE(k.queued, k.start);
+    EXPECT_LT(k.start - k.queued, 1'000'000'000u);  // queued a moment before it ran, on the same clock
+  }
+  // The copies and synchronizations are still recorded calls.
+  std::map<std::uint32_t, const ApiCall*> calls;
+  for (const auto& c : t.api_calls) calls[c.correlation] = &c;
+  for (const auto& m : t.memcpys) EXPECT_TRUE(calls.count(m.correlation)) << "memcpy without its API call";
+
+  const AnalysisOptions options{.step_range = trace_workload::step_range};
+  const Analysis a = tracer.summary(options);
+  EXPECT_EQ(a.kernels_without_launch_call, 0u);
+  EXPECT_EQ(a.launch_latency_count, static_cast<std::uint64_t>(trace_workload::total_kernels));
+  EXPECT_EQ(a.launches_timed_from_queue, a.launch_latency_count);
+  // Each step's second busy-wait kernel is queued while the first still spins: time queued behind it.
+  EXPECT_GE(a.launches_queued, static_cast<std::uint64_t>(trace_workload::steps * (trace_workload::busy_per_step - 1)));
+  ASSERT_EQ(a.steps.size(), static_cast<std::size_t>(trace_workload::steps));
+  for (const auto& s : a.steps) EXPECT_EQ(s.kernels, static_cast<std::uint64_t>(trace_workload::kernels_per_step));
+  bool found_range = false;
+  for (const auto& r : a.top_ranges)
+    if (r.name == trace_workload::step_range) {
+      found_range = true;
+      EXPECT_EQ(r.kernels, static_cast<std::uint64_t>(trace_workload::total_kernels));
+    }
+  EXPECT_TRUE(found_range);
+  const fs::path path = scratch("queue_times.json");
+  tracer.write(path.string());
+  EXPECT_EQ(to_json(analyze(load_chrome_trace(path.string()), options)), to_json(a));
+}
+
 TEST(TraceGpu, InProcessTracerStartedAfterCudaWorkRecordsLaunchCalls) {
   RIDGE_REQUIRE_GPU();
   ridge::enable_nvtx_capture();  // before the first NVTX call, as ridge profile does

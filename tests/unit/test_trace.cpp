@@ -174,6 +174,46 @@ TEST(TraceAnalysis, KernelsWithoutLaunchCallsAreUnattributed) {
   EXPECT_EQ(a.launch_latency_count, 0u);
 }
 
+TEST(TraceAnalysis, QueueTimesStandInForLaunchCallsThatWereNotRecorded) {
+  Builder b;
+  b.range("step", 0, 40000);
+  b.range("step", 40000, 80000);
+  b.range("other thread", 0, 80000, tid + 1);  // the launching thread is unknown: it counts there too
+  auto queued = [&](const char* name, Nanoseconds start, Nanoseconds end, Nanoseconds queued_at) {
+    b.kernel(name, 7, start, end);
+    b.t.kernels.back().queued = queued_at;
+    b.t.kernels.back().correlation = b.next_correlation++;  // the call has an id, not a record
+  };
+  queued("a", 10000, 20000, 5000);
+  queued("b", 30000, 35000, 25000);  // queued after a ended: the GPU waited on the host
+  queued("c", 45000, 47000, 39000);  // queued in step 1, ran in step 2; queued after b ended
+  queued("d", 50000, 52000, 46000);  // queued while c still ran: not the host's wait
+  const Analysis a = analyze(b.done(), AnalysisOptions{.step_range = "step"});
+  EXPECT_EQ(a.idle_waiting_on_host_ns, 20000u);
+  EXPECT_EQ(a.idle_time_ns, 23000u);
+  EXPECT_EQ(a.idle_unattributed_ns, 0u);
+  EXPECT_EQ(a.kernels_without_launch_call, 0u);
+  EXPECT_EQ(a.launches_timed_from_queue, 4u);
+  EXPECT_EQ(a.launch_latency_count, 4u);
+  EXPECT_DOUBLE_EQ(a.launch_latency_min_ns, 4000.0);
+  EXPECT_DOUBLE_EQ(a.launch_latency_max_ns, 6000.0);
+  EXPECT_EQ(a.launches_queued, 1u);  // d, 1000 behind c
+  EXPECT_DOUBLE_EQ(a.launch_queued_max_ns, 1000.0);
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].kernels, 3u);
+  EXPECT_EQ(a.steps[1].kernels, 1u);
+  for (const auto& r : a.top_ranges) EXPECT_EQ(r.kernels, 4u) << r.name;
+  EXPECT_NE(format_analysis(a).find("Launch latency (launch queued to kernel start)"), std::string::npos);
+
+  // The queue times survive the trace file, and a window keeps a kernel by its queue time.
+  const Trace back = parse_chrome_json(to_chrome_json(b.done()));
+  ASSERT_EQ(back.kernels.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(back.kernels[i].queued, b.t.kernels[i].queued);
+  const Trace late = apply_window(back, Window{.skip_kernels = 2});  // from c's queue time (39000) on
+  ASSERT_EQ(late.kernels.size(), 2u);
+  EXPECT_EQ(late.kernels[0].queued, 39000u);
+}
+
 TEST(TraceAnalysis, EmptyTraceIsZeroEverywhereAndSaysSo) {
   Trace t;
   finalize(t);

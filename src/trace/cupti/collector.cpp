@@ -90,6 +90,16 @@ bool selected_api_call(std::string_view name) {
   return false;
 }
 
+/// A call that launches a kernel (not a graph, host function or copy): the calls whose records
+/// CollectorOptions::launch_calls = false replaces with the kernels' queue times.
+bool kernel_launch_call(std::string_view name) {
+  return name.find("LaunchKernel") != std::string_view::npos || name.find("LaunchCooperativeKernel") != std::string_view::npos ||
+         name == "cudaLaunch" || name == "cuLaunch" || name.starts_with("cuLaunchGrid");
+}
+
+/// Whether kernel records carry their launch's queue time (CollectorOptions::launch_calls).
+bool queue_times(const CollectorOptions& o) { return o.api_calls == ApiCalls::selected && !o.launch_calls; }
+
 /// The activity kinds that record what the program does, in the order they are enabled. Gated
 /// (--profiler-range) they are on only inside the windows; CUPTI_ACTIVITY_KIND_DEVICE (device
 /// names, no per-call cost) stays on for the whole session.
@@ -289,6 +299,8 @@ void add_record(State& s, const CUpti_Activity* record) {
       k.registers_per_thread = r->registersPerThread;
       k.shared_memory_bytes = static_cast<std::uint32_t>(r->staticSharedMemory + r->dynamicSharedMemory);
       k.graph_id = r->graphId;
+      // Host and GPU times share CUPTI's clock; a queue time after the start would be a bad record.
+      if (r->queued != 0 && r->queued != CUPTI_TIMESTAMP_UNKNOWN && r->queued <= r->start) k.queued = r->queued;
       s.context_device[r->contextId] = r->deviceId;
       t.kernels.push_back(k);
       return;
@@ -433,14 +445,15 @@ void plan_api_calls(State& s, const CollectorOptions& o) {
   for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid) {
     const std::string& name = s.runtime_names[cbid];
     if (name.empty()) continue;
-    if (o.api_calls == ApiCalls::selected && o.selected_runtime && selected_api_call(name))
+    if (o.api_calls == ApiCalls::selected && o.selected_runtime && selected_api_call(name) &&
+        (o.launch_calls || !kernel_launch_call(name)))
       s.selected_runtime_calls.push_back(cbid);
     if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_runtime_calls.push_back(cbid);
   }
   for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid) {
     const std::string& name = s.driver_names[cbid];
     if (name.empty()) continue;
-    if (o.api_calls == ApiCalls::selected && selected_api_call(name))
+    if (o.api_calls == ApiCalls::selected && selected_api_call(name) && (o.launch_calls || !kernel_launch_call(name)))
       s.selected_driver_calls.push_back(cbid);
     if (o.api_calls == ApiCalls::most && trivial.count(name)) s.trivial_driver_calls.push_back(cbid);
   }
@@ -668,7 +681,12 @@ void configure_cupti(const CollectorOptions& o) {
   std::uint8_t zeroed = 1;  // our buffers come zeroed (calloc)
   std::size_t size = sizeof(zeroed);
   cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
-  cuptiActivityEnableLatencyTimestamps(0);  // queued/submitted times: not used, extra work per launch
+  // Queue times replace the launch calls' records where those are not recorded (launch_calls): then
+  // they are needed, so a failure is an error; off is CUPTI's default.
+  if (queue_times(o))
+    RIDGE_CHECK(cuptiActivityEnableLatencyTimestamps(1));
+  else
+    cuptiActivityEnableLatencyTimestamps(0);
   cuptiActivityEnableAllSyncRecords(0);     // no records for event/stream queries that found work pending
   if (o.device_buffer_bytes > 0) {
     std::size_t bytes = o.device_buffer_bytes, bytes_size = sizeof(bytes);

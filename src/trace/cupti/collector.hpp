@@ -27,6 +27,11 @@ struct CollectorOptions {
   bool synchronization = true;
   bool nvtx = true;             ///< CUPTI_ACTIVITY_KIND_MARKER records (NVTX ranges and marks)
   bool memcpy = true;            ///< CUPTI_ACTIVITY_KIND_MEMCPY and MEMSET records
+  /// ApiCalls::selected: record the kernel launch calls too. In-process (recorded from callbacks)
+  /// each costs the launching thread ~0.6 us (H200, empty kernels launched from Python). Without
+  /// them, each kernel record carries the time its launch was queued instead (CUPTI's latency
+  /// timestamps, ~0.07 us per launch), which places it in steps and ranges and times its latency.
+  bool launch_calls = true;
   std::size_t buffer_bytes = 32u << 20;
   // Tuning knobs for overhead experiments (bench/trace_overhead_cpp.sh); defaults are CUPTI's.
   bool selected_runtime = true;  ///< ApiCalls::selected: also the runtime calls (false: driver calls only)

@@ -27,6 +27,7 @@ void Tracer::start() {
   o.api_calls = options_.all_api_calls ? trace_detail::ApiCalls::all : trace_detail::parse_api_calls(options_.api_calls);
   o.buffer_bytes = options_.buffer_bytes;
   o.synchronization = options_.synchronization_records;
+  o.launch_calls = options_.launch_calls;
   trace_detail::collector_start(o);
   running_ = true;
 }

@@ -51,6 +51,13 @@ double ms(double ns) { return ns / 1e6; }
 
 std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
 
+/// When and by whom a kernel was launched: its launch call's start, or, where the call was not
+/// recorded, the time the launch was queued (TracerOptions::launch_calls; thread unknown).
+struct LaunchPoint {
+  Nanoseconds at = 0;
+  const ApiCall* call = nullptr;  ///< nullptr: `at` is the kernel's queue time
+};
+
 /// A kernel's launch call, found by correlation id.
 struct LaunchIndex {
   std::unordered_map<std::uint32_t, const ApiCall*> by_correlation;
@@ -67,11 +74,19 @@ struct LaunchIndex {
     auto it = by_correlation.find(correlation);
     return it == by_correlation.end() ? nullptr : it->second;
   }
+  std::optional<LaunchPoint> launch_of(const Kernel& k) const {
+    if (const ApiCall* call = find(k.correlation)) return LaunchPoint{call->start, call};
+    if (k.queued != 0) return LaunchPoint{k.queued, nullptr};
+    return std::nullopt;
+  }
 };
 
 std::uint64_t thread_key(std::uint32_t process, std::uint32_t thread) {
   return (static_cast<std::uint64_t>(process) << 32) | thread;
 }
+
+/// Where kernels known only by their queue time go: their launching thread is unknown.
+constexpr std::uint64_t any_thread = ~std::uint64_t{0};
 
 /// Kernel launches of one thread, by launch-call start, with prefix sums for range queries.
 struct Launches {
@@ -80,11 +95,11 @@ struct Launches {
   std::vector<Nanoseconds> time_prefix{0};
 };
 
-/// Launch calls of each thread, and every kernel by the start of its launch call: which kernels a
-/// range or a step launched.
+/// Launches of each thread (any_thread: those known by queue time alone), and every kernel by its
+/// launch point: which kernels a range or a step launched.
 struct LaunchTimeline {
   std::unordered_map<std::uint64_t, Launches> per_thread;
-  std::vector<std::pair<Nanoseconds, const Kernel*>> all;  ///< (launch-call start, kernel), sorted
+  std::vector<std::pair<Nanoseconds, const Kernel*>> all;  ///< (launch point, kernel), sorted
 };
 
 LaunchTimeline launch_timeline(const Trace& trace, const LaunchIndex& launches) {
@@ -92,13 +107,14 @@ LaunchTimeline launch_timeline(const Trace& trace, const LaunchIndex& launches) 
   timeline.all.reserve(trace.kernels.size());
   std::unordered_map<std::uint64_t, std::vector<std::pair<Nanoseconds, Nanoseconds>>> raw;
   for (const auto& k : trace.kernels) {
-    const ApiCall* call = launches.find(k.correlation);
-    if (call == nullptr) {
+    const auto point = launches.launch_of(k);
+    if (!point) {
       timeline.all.emplace_back(k.start, &k);  // launch unknown: its start places it in a step
       continue;
     }
-    raw[thread_key(call->process, call->thread)].emplace_back(call->start, duration(k.start, k.end));
-    timeline.all.emplace_back(call->start, &k);
+    const std::uint64_t key = point->call ? thread_key(point->call->process, point->call->thread) : any_thread;
+    raw[key].emplace_back(point->at, duration(k.start, k.end));
+    timeline.all.emplace_back(point->at, &k);
   }
   for (auto& [key, v] : raw) {
     std::sort(v.begin(), v.end());
@@ -177,11 +193,11 @@ std::vector<HostWait> busy_and_gaps(const Trace& trace, const std::vector<const 
       const Nanoseconds gap = k.start - busy_until;
       ++a.gap_count;
       a.largest_gap_ns = std::max(a.largest_gap_ns, gap);
-      const ApiCall* call = launches.find(k.correlation);
-      if (call == nullptr)
+      const auto point = launches.launch_of(k);
+      if (!point)
         a.idle_unattributed_ns += gap;
-      else if (call->start >= busy_until) {
-        a.idle_waiting_on_host_ns += gap;  // the host had not even begun to launch it
+      else if (point->at >= busy_until) {
+        a.idle_waiting_on_host_ns += gap;  // the host had not even begun (or queued) the launch
         host_waits.push_back({busy_until, k.start});
       }
     }
@@ -241,14 +257,16 @@ std::unordered_map<const Kernel*, Nanoseconds> stream_free_at(const Trace& trace
 /// launch overhead.
 void launch_latency(const Trace& trace, const std::vector<const Kernel*>& by_start, const LaunchIndex& launches,
                     Analysis& a) {
-  std::unordered_map<std::uint32_t, const Kernel*> first_kernel;
+  std::unordered_map<std::uint32_t, std::pair<const Kernel*, Nanoseconds>> first_kernel;  // with its launch point
   first_kernel.reserve(by_start.size());
   for (const auto* k : by_start) {
-    if (launches.find(k->correlation) == nullptr) {
+    const auto point = launches.launch_of(*k);
+    if (!point) {
       ++a.kernels_without_launch_call;
       continue;
     }
-    first_kernel.emplace(k->correlation, k);  // by_start order: the first one wins
+    if (!point->call) ++a.launches_timed_from_queue;
+    first_kernel.emplace(k->correlation, std::pair{k, point->at});  // by_start order: the first one wins
   }
   if (first_kernel.empty()) return;
   const auto free_at = stream_free_at(trace);
@@ -256,8 +274,9 @@ void launch_latency(const Trace& trace, const std::vector<const Kernel*>& by_sta
   latency.reserve(first_kernel.size());
   queued.reserve(first_kernel.size());
   overhead.reserve(first_kernel.size());
-  for (const auto& [corr, k] : first_kernel) {
-    const double issued = static_cast<double>(launches.find(corr)->start);
+  for (const auto& [corr, launch] : first_kernel) {
+    const auto [k, at] = launch;
+    const double issued = static_cast<double>(at);
     const double total = static_cast<double>(k->start) - issued;
     // Behind earlier work: until the stream was free (or the kernel started, whichever came first:
     // with programmatic dependent launch a kernel may start before its predecessor ends).
@@ -302,14 +321,16 @@ void top_ranges(const Trace& trace, const LaunchTimeline& timeline, std::size_t 
     if (r.marker) continue;
     RangeStat& s = per_name[r.name];
     s.time.add(duration(r.start, r.end));
-    auto it = timeline.per_thread.find(thread_key(r.process, r.thread));
-    if (it == timeline.per_thread.end()) continue;
-    const Launches& l = it->second;
-    const auto lo = static_cast<std::size_t>(std::lower_bound(l.starts.begin(), l.starts.end(), r.start) - l.starts.begin());
-    const auto hi = static_cast<std::size_t>(std::upper_bound(l.starts.begin(), l.starts.end(), r.end) - l.starts.begin());
-    if (hi > lo) {
-      s.kernels += l.count_prefix[hi] - l.count_prefix[lo];
-      s.kernel_time_ns += l.time_prefix[hi] - l.time_prefix[lo];
+    for (const std::uint64_t key : {thread_key(r.process, r.thread), any_thread}) {
+      auto it = timeline.per_thread.find(key);
+      if (it == timeline.per_thread.end()) continue;
+      const Launches& l = it->second;
+      const auto lo = static_cast<std::size_t>(std::lower_bound(l.starts.begin(), l.starts.end(), r.start) - l.starts.begin());
+      const auto hi = static_cast<std::size_t>(std::upper_bound(l.starts.begin(), l.starts.end(), r.end) - l.starts.begin());
+      if (hi > lo) {
+        s.kernels += l.count_prefix[hi] - l.count_prefix[lo];
+        s.kernel_time_ns += l.time_prefix[hi] - l.time_prefix[lo];
+      }
     }
   }
   std::vector<RangeStat> all;
@@ -324,8 +345,8 @@ void top_ranges(const Trace& trace, const LaunchTimeline& timeline, std::size_t 
   a.top_ranges = std::move(all);
 }
 
-/// Steps: kernels whose launch call began inside each step range (any thread), or, for a kernel
-/// without a launch call in the trace, that began inside it.
+/// Steps: kernels whose launch call began (or, without a call, whose launch was queued) inside each
+/// step range (any thread); for a kernel with neither, that began inside it.
 void steps(const Trace& trace, const LaunchTimeline& timeline, const std::string& step_range, Analysis& a) {
   if (step_range.empty()) return;
   if (auto id = trace.strings.find(step_range)) {
@@ -553,7 +574,11 @@ std::string format_analysis(const Analysis& a) {
                      t(a.idle_time_ns), a.gap_count, t(a.largest_gap_ns), t(a.idle_waiting_on_host_ns),
                      pct(a.host_bound_fraction_of_idle)));
     if (a.launch_latency_count > 0) {
-      line(fmt::format("Launch latency (launch call start to kernel start): median {}, p90 {}, min {}, max {} ({} launches)",
+      const char* from = a.launches_timed_from_queue == 0 ? "launch call start"
+                         : a.launches_timed_from_queue >= a.launch_latency_count
+                             ? "launch queued"
+                             : "launch call start, or launch queued where the call was not recorded,";
+      line(fmt::format("Launch latency ({} to kernel start): median {}, p90 {}, min {}, max {} ({} launches)", from,
                        t(a.launch_latency_median_ns), t(a.launch_latency_p90_ns), t(a.launch_latency_min_ns),
                        t(a.launch_latency_max_ns), a.launch_latency_count));
       line(fmt::format("  queued behind earlier work on the stream: median {}, p90 {}, max {} ({} launches queued)",
@@ -642,7 +667,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(
     launch_latency_p90_ns, launch_latency_min_ns, launch_latency_max_ns, launches_queued, launch_queued_median_ns,
     launch_queued_mean_ns, launch_queued_p90_ns, launch_queued_min_ns, launch_queued_max_ns, launch_overhead_median_ns,
     launch_overhead_mean_ns, launch_overhead_p90_ns, launch_overhead_min_ns, launch_overhead_max_ns,
-    kernels_without_launch_call, top_kernels, top_ranges, distinct_kernels, step_range, steps, kernels_per_step_median,
+    kernels_without_launch_call, launches_timed_from_queue, top_kernels, top_ranges, distinct_kernels, step_range, steps, kernels_per_step_median,
     kernels_per_step_min, kernels_per_step_max, step_time_median_ns, step_gpu_busy_median_ns, step_gpu_span_median_ns,
     step_busy_fraction_of_gpu_span_median, steps_gpu_outlasting_host, memcpy_totals, memset_time_ns, memset_bytes,
     hidden_syncs, sync_time_ns, findings)

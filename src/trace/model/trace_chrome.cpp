@@ -220,6 +220,10 @@ struct Writer {
         put(R"(,"graph id":)");
         put_uint(k.graph_id);
       }
+      if (k.queued != 0 && k.queued <= k.start) {  // relative, in exact ns: the "ts" fields are rounded
+        put(R"(,"queued ns before start":)");
+        put_uint(k.start - k.queued);
+      }
       out += "}}";
       flow(launch_of(k.correlation), k.device, k.stream, k.start);
     }
@@ -581,6 +585,8 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
         k.registers_per_thread = static_cast<std::uint32_t>(detail::id_field(args, "registers per thread", 0));
         k.shared_memory_bytes = static_cast<std::uint32_t>(detail::id_field(args, "shared memory", 0));
         k.graph_id = static_cast<std::uint32_t>(detail::id_field(args, "graph id", 0));
+        if (const std::int64_t before = detail::id_field(args, "queued ns before start", -1); before >= 0)
+          k.queued = k.start > static_cast<Nanoseconds>(before) ? k.start - static_cast<Nanoseconds>(before) : 0;
         trace.kernels.push_back(k);
       } else if (cat == "gpu_memcpy") {
         Memcpy m;

@@ -239,7 +239,7 @@ Trace apply_window(const Trace& trace, const Window& window) {
     launches.reserve(trace.kernels.size());
     for (const auto& k : trace.kernels) {
       auto it = api_by_correlation.find(k.correlation);
-      launches.push_back(it != api_by_correlation.end() ? trace.api_calls[it->second].start : k.start);
+      launches.push_back(it != api_by_correlation.end() ? trace.api_calls[it->second].start : k.queued_or_start());
     }
     std::sort(launches.begin(), launches.end());
     // Graph launches run many kernels under one call: skip by distinct launch times.
@@ -330,18 +330,19 @@ Trace apply_window(const Trace& trace, const Window& window) {
       out.api_calls.push_back(a);
       kept_correlations.insert(a.correlation);
     }
-  auto keep_gpu = [&](const auto& e) {
+  // Kept with its launch call; without one, by when it was launched as far as its record says.
+  auto keep_gpu = [&](const auto& e, Nanoseconds launched) {
     if (api_by_correlation.count(e.correlation)) return kept_correlations.count(e.correlation) > 0;
-    return keep_time(e.start);
+    return keep_time(launched);
   };
   for (const auto& k : trace.kernels)
-    if (keep_gpu(k)) out.kernels.push_back(k);
+    if (keep_gpu(k, k.queued_or_start())) out.kernels.push_back(k);
   for (const auto& m : trace.memcpys)
-    if (keep_gpu(m)) out.memcpys.push_back(m);
+    if (keep_gpu(m, m.start)) out.memcpys.push_back(m);
   for (const auto& m : trace.memsets)
-    if (keep_gpu(m)) out.memsets.push_back(m);
+    if (keep_gpu(m, m.start)) out.memsets.push_back(m);
   for (const auto& s : trace.syncs)
-    if (keep_gpu(s)) out.syncs.push_back(s);
+    if (keep_gpu(s, s.start)) out.syncs.push_back(s);
   for (const auto& r : trace.ranges)
     if (keep_time(r.start)) out.ranges.push_back(r);
   return out;
