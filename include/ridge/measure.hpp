@@ -43,6 +43,7 @@ struct Measurement {
   std::vector<double> sample_sm_mhz;
   /// Samples taken below CudaOptions::throttle_threshold and dropped (not in samples_ms).
   int throttled_samples_dropped = 0;
+  double rest_before_sample_s = 0;  ///< CudaOptions::rest_before_sample_s it was taken with
 };
 
 /// Options of measure_wall; defaults as in the usual Python helper: samples=10, warmup=3.
@@ -73,6 +74,11 @@ struct CudaOptions {
   /// Each kept sample's clock goes into Measurement::sample_sm_mhz. 0: off; e.g. 0.75.
   double throttle_threshold = 0;
   double throttle_recovery_s = 0.05;
+  /// Leave the GPU idle this long before each held batch (launch-free methods: spin, graph), as a
+  /// loop with host work between samples does (nvbench's cold loop from Python idles ~1.6 ms per
+  /// 8192^3 matmul). A power-limited kernel then runs at the clocks it gets after a pause, not
+  /// under sustained load: 9% faster for that matmul on the H200. 0: back to back.
+  double rest_before_sample_s = 0;
 };
 
 using HostFn = std::function<void()>;

@@ -206,6 +206,11 @@ class Measurement(float):
         return self._raw.throttled_samples_dropped
 
     @property
+    def rest_before_sample_s(self) -> float:
+        """Seconds the GPU was left idle before each held batch (0: back to back)."""
+        return self._raw.rest_before_sample_s
+
+    @property
     def repeats_per_sample(self) -> int:
         return self._raw.repeats_per_sample * self._divisor
 
@@ -236,6 +241,8 @@ class Measurement(float):
             extra["sample_sm_mhz"] = self.sample_sm_mhz  # the key the CLI's clock analysis reads
         if self.throttled_samples_dropped:
             extra["throttled_samples_dropped"] = self.throttled_samples_dropped
+        if self.rest_before_sample_s:
+            extra["rest_before_sample_s"] = self.rest_before_sample_s
         return extra
 
     # ---- display ------------------------------------------------------------------------------
@@ -289,10 +296,10 @@ def _check_counts(warmup: int, samples: int, repeats: int, max_samples: int) -> 
 
 
 def _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms,
-                 throttle_threshold=0.0, throttle_recovery_s=0.05) -> dict:
+                 throttle_threshold=0.0, throttle_recovery_s=0.05, rest_before_sample_s=0.0) -> dict:
     for name, value in (("target_ci_relative", target_ci_relative), ("time_budget_s", time_budget_s),
                         ("target_sample_ms", target_sample_ms), ("throttle_threshold", throttle_threshold),
-                        ("throttle_recovery_s", throttle_recovery_s)):
+                        ("throttle_recovery_s", throttle_recovery_s), ("rest_before_sample_s", rest_before_sample_s)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise _ridge.UsageError(f"{name} must be a finite number, got {value!r}")
     if target_ci_relative < 0 or time_budget_s <= 0 or target_sample_ms <= 0:
@@ -300,9 +307,12 @@ def _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_sample
     if not 0 <= throttle_threshold <= 1 or not 0 <= throttle_recovery_s <= 60:
         raise _ridge.UsageError(f"throttle_threshold must be in [0, 1] (a fraction of the rated SM clock) and "
                                 f"throttle_recovery_s in [0, 60] s, got {throttle_threshold!r} and {throttle_recovery_s!r}")
+    if not 0 <= rest_before_sample_s <= 10:
+        raise _ridge.UsageError(f"rest_before_sample_s must be in [0, 10] s, got {rest_before_sample_s!r}")
     return dict(stream=stream_handle(stream), flush_l2=bool(flush_l2), target_ci_relative=float(target_ci_relative),
                 time_budget_s=float(time_budget_s), max_samples=max_samples, target_sample_ms=float(target_sample_ms),
-                throttle_threshold=float(throttle_threshold), throttle_recovery_s=float(throttle_recovery_s))
+                throttle_threshold=float(throttle_threshold), throttle_recovery_s=float(throttle_recovery_s),
+                rest_before_sample_s=float(rest_before_sample_s))
 
 
 def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,
@@ -327,7 +337,8 @@ def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20
 def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,
                  stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
                  time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5,
-                 throttle_threshold: float = 0.0, throttle_recovery_s: float = 0.05) -> Measurement:
+                 throttle_threshold: float = 0.0, throttle_recovery_s: float = 0.05,
+                 rest_before_sample_s: float = 0.0) -> Measurement:
     """Like :func:`measure_cuda`, with the stream held by a spin kernel while each sample is
     queued (nvbench's technique): GPU time only, the launch latency stays out. With ``flush_l2``
     each sample is flushed, synchronized and held on its own, as nvbench's cold measurement does.
@@ -335,10 +346,15 @@ def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20
     ``throttle_threshold`` (0..1, e.g. 0.75; 0 = off), as nvbench's throttle threshold: after each
     held batch the SM clock is read (NVML); a batch below that fraction of the rated SM clock is
     dropped (``.throttled_samples_dropped``) and the GPU rests ``throttle_recovery_s`` seconds.
-    The kept samples' clocks are in ``.sample_sm_mhz`` (MHz)."""
+    The kept samples' clocks are in ``.sample_sm_mhz`` (MHz).
+
+    ``rest_before_sample_s``: leave the GPU idle this many seconds before each held batch, as a
+    loop with host work between samples does (nvbench's cold loop from Python idles ~1.6 ms per
+    8192^3 BF16 matmul). A power-limited kernel then runs at the clocks it reaches after a pause
+    (9% faster for that matmul on an H200) rather than under sustained load (0, the default)."""
     _check_callable(function)
     kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms,
-                          throttle_threshold, throttle_recovery_s)
+                          throttle_threshold, throttle_recovery_s, rest_before_sample_s)
     _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
     _require_gpu("measure_spin")
     return Measurement(_ridge.measure_spin(_stream_adapter(function), warmup, samples, _repeats_value(repeats), **kwargs))
@@ -399,7 +415,8 @@ def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwar
 def measure_graph(function: Callable[..., Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 10, *,
                   stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
                   time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5,
-                  throttle_threshold: float = 0.0, throttle_recovery_s: float = 0.05) -> Measurement:
+                  throttle_threshold: float = 0.0, throttle_recovery_s: float = 0.05,
+                  rest_before_sample_s: float = 0.0) -> Measurement:
     """``repeats`` calls captured in one CUDA graph, its replays timed behind a held stream: GPU
     ms per call with no launch cost (``triton.testing.do_bench_cudagraph``'s idea).
 
@@ -411,7 +428,7 @@ def measure_graph(function: Callable[..., Any], warmup: int = 5, samples: int = 
     if flush_l2:
         raise _ridge.UsageError("flush_l2 cannot apply inside one graph replay; use measure_cuda or measure_spin")
     kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms,
-                          throttle_threshold, throttle_recovery_s)
+                          throttle_threshold, throttle_recovery_s, rest_before_sample_s)
     repeats = _repeats_value(repeats)
     _check_counts(warmup, samples, repeats, max_samples)
     _require_gpu("measure_graph")

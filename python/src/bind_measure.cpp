@@ -33,8 +33,9 @@ void require_finite(double value, const char* name) {
 // The GPU timers' options from keyword arguments (names and defaults as CudaOptions's).
 CudaOptions cuda_options(int warmup, int samples, int repeats, std::uintptr_t stream, bool flush_l2,
                          double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms,
-                         double throttle_threshold, double throttle_recovery_s) {
+                         double throttle_threshold, double throttle_recovery_s, double rest_before_sample_s) {
   require_finite(target_ci_relative, "target_ci_relative");
+  require_finite(rest_before_sample_s, "rest_before_sample_s");
   require_finite(throttle_threshold, "throttle_threshold");
   require_finite(throttle_recovery_s, "throttle_recovery_s");
   require_finite(time_budget_s, "time_budget_s");
@@ -53,6 +54,7 @@ CudaOptions cuda_options(int warmup, int samples, int repeats, std::uintptr_t st
   o.target_sample_ms = target_sample_ms;
   o.throttle_threshold = throttle_threshold;  // range checked by the timers
   o.throttle_recovery_s = throttle_recovery_s;
+  o.rest_before_sample_s = rest_before_sample_s;  // range checked by the timers
   return o;
 }
 
@@ -65,15 +67,16 @@ StreamFn stream_fn(nb::callable fn) {
 #define RIDGE_CUDA_OPTION_ARGS                                                                       \
   "fn"_a, "warmup"_a = 5, "samples"_a = 20, "repeats"_a = 1, nb::kw_only(), "stream"_a = 0,          \
       "flush_l2"_a = false, "target_ci_relative"_a = 0.0, "time_budget_s"_a = 10.0, "max_samples"_a = 10000, \
-      "target_sample_ms"_a = 0.5, "throttle_threshold"_a = 0.0, "throttle_recovery_s"_a = 0.05
+      "target_sample_ms"_a = 0.5, "throttle_threshold"_a = 0.0, "throttle_recovery_s"_a = 0.05,              \
+      "rest_before_sample_s"_a = 0.0
 
 template <Measurement (*Timer)(const StreamFn&, CudaOptions)>
 Measurement run_timer(nb::callable fn, int warmup, int samples, int repeats, std::uintptr_t stream, bool flush_l2,
                       double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms,
-                      double throttle_threshold, double throttle_recovery_s) {
+                      double throttle_threshold, double throttle_recovery_s, double rest_before_sample_s) {
   return Timer(stream_fn(std::move(fn)), cuda_options(warmup, samples, repeats, stream, flush_l2, target_ci_relative,
                                                       time_budget_s, max_samples, target_sample_ms, throttle_threshold,
-                                                      throttle_recovery_s));
+                                                      throttle_recovery_s, rest_before_sample_s));
 }
 
 void bind_summary(nb::module_& m) {
@@ -132,7 +135,9 @@ void bind_measurement(nb::module_& m) {
       .def_ro("sample_sm_mhz", &Measurement::sample_sm_mhz,
               "the SM clock (MHz) of each sample, read after its batch; empty unless throttle_threshold was set")
       .def_ro("throttled_samples_dropped", &Measurement::throttled_samples_dropped,
-              "samples taken below throttle_threshold and dropped (not in samples_ms)");
+              "samples taken below throttle_threshold and dropped (not in samples_ms)")
+      .def_ro("rest_before_sample_s", &Measurement::rest_before_sample_s,
+              "seconds the GPU was left idle before each held batch (0: back to back)");
 }
 
 void bind_timers(nb::module_& m) {
@@ -157,10 +162,11 @@ void bind_timers(nb::module_& m) {
       "measure",
       [](Method method, nb::callable fn, int warmup, int samples, int repeats, std::uintptr_t stream, bool flush_l2,
          double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms,
-         double throttle_threshold, double throttle_recovery_s) {
+         double throttle_threshold, double throttle_recovery_s, double rest_before_sample_s) {
         return measure(method, stream_fn(std::move(fn)),
                        cuda_options(warmup, samples, repeats, stream, flush_l2, target_ci_relative, time_budget_s,
-                                    max_samples, target_sample_ms, throttle_threshold, throttle_recovery_s));
+                                    max_samples, target_sample_ms, throttle_threshold, throttle_recovery_s,
+                                    rest_before_sample_s));
       },
       "method"_a, RIDGE_CUDA_OPTION_ARGS, "Dispatches to the timer of `method`.");
 }
@@ -181,7 +187,7 @@ void bind_probes(nb::module_& m) {
       "measure_empty_kernel",
       [](Method method, int warmup, int samples, int repeats) {
         return measure(method, [](cuda_stream s) { launch_empty(s); },
-                       cuda_options(warmup, samples, repeats, 0, false, 0.0, 10.0, 10000, 0.5, 0.0, 0.05));
+                       cuda_options(warmup, samples, repeats, 0, false, 0.0, 10.0, 10000, 0.5, 0.0, 0.05, 0.0));
       },
       "method"_a, "warmup"_a = 5, "samples"_a = 20, "repeats"_a = 1,
       "The empty kernel timed by the C++ timer alone: the baseline of the Python layer's cost.");

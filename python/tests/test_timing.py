@@ -1,6 +1,7 @@
 """Timers: the CPU path everywhere, the GPU timers' argument checks and errors, and (marker gpu)
 the GPU timers themselves on PyTorch work."""
 import math
+import time
 import pickle
 
 import numpy as np
@@ -100,10 +101,15 @@ def test_bad_options_fail_before_any_gpu_work(option):
 @pytest.mark.parametrize("option", [
     dict(throttle_threshold=float("nan")), dict(throttle_threshold=1.5), dict(throttle_threshold=-0.1),
     dict(throttle_threshold=True), dict(throttle_recovery_s=-1.0), dict(throttle_recovery_s=float("inf")),
+    dict(rest_before_sample_s=-0.001), dict(rest_before_sample_s=11.0), dict(rest_before_sample_s=float("nan")),
+    dict(rest_before_sample_s="1"),
 ])
-def test_bad_throttle_options_fail_before_any_gpu_work(option):
-    with pytest.raises(ridge.UsageError, match="throttle"):
+def test_bad_throttle_and_rest_options_fail_before_any_gpu_work(option):
+    name = next(iter(option))
+    with pytest.raises(ridge.UsageError, match=name):
         ridge.measure_spin(lambda: None, **option)
+    with pytest.raises(ridge.UsageError, match=name):
+        ridge.measure_graph(lambda: None, **option)
 
 
 def test_throttle_recovery_is_only_for_the_launch_free_timers():
@@ -114,6 +120,12 @@ def test_throttle_recovery_is_only_for_the_launch_free_timers():
         ridge._ridge.measure_cuda(lambda _s: None, throttle_threshold=0.5)
     with pytest.raises(ridge.UsageError, match="throttle_threshold must be"):
         ridge._ridge.measure_spin(lambda _s: None, throttle_threshold=2.0)
+    with pytest.raises(TypeError):
+        ridge.measure_cuda(lambda: None, rest_before_sample_s=0.001)
+    with pytest.raises(ridge.UsageError, match="launch-free methods"):
+        ridge._ridge.measure_cuda(lambda _s: None, rest_before_sample_s=0.001)
+    with pytest.raises(ridge.UsageError, match="rest_before_sample_s must be"):
+        ridge._ridge.measure_spin(lambda _s: None, rest_before_sample_s=-1.0)
 
 
 def test_bad_wall_options():
@@ -205,3 +217,16 @@ def test_throttle_recovery_keeps_each_samples_clock():
     assert watched.to_record("busy")["extra"]["sample_sm_mhz"] == watched.sample_sm_mhz
     plain = ridge.measure_spin(busy, stream=0)
     assert plain.sample_sm_mhz == [] and "sample_sm_mhz" not in plain.to_record("busy")["extra"]
+
+
+@pytest.mark.gpu
+def test_a_rest_before_each_sample_idles_the_gpu_and_is_recorded():
+    busy = lambda s: ridge._ridge.launch_busy_wait(s, 20_000)  # noqa: E731
+    t0 = time.perf_counter()
+    rested = ridge.measure_spin(busy, stream=0, flush_l2=True, samples=20, rest_before_sample_s=0.01)
+    took = time.perf_counter() - t0
+    assert took >= 20 * 0.01  # one rest per flushed sample
+    assert rested.rest_before_sample_s == 0.01 and rested.to_record("busy")["extra"]["rest_before_sample_s"] == 0.01
+    assert 0.018 < float(rested) < 0.040, rested  # the rest is outside the timed window
+    plain = ridge.measure_spin(busy, stream=0, flush_l2=True)
+    assert plain.rest_before_sample_s == 0 and "rest_before_sample_s" not in plain.to_record("busy")["extra"]

@@ -35,13 +35,17 @@ void validate(const CudaOptions& o) {
                                  o.throttle_threshold));
   if (!(o.throttle_recovery_s >= 0 && o.throttle_recovery_s <= 60))
     throw UsageError(fmt::format("throttle_recovery_s must be in [0, 60] seconds, got {}", o.throttle_recovery_s));
+  if (!(o.rest_before_sample_s >= 0 && o.rest_before_sample_s <= 10))
+    throw UsageError(fmt::format("rest_before_sample_s must be in [0, 10] seconds, got {}", o.rest_before_sample_s));
 }
 
 /// The methods that time every launch (events, wall) cannot drop a throttled sample after the fact
-/// without changing what they measure; throttle recovery belongs to the held batches.
-void refuse_throttle(const CudaOptions& o, const char* method) {
+/// without changing what they measure; throttle recovery and rests belong to the held batches.
+void refuse_held_batch_options(const CudaOptions& o, const char* method) {
   if (o.throttle_threshold > 0)
     throw UsageError(fmt::format("throttle_threshold applies to the launch-free methods (spin, graph), not to {}", method));
+  if (o.rest_before_sample_s > 0)
+    throw UsageError(fmt::format("rest_before_sample_s applies to the launch-free methods (spin, graph), not to {}", method));
 }
 
 /// Throttle recovery for held batches (CudaOptions::throttle_threshold): reads the SM clock after
@@ -194,6 +198,7 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
   m.method = method;
   m.repeats_per_sample = repeats;
   m.l2_flushed = o.flush_l2;
+  m.rest_before_sample_s = o.rest_before_sample_s;
   std::unique_ptr<L2Flusher> flusher;
   if (o.flush_l2) flusher = std::make_unique<L2Flusher>();
   StreamHold hold;
@@ -209,6 +214,8 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
   while (rule.more(m.samples_ms, reason)) {
     const int remaining = std::max(1, o.samples - static_cast<int>(m.samples_ms.size()));
     const int count = std::min(batch, o.target_ci_relative > 0 ? batch : remaining);
+    // The previous batch was synchronized: the GPU is idle for the rest.
+    if (o.rest_before_sample_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.rest_before_sample_s));
     if (flusher) flusher->flush(stream);
     RIDGE_CHECK(cudaStreamSynchronize(stream));
     hold.hold(stream, o.spin_timeout_s);
@@ -276,7 +283,7 @@ Measurement measure_naive(const HostFn& fn, int samples, int warmup) {
 
 Measurement measure_cuda(const StreamFn& fn, CudaOptions o) {
   validate(o);
-  refuse_throttle(o, "events");
+  refuse_held_batch_options(o, "events");
   cuda_stream stream = o.stream;
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));
@@ -409,13 +416,13 @@ Measurement measure_graph(const StreamFn& fn, CudaOptions o) {
 Measurement measure(Method method, const StreamFn& fn, CudaOptions o) {
   switch (method) {
     case Method::cpu_wall:
-      refuse_throttle(o, "wall");
+      refuse_held_batch_options(o, "wall");
       return measure_wall([&] { fn(o.stream); }, WallOptions{o.samples, o.warmup, false});
     case Method::wall_naive:
-      refuse_throttle(o, "wall");
+      refuse_held_batch_options(o, "wall");
       return measure_naive([&] { fn(o.stream); }, o.samples, o.warmup);
     case Method::wall_sync:
-      refuse_throttle(o, "wall");
+      refuse_held_batch_options(o, "wall");
       return measure_wall([&] { fn(o.stream); }, WallOptions{o.samples, o.warmup, true});
     case Method::cuda_events:
       return measure_cuda(fn, o);
