@@ -20,7 +20,9 @@ cache state:
         left the GPU idle per sample (its cold wall time per sample minus the sample's time: ~1.6
         ms for the 8192^3 matmul, spent on the host between samples). ridge's samples otherwise
         run back to back, under sustained load; a power-limited kernel runs faster after a pause
-        (9% for that matmul), so this row compares the two at the same duty cycle;
+        (9% for that matmul), so this row compares the two at the same duty cycle. Like nvbench's
+        cold phase, which starts right after its process start-up and warm-up, it starts from a
+        rested GPU (--ridge-rested-pause-s), not from the settled clock of the plain cold row;
   hot   nvbench's batch measurement (many launches back to back, no flush, the stream held only
         for the first two: nv/batch/time/gpu/mean, nv/batch/walltime) against
         ridge.measure_spin(fn, repeats="auto") (back-to-back calls, launches hidden), with adaptive
@@ -236,12 +238,14 @@ def nvbench_idle_per_cold_sample(cold):
 def ridge_cold_rested(ridge, torch, fn, args, rest_s):
     """ridge's cold measurement with the GPU left idle rest_s before each sample, as nvbench's cold
     loop leaves it: under the power limit a kernel runs faster after a pause than under sustained
-    load, so this is the like-for-like comparison with nvbench's cold figure."""
+    load, so this is the like-for-like comparison with nvbench's cold figure. Like nvbench's cold
+    measurement, it starts without running the case to a sustained clock first; the GPU rests
+    --ridge-rested-pause-s before it, as long as nvbench's warm-up and start-up leave it idle."""
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         fn()
         stream.synchronize()
-        settle_clocks(ridge, torch, fn, args.ridge_settle_min_s, args.ridge_settle_s)
+        time.sleep(args.ridge_rested_pause_s)
         out = ridge_measurement(ridge, fn, args, "spin", cold_options(args, rest_s))
     out["rest_s"] = rest_s
     return out
@@ -307,6 +311,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="folder for python_vs_nvbench.{md,json} and nvbench's JSON")
     p.add_argument("--quick", action="store_true", help=f"only {QUICK}")
+    p.add_argument("--ridge-rested-pause-s", type=float, default=0.5,
+                   help="the row at nvbench's idle: seconds the GPU rests before that measurement (no clock settling)")
     p.add_argument("--seed", type=int, default=1, help="the order of the two tools per case")
     p.add_argument("--ridge-settle-min-s", type=float, default=0.3,
                    help="run each case at least this long before ridge measures it (clock settling)")
