@@ -6,10 +6,12 @@ count_steps: a kernel belongs to a step when its launch call began inside the "s
 busy = the union of its device-side kernel intervals, so nested or overlapping events are never
 added twice):
   - kernels per step (must be equal) and GPU busy time per step (within 1%);
-  - overhead: the same loop untraced and traced, in one process, in interleaved rounds (each round
-    runs one block of steps per arm, in a random order; a block's figure is its median step); per
-    arm the median over rounds, and the median of the per-round traced / untraced ratios with a
-    95% bootstrap interval.
+  - overhead: the same loop untraced and traced, in one process, in interleaved rounds. A round
+    runs the traced arms in a random order with an untraced block before and after each (U A U B
+    U ...); a block's figure is its median step, and a traced block's ratio is against the mean of
+    the two untraced blocks beside it, so a drift of the machine's speed within a round cancels.
+    Per arm: the median step over rounds, and the median of the per-round ratios with a 95%
+    bootstrap interval.
 
 Both tracers use CUPTI, which serves one subscriber at a time, and PyTorch's profiler (Kineto)
 need not release it when a profile ends (ridge.trace then refuses to start); so the ridge arms and
@@ -102,9 +104,24 @@ def block_runner(torch, step, mark):
 
 
 def paired_ratios(rounds, arm):
-    """Per round, arm / untraced: the two blocks ran back to back, so a slow spell of the machine
-    (the step time here jumps between ~1.4 and ~2.7 ms for seconds at a time) mostly hits both."""
-    return [r[arm] / r["untraced"] for r in rounds]
+    """Per round, arm / the untraced blocks around it. The step time here jumps between ~1.4 and
+    ~2.7 ms for seconds at a time, so only blocks run right beside each other are compared. Runs
+    saved before the bracketing have one untraced block per round."""
+    return [r["ratio"][arm] if "ratio" in r else r[arm] / r["untraced"] for r in rounds]
+
+
+def bracketed_round(arms, order):
+    """One round: an untraced block, then each traced arm followed by another untraced block.
+    Returns each arm's median step (the untraced ones' median) and each traced arm's ratio to the
+    mean of the untraced blocks before and after it."""
+    untraced = [arms["untraced"]()]
+    steps, ratio = {}, {}
+    for name in order:
+        steps[name] = arms[name]()
+        untraced.append(arms["untraced"]())
+        ratio[name] = steps[name] / ((untraced[-2] + untraced[-1]) / 2)
+    steps["untraced"] = statistics.median(untraced)
+    return dict(steps, ratio=ratio)
 
 
 def bootstrap_median(values, resamples, rng):
@@ -117,7 +134,7 @@ def summarize_rounds(result, seed):
     """Per arm: the median step over rounds, and against untraced the median of the per-round
     ratios with its 95% bootstrap interval (and, for reference, the ratio of the medians)."""
     rounds = result["rounds"]
-    arms = list(rounds[0])
+    arms = [name for name in rounds[0] if name != "ratio"]
     traced = [name for name in arms if name != "untraced"]
     result["median_step_ns"] = {name: statistics.median(r[name] for r in rounds) for name in arms}
     result["ratio"] = {name: statistics.median(paired_ratios(rounds, name)) for name in traced}
@@ -174,14 +191,15 @@ def child(tool, args):
     result["counted"] = {"kernels_per_step": [s["kernels"] for s in counted["steps"]],
                          "gpu_busy_ns_per_step": [s["gpu_busy_ns"] for s in counted["steps"]]}
 
-    for name, arm in arms.items():  # one block each first: one-time costs (CUPTI, Kineto) stay out
-        arm(args.block)
+    blocks = {name: (lambda arm=arm: arm(args.block)) for name, arm in arms.items()}
+    for block in blocks.values():  # one block each first: one-time costs (CUPTI, Kineto) stay out
+        block()
     rng = random.Random(args.seed)
     rounds = []
     for _ in range(args.rounds):
-        order = list(arms)
+        order = [name for name in arms if name != "untraced"]
         rng.shuffle(order)
-        rounds.append({name: arms[name](args.block) for name in order})
+        rounds.append(bracketed_round(blocks, order))
     result["rounds"] = rounds
     summarize_rounds(result, args.seed)
     print(json.dumps(result))
@@ -208,7 +226,7 @@ def table(r, t, args):
 
     lines = [
         f"Decode loop {CONFIG}; {args.trace_steps} traced steps counted; A/B: {args.rounds} rounds of "
-        f"{args.block} steps per arm, interleaved in random order.",
+        f"{args.block} steps per block, the traced arms in random order, each between two untraced blocks.",
         "",
         "| | ridge.trace | torch.profiler | check |",
         "|---|---:|---:|---|",
@@ -220,7 +238,7 @@ def table(r, t, args):
         f"| records dropped | {r['library']['dropped_records']} | | |",
         f"| step, untraced, ms (median, its own process) | {ms(r, 'untraced')} | {ms(t, 'untraced')} | |",
         f"| step, traced, ms (median) | {ms(r, 'ridge')} | {ms(t, 'torch_profiler')} | |",
-        f"| traced / untraced (median of per-round ratios, 95% interval) | {ratio(r, 'ridge')} | {ratio(t, 'torch_profiler')} | "
+        f"| traced / untraced beside it (median of per-round ratios, 95% interval) | {ratio(r, 'ridge')} | {ratio(t, 'torch_profiler')} | "
         f"target <= 1.05x: {'met' if r['ratio']['ridge'] <= 1.05 else 'NOT met'} |",
         "",
         "What ridge.trace's overhead is made of (same process as ridge's row above):",
@@ -243,7 +261,7 @@ def table(r, t, args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="", help="folder for trace_vs_torch_profiler.{md,json}")
-    p.add_argument("--rounds", type=int, default=30, help="A/B rounds (one block per arm each)")
+    p.add_argument("--rounds", type=int, default=30, help="A/B rounds (each traced arm once, between two untraced blocks)")
     p.add_argument("--block", type=int, default=50, help="steps per block")
     p.add_argument("--trace-steps", type=int, default=50, help="steps in the trace that is counted")
     p.add_argument("--warmup", type=int, default=50, help="untraced steps before anything is measured")
