@@ -187,6 +187,31 @@ def test_graph_capture_failure_is_explained_and_leaves_torch_usable():
 
 
 @pytest.mark.gpu
+def test_ctrl_c_inside_a_held_batch_releases_the_stream():
+    # Ctrl-C lands where Python spends its time: inside the callable, while measure_spin holds the
+    # stream. The KeyboardInterrupt must come back at once (the GPU's own release comes only after
+    # the 5 s spin timeout) with every call queued before it run, and the stream must work after.
+    x = torch.zeros(1, device="cuda")
+    calls = 0
+
+    def interrupted_midway():
+        nonlocal calls
+        calls += 1
+        if calls == 12:  # calls 1-3: warm-up and counting; 4 on: the first held batch
+            raise KeyboardInterrupt
+        x.add_(1)
+
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        ridge.measure_spin(interrupted_midway, warmup=2, samples=50)
+    took = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    assert took < 4, f"{took:.1f} s: the held stream waited for the spin timeout"
+    assert x.item() in (10, 11)  # 11 calls before it; call 3 counts launches under a capture
+    assert float(ridge.measure_spin(lambda: x.add_(1), samples=5)) > 0
+
+
+@pytest.mark.gpu
 def test_cold_l2_and_adaptive_stop():
     a = torch.randn(1 << 24, device="cuda")
     cold = ridge.measure_cuda(lambda: a.add_(1), flush_l2=True, repeats=1)

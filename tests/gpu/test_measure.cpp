@@ -1,6 +1,7 @@
 // GPU tests of the timers against a calibration kernel of known duration.
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <thread>
 
 #include "gpu_test_util.hpp"
@@ -95,6 +96,27 @@ TEST(Measure, GraphCaptureOfUncapturableWorkFailsClearly) {
     SUCCEED() << e.what();
   }
   cudaGetLastError();
+}
+
+TEST(Measure, WorkThatThrowsWhileTheStreamIsHeldReleasesIt) {
+  RIDGE_REQUIRE_GPU();
+  // Calls 1-2 warm up and call 3 is counted on a scratch stream; call 12 falls inside the first
+  // held batch. The error must come back with the stream released at once (not after the 60 s
+  // spin timeout), and the stream must work afterwards.
+  int calls = 0;
+  auto flaky = [&](cuda_stream s) {
+    if (++calls == 12) throw Error("failing on purpose, call 12");
+    launch_busy_wait(s, 2000);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(measure_spin(flaky, CudaOptions{.warmup = 2, .samples = 50, .repeats = 1, .spin_timeout_s = 60}), Error);
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(calls, 12);
+  EXPECT_LT(took_s, 30.0) << "the held stream waited for its spin timeout";
+  ASSERT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+  const auto after = measure_spin([&](cuda_stream s) { launch_busy_wait(s, 5000); },
+                                  CudaOptions{.warmup = 1, .samples = 10, .repeats = 1});
+  EXPECT_NEAR(after.summary.median * 1e3, 5.0, 4.0);
 }
 
 TEST(Measure, BadOptionsAreUsageErrors) {

@@ -170,20 +170,36 @@ class StreamHold {
     RIDGE_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), 2 * sizeof(int), cudaHostAllocMapped));
     RIDGE_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
   }
+  StreamHold(const StreamHold&) = delete;
+  StreamHold& operator=(const StreamHold&) = delete;
   ~StreamHold() {
+    // The timed function threw (a Python exception, Ctrl-C) while the stream was held: release it
+    // and let the kernel end before freeing the flag it polls, or the stream would stall until the
+    // spin timeout and the kernel would read freed memory.
+    if (held_) {
+      release();
+      cudaStreamSynchronize(held_stream_);
+    }
     if (host_) cudaFreeHost(host_);
   }
   void hold(cuda_stream stream, double timeout_s) {
     std::atomic_ref<int>(host_[0]).store(0);
     std::atomic_ref<int>(host_[1]).store(0);
     launch_hold_stream(stream, device_, timeout_s);
+    held_ = true;
+    held_stream_ = stream;
   }
-  void release() { std::atomic_ref<int>(host_[0]).store(1); }
+  void release() {
+    std::atomic_ref<int>(host_[0]).store(1);
+    held_ = false;
+  }
   bool timed_out() const { return std::atomic_ref<int>(host_[1]).load() != 0; }
 
  private:
   int* host_ = nullptr;
   int* device_ = nullptr;
+  bool held_ = false;
+  cuda_stream held_stream_ = nullptr;
 };
 
 // Runs samples in batches behind a held stream: hold, queue [ev0][work][ev1] per sample, release,
