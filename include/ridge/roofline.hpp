@@ -153,6 +153,9 @@ struct ShapePlacement {
 ShapePlacement place_matmul(const DeviceCeilings& ceilings, double m, double n, double k, DType dtype);
 /// The placement as an operation for roofline_plot (drawn at its attainable rate).
 RooflineOperation to_operation(const ShapePlacement& placement);
+/// One line: the label, intensity, attainable FLOP/s (and the roof), ridge point, bound and the
+/// fastest possible time per call.
+std::string describe(const ShapePlacement& placement);
 
 // ---- `ridge roofline` as a library call ------------------------------------------------------------
 

@@ -60,7 +60,8 @@ def cached_ceilings(uuid: str) -> "Optional[_ridge.MeasuredCeilings]":
 
 def place_matmul(m: float, n: float, k: float, dtype: str = "bf16", device: DeviceLike = "h100-sxm"):
     """Places [m,k] @ [k,n] on a device's roofline without running it: ``.intensity_flop_per_byte``,
-    ``.attainable_flops_per_s``, ``.ridge_point``, ``.bound`` ("memory" or "compute"), ``.floor_s``."""
+    ``.attainable_flops_per_s``, ``.ridge_point``, ``.bound`` ("memory" or "compute"), ``.floor_s``;
+    ``print()`` shows them in one line, as ``ridge roofline --matmul`` does."""
     return _ridge.place_matmul(ceilings(device), m, n, k, dtype)
 
 
@@ -71,6 +72,10 @@ class Figure:
     def __init__(self, svg: str, data: dict):
         self.svg = svg
         self.data = data
+
+    def __repr__(self) -> str:
+        title = self.data.get("title") or "untitled"
+        return f"Figure({title!r}, {len(self.data.get('series', []))} series: .save(path), .svg, .to_matplotlib())"
 
     def _repr_svg_(self) -> str:
         return self.svg

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -97,7 +98,12 @@ void bind_summary(nb::module_& m) {
       .def_ro("median_ci_high", &Summary::median_ci_high)
       .def_ro("confidence", &Summary::confidence)
       .def_prop_ro("median_ci_relative", &Summary::median_ci_relative,
-                   "half-width of the median's confidence interval over the median");
+                   "half-width of the median's confidence interval over the median")
+      .def("__repr__", [](const Summary& s) {
+        return fmt::format("Summary(n={}, median {:.6g}, {:.0f}% CI [{:.6g}, {:.6g}], min {:.6g}, max {:.6g}, cv {:.2f}%)",
+                           s.count, s.median, s.confidence * 100, s.median_ci_low, s.median_ci_high, s.min, s.max,
+                           s.cv * 100);
+      });
   m.def(
       "summarize",
       [](const std::vector<double>& samples, double confidence) { return summarize(samples, confidence); },

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/map.h>
@@ -17,13 +18,14 @@
 
 #include "bindings.hpp"
 #include "ridge/catalog.hpp"
-#include "ridge/checks.hpp"
-#include "ridge/sweep.hpp"
-#include "ridge/writers.hpp"
 #include "ridge/ceilings.hpp"
+#include "ridge/checks.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/format.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/roofline.hpp"
+#include "ridge/sweep.hpp"
+#include "ridge/writers.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -157,7 +159,13 @@ void bind_ceilings(nb::module_& m) {
       .def_ro("from_cache", &MeasuredCeilings::from_cache)
       .def_prop_ro(
           "cache_file", [](const MeasuredCeilings& c) { return std::filesystem::path(c.cache_file); },
-          "the cache file (a pathlib.Path; any bytes the file system allows)");
+          "the cache file (a pathlib.Path; any bytes the file system allows)")
+      .def("__repr__", [](const MeasuredCeilings& c) {
+        return message_text(fmt::format("MeasuredCeilings({}, measured {}{}: {} HBM, {} BF16)", c.device_name,
+                                        c.measured_at_utc, c.from_cache ? ", from the cache" : "",
+                                        format_bytes_per_s(c.ceilings.memory_bytes_per_s),
+                                        format_flops(c.ceilings.roof_for("bf16"))));
+      });
   m.def("measured_ceilings", &measured_ceilings, "device"_a = 0, "refresh"_a = false,
         "Measured ceilings of a GPU: from ridge's cache (the CLI's) unless refresh or absent, else measured (seconds).");
   m.def("cache_folder", &cache_folder,
@@ -189,7 +197,9 @@ void bind_placement(nb::module_& m) {
       .def_ro("attainable_flops_per_s", &ShapePlacement::attainable_flops_per_s)
       .def_ro("ridge_point", &ShapePlacement::ridge_point, "FLOP/byte")
       .def_prop_ro("bound", [](const ShapePlacement& p) { return to_string(p.bound); })
-      .def_ro("floor_s", &ShapePlacement::floor_s, "fastest possible time per call, seconds");
+      .def_ro("floor_s", &ShapePlacement::floor_s, "fastest possible time per call, seconds")
+      .def("__str__", [](const ShapePlacement& p) { return describe(p); })
+      .def("__repr__", [](const ShapePlacement& p) { return "ShapePlacement(" + describe(p) + ")"; });
   m.def(
       "place_matmul",
       [](const DeviceCeilings& c, double m_, double n, double k, const std::string& dtype) {

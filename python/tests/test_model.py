@@ -52,6 +52,11 @@ def test_bad_arguments_raise_usage_error_which_is_a_value_error(call):
         call()
 
 
+def test_a_summary_shows_its_numbers():
+    text = repr(ridge.summarize([1.0, 1.1, 1.2, 0.9, 1.05]))
+    assert text.startswith("Summary(n=5, median 1.05, 95% CI [") and "min 0.9, max 1.2" in text
+
+
 def test_summarize_rejects_nan_and_empty():
     assert ridge.summarize([3.0, 1.0, 2.0]).median == 2.0
     with pytest.raises(ridge.UsageError):

@@ -129,6 +129,7 @@ def test_ceilings_cache_in_a_non_utf8_folder(tmp_path, monkeypatch):
     assert cached.ceilings.memory_bytes_per_s == 4.4e12
     assert os.fsencode(cached.cache_file) == path
     assert cached.notes == ["fp8: not measured"]
+    assert repr(cached).startswith("MeasuredCeilings(NVIDIA H200, measured 2026-12-01T00:00:00Z, from the cache")
 
 
 def test_an_unusable_cache_file_is_a_warning_naming_it(tmp_path, monkeypatch):

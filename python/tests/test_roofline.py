@@ -24,6 +24,14 @@ def test_decode_at_batch_16_is_memory_bound_on_an_h100():
     assert ridge.place_matmul(512, 4096, 4096, "bf16", device="h100-sxm").bound == "compute"
 
 
+def test_a_placement_reads_as_its_answer():
+    p = ridge.place_matmul(16, 4096, 4096, "bf16", device="h100-sxm")
+    text = str(p)
+    assert text.startswith("matmul 16x4096x4096 bf16: intensity 15.9 FLOP/byte")
+    assert "ridge point 295.4 FLOP/byte: memory-bound" in text and "TFLOP/s" in text
+    assert repr(p) == f"ShapePlacement({text})"
+
+
 def test_user_ceilings_and_bad_arguments():
     mine = ridge.DeviceCeilings(2e12, {"fp32": 50e12, "bf16": 400e12})
     assert mine.source == "user"
@@ -42,6 +50,7 @@ def test_roofline_figure_is_the_library_svg_with_data_for_matplotlib(tmp_path):
     assert any(p[2] == "my kernel" for s in fig.data["series"] for p in s["points"])
     fig.save(tmp_path / "r.svg")
     assert (tmp_path / "r.svg").read_text() == fig.svg
+    assert repr(fig).startswith("Figure('mine', ")
     pytest.importorskip("matplotlib")
     import matplotlib
     matplotlib.use("Agg")

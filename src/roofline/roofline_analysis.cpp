@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "ridge/errors.hpp"
+#include "ridge/format.hpp"
 #include "ridge/roofline.hpp"
 #include "ridge/writers.hpp"
 
@@ -91,6 +92,13 @@ ShapePlacement place_matmul(const DeviceCeilings& c, double m, double n, double 
 RooflineOperation to_operation(const ShapePlacement& p) {
   return RooflineOperation{p.label, p.dtype, p.intensity_flop_per_byte, p.attainable_flops_per_s,
                            "shapes (best possible)", ""};
+}
+
+std::string describe(const ShapePlacement& p) {
+  return fmt::format("{}: intensity {:.1f} FLOP/byte, attainable {} (roof {}), ridge point {:.1f} FLOP/byte: {}-bound; "
+                     "at best {} per call",
+                     p.label, p.intensity_flop_per_byte, format_flops(p.attainable_flops_per_s),
+                     format_flops(p.roof_flops_per_s), p.ridge_point, to_string(p.bound), format_ms(p.floor_s * 1e3));
 }
 
 std::vector<RidgePoints> ridge_points(const std::optional<DeviceCeilings>& datasheet,

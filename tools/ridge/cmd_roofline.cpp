@@ -76,12 +76,7 @@ void print_ridge_points(std::FILE* out, const RooflineAnalysis& a) {
 void print_shapes(std::FILE* out, const RooflineAnalysis& a) {
   if (a.shapes.empty()) return;
   fmt::print(out, "\nShapes placed on the {} roofline, nothing run (A and B read once, C written once):\n", a.placed_on);
-  for (const auto& p : a.shapes)
-    fmt::print(out,
-               "  {}: intensity {:.1f} FLOP/byte, attainable {} (roof {}), ridge point {:.1f} FLOP/byte: {}-bound; "
-               "at best {} per call\n",
-               p.label, p.intensity_flop_per_byte, format_flops(p.attainable_flops_per_s), format_flops(p.roof_flops_per_s),
-               p.ridge_point, to_string(p.bound), format_ms(p.floor_s * 1e3));
+  for (const auto& p : a.shapes) fmt::print(out, "  {}\n", describe(p));
 }
 
 void print_placements(std::FILE* out, const RooflineAnalysis& a) {
