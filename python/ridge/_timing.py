@@ -11,7 +11,7 @@ import html
 import inspect
 import math
 import sys
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -244,6 +244,28 @@ class Measurement(float):
         if self.rest_before_sample_s:
             extra["rest_before_sample_s"] = self.rest_before_sample_s
         return extra
+
+    # ---- the plain-Python helpers' dictionary ------------------------------------------------
+    # The textbook helpers return {"median_ms", "min_ms", "max_ms", "samples"}; code written
+    # against them (r["median_ms"], dict(r)) runs unchanged. As there, "samples" is the count.
+    _DICT_KEYS = ("median_ms", "min_ms", "max_ms", "samples")
+
+    def keys(self) -> Tuple[str, ...]:
+        return self._DICT_KEYS
+
+    def __getitem__(self, key: str) -> Union[float, int]:
+        if key == "samples":
+            return self._summary.count
+        if key in self._DICT_KEYS:
+            return getattr(self, key)
+        raise KeyError(f"{key!r}: a Measurement's keys are {', '.join(map(repr, self._DICT_KEYS))} "
+                       "(the attributes hold the rest: .samples, .ci, .quantiles, .method ...)")
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._DICT_KEYS
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self._DICT_KEYS else default
 
     # ---- display ------------------------------------------------------------------------------
     def __repr__(self) -> str:

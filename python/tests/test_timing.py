@@ -34,6 +34,17 @@ def test_measure_wall_keeps_the_usual_positional_order():
     assert isinstance(ridge.measure_wall(busy, 3, 1, False), float)  # cuda as the fourth
 
 
+def test_code_reading_the_plain_helpers_dictionary_runs_unchanged():
+    m = ridge.measure_wall(busy, 5, 1)
+    assert m["median_ms"] == float(m) and m["min_ms"] == m.min_ms and m["max_ms"] == m.max_ms
+    assert m["samples"] == 5  # as in the helpers' dictionary: the number of samples
+    assert dict(m) == {"median_ms": float(m), "min_ms": m.min_ms, "max_ms": m.max_ms, "samples": 5}
+    assert "median_ms" in m and "p50" not in m and m.get("p50", -1) == -1
+    with pytest.raises(KeyError, match="median_ms"):
+        m["median"]
+    assert np.asarray(m).shape == ()  # still one number to NumPy
+
+
 def test_samples_are_a_read_only_numpy_view():
     m = ridge.measure_wall(busy, samples=7)
     s = m.samples
