@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.hpp"
+#include "ridge/dtype.hpp"
 #include "ridge/roofline.hpp"
 
 namespace nb = nanobind;
@@ -17,9 +18,21 @@ namespace ridge::python {
 void bind_model(nb::module_& m) {
   m.def("matmul_intensity", &matmul_intensity, "m"_a, "n"_a, "k"_a, "bytes_per_element"_a = 2,
         "FLOP per byte of [m,k] @ [k,n] when each operand is read once and C written once.");
+  m.def(
+      "matmul_intensity",
+      [](double m_, double n, double k, const std::string& dtype) {
+        return matmul_intensity(m_, n, k, bytes_per_element(dtype_from_string(dtype)));
+      },
+      "m"_a, "n"_a, "k"_a, "dtype"_a, "The same, with the element size given by a dtype name ('bf16', 'fp32', ...).");
   m.def("matmul_flops", &matmul_flops, "m"_a, "n"_a, "k"_a, "FLOPs of [m,k] @ [k,n]: 2*m*n*k.");
   m.def("matmul_bytes", &matmul_bytes, "m"_a, "n"_a, "k"_a, "bytes_per_element"_a = 2,
         "Bytes of [m,k] @ [k,n] if each operand is read once and C written once.");
+  m.def(
+      "matmul_bytes",
+      [](double m_, double n, double k, const std::string& dtype) {
+        return matmul_bytes(m_, n, k, bytes_per_element(dtype_from_string(dtype)));
+      },
+      "m"_a, "n"_a, "k"_a, "dtype"_a, "The same, with the element size given by a dtype name ('bf16', 'fp32', ...).");
   m.def("attainable_flops", &attainable_flops, "intensity"_a, "peak_flops"_a, "bandwidth"_a,
         "The roofline: min(peak_flops, intensity * bandwidth), FLOP/s (intensity in FLOP/byte, bandwidth in bytes/s).");
   m.def("ridge_point", &ridge_point, "peak_flops"_a, "bandwidth"_a,

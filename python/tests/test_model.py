@@ -10,6 +10,14 @@ def test_matmul_intensity_of_a_4096_bf16_matmul():
     assert ridge.matmul_intensity(4096, 4096, 4096) == pytest.approx(1365.33, rel=1e-4)
 
 
+def test_the_element_size_may_be_a_dtype_name():
+    assert ridge.matmul_intensity(16, 4096, 4096, "bf16") == ridge.matmul_intensity(16, 4096, 4096, 2)
+    assert ridge.matmul_intensity(64, 64, 64, dtype="fp32") == ridge.matmul_intensity(64, 64, 64, 4)
+    assert ridge.matmul_bytes(2, 2, 2, "fp32") == 48
+    with pytest.raises(ridge.UsageError, match="bf16"):
+        ridge.matmul_intensity(1, 1, 1, "int3")
+
+
 def test_decode_batch_intensities():
     # A [batch, 4096] x [4096, 4096] bf16 matmul: intensity grows with the batch.
     assert ridge.matmul_intensity(128, 4096, 4096) == pytest.approx(120.5, rel=1e-2)
