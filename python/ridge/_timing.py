@@ -7,10 +7,12 @@ samples=20, repeats=1)``), so code written against those runs unchanged. Each re
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import inspect
 import math
 import sys
+import warnings
 from typing import Any, Callable, List, Optional, Tuple, Union
 
 import numpy as np
@@ -87,10 +89,34 @@ def _takes_stream(fn: Callable) -> bool:
     return len(required) == 1
 
 
-def _stream_adapter(fn: Callable) -> Callable[[int], Any]:
+def _stream_adapter(fn: Callable, timed_stream: Optional[int] = None) -> Callable[[int], Any]:
+    """fn as ridge calls it: fn(stream) when it takes the stream, else fn(). With PyTorch, a call
+    on another stream than the timed one (the scratch capture that counts a call's launches before
+    the stream is held) runs with that stream current, so PyTorch's launches land in the capture."""
     if _takes_stream(fn):
         return fn
-    return lambda _stream: fn()
+    torch = _torch_if_in_use()
+    if torch is None or timed_stream is None:
+        return lambda _stream: fn()
+
+    def call(stream: int) -> Any:
+        if stream == timed_stream:
+            return fn()
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
+            return fn()
+    return call
+
+
+def _timed_stream_current(stream: Any, handle: int):
+    """With PyTorch and ``stream=`` given, that stream is PyTorch's current stream while timing,
+    so PyTorch and Triton work (both launch on the current stream) runs where ridge's events and
+    hold are; otherwise the events would time an idle stream. A no-op otherwise."""
+    torch = _torch_if_in_use()
+    if torch is None or stream is None:
+        return contextlib.nullcontext()
+    if isinstance(stream, torch.cuda.Stream):
+        return torch.cuda.stream(stream)
+    return torch.cuda.stream(torch.cuda.ExternalStream(handle) if handle else torch.cuda.default_stream())
 
 
 def _repeats_value(repeats: Repeats) -> int:
@@ -341,8 +367,9 @@ def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20
                  stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
                  time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5) -> Measurement:
     """GPU ms per call between CUDA events around ``repeats`` calls of ``function`` on the
-    caller's stream (PyTorch's current stream by default). Includes the host's launch latency
-    when the GPU was idle; ``measure_spin`` and ``measure_graph`` remove it.
+    caller's stream (PyTorch's current stream by default; ``stream=`` is made PyTorch's current
+    stream while timing). Includes the host's launch latency when the GPU was idle;
+    ``measure_spin`` and ``measure_graph`` remove it.
 
     repeats: calls per sample, or "auto" (0) for about ``target_sample_ms`` per sample.
     flush_l2: overwrite the L2 before each sample, outside the timed window (cold cache).
@@ -353,7 +380,9 @@ def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20
     kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms)
     _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
     _require_gpu("measure_cuda")
-    return Measurement(_ridge.measure_cuda(_stream_adapter(function), warmup, samples, _repeats_value(repeats), **kwargs))
+    with _timed_stream_current(stream, kwargs["stream"]):
+        return Measurement(_ridge.measure_cuda(_stream_adapter(function, kwargs["stream"]), warmup, samples,
+                                               _repeats_value(repeats), **kwargs))
 
 
 def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,
@@ -379,7 +408,9 @@ def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20
                           throttle_threshold, throttle_recovery_s, rest_before_sample_s)
     _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
     _require_gpu("measure_spin")
-    return Measurement(_ridge.measure_spin(_stream_adapter(function), warmup, samples, _repeats_value(repeats), **kwargs))
+    with _timed_stream_current(stream, kwargs["stream"]):
+        return Measurement(_ridge.measure_spin(_stream_adapter(function, kwargs["stream"]), warmup, samples,
+                                               _repeats_value(repeats), **kwargs))
 
 
 def _auto_graph_repeats(function, stream: int, target_sample_ms: float) -> int:
@@ -397,8 +428,10 @@ def _check_no_host_sync(torch, function) -> None:
     synchronize with the host fails here, before a capture starts: a failed capture can leave
     PyTorch's stream state broken for the rest of the process."""
     previous = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode("error")
     try:
+        with warnings.catch_warnings():  # PyTorch calls the mode a prototype on every switch
+            warnings.filterwarnings("ignore", message="Synchronization debug mode")
+            torch.cuda.set_sync_debug_mode("error")
         function()
     except RuntimeError as error:
         if "synchroniz" not in str(error):
@@ -406,7 +439,9 @@ def _check_no_host_sync(torch, function) -> None:
         raise CaptureError(f"the callable synchronizes with the host, so it cannot be captured into a CUDA graph "
                            f"({error}). {_CAPTURE_RULES}") from error
     finally:
-        torch.cuda.set_sync_debug_mode(previous)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Synchronization debug mode")
+            torch.cuda.set_sync_debug_mode(previous)
 
 
 def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwargs) -> Measurement:
@@ -423,12 +458,21 @@ def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwar
     torch_stream.wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     try:
-        with torch.cuda.graph(graph):
-            for _ in range(repeats):
-                function()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with torch.cuda.graph(graph):
+                for _ in range(repeats):
+                    function()
     except Exception as error:  # noqa: BLE001 - say what failed, keep the cause
         raise CaptureError(f"the callable could not be captured into a CUDA graph ({type(error).__name__}: "
                            f"{error}). {_CAPTURE_RULES}") from error
+    for w in caught:
+        # PyTorch warns when the capture recorded nothing: timing it would time an empty replay.
+        if "CUDA Graph is empty" in str(w.message):
+            raise CaptureError("the callable queued no GPU work on PyTorch's current stream, so the captured "
+                               "graph is empty and its replay would time nothing. Time GPU work (tensors on "
+                               "the GPU), launched on the current stream.")
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     with torch.cuda.stream(torch_stream):
         raw = _ridge.measure_spin(lambda _s: graph.replay(), warmup, samples, 1, **dict(kwargs, stream=stream))
     return Measurement(raw, method="graph_replay", per_call_divisor=repeats)

@@ -3,6 +3,7 @@ the GPU timers themselves on PyTorch work."""
 import math
 import time
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -186,6 +187,51 @@ def test_timers_follow_the_current_torch_stream():
         m = ridge.measure_cuda(lambda: a @ a)
     assert float(m) > 0
     assert ridge.stream_handle(side) == side.cuda_stream
+
+
+@pytest.mark.gpu
+def test_a_stream_given_is_where_the_pytorch_work_runs():
+    # stream= means "time my work on this stream": PyTorch queues on its current stream, so ridge
+    # makes the given stream current while timing (before, the events timed the idle side stream).
+    a = torch.randn(4096, 4096, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        inside = ridge.measure_cuda(lambda: a @ a)
+    for timer in (ridge.measure_cuda, ridge.measure_spin):
+        given = timer(lambda: a @ a, stream=side)
+        assert 0.8 < float(given) / float(inside) < 1.25, (timer.__name__, given, inside)
+    handle = ridge.measure_spin(lambda: a @ a, stream=side.cuda_stream)
+    assert 0.8 < float(handle) / float(inside) < 1.25, (handle, inside)
+    assert torch.cuda.current_stream() == torch.cuda.default_stream()  # put back afterwards
+
+
+@pytest.mark.gpu
+def test_the_spin_hold_counts_the_launches_of_a_pytorch_callable():
+    # 40 launches per call: the hold may queue at most 512 launches, so "auto" repeats must stay
+    # at or below 12 (the count once read 1 here: PyTorch launched outside ridge's counting capture).
+    x = torch.zeros(1, device="cuda")
+
+    def forty_launches():
+        for _ in range(40):
+            x.add_(1)
+    m = ridge.measure_spin(forty_launches, repeats="auto", samples=5, target_sample_ms=5)  # wants ~50 calls
+    assert 1 <= m.repeats_per_sample <= 512 // 40, m.repeats_per_sample
+    assert math.isfinite(float(m)) and float(m) > 0
+
+
+@pytest.mark.gpu
+def test_measure_graph_does_not_pass_on_pytorchs_prototype_warning():
+    a = torch.randn(64, device="cuda")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ridge.measure_graph(lambda: a * 2)
+    assert not [w for w in caught if "Synchronization debug mode" in str(w.message)]
+
+
+@pytest.mark.gpu
+def test_a_graph_of_no_gpu_work_is_a_capture_error():
+    with pytest.raises(ridge.CaptureError, match="no GPU work"):
+        ridge.measure_graph(lambda: torch.ones(3) + 1)
 
 
 @pytest.mark.gpu

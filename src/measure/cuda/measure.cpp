@@ -245,7 +245,8 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
     if (hold.timed_out())
       throw Error(fmt::format(
           "the spin kernel holding the stream timed out after {} s before the host finished queuing a batch; "
-          "the work may launch too many kernels or synchronize inside the timed function. Use --method events",
+          "the work may launch too many kernels or synchronize inside the timed function. Use fewer repeats, or "
+          "the events method (--method events; measure_cuda in Python)",
           o.spin_timeout_s));
     if (throttle.on()) {
       const double mhz = throttle.sm_mhz();
@@ -418,7 +419,7 @@ Measurement measure_graph(const StreamFn& fn, CudaOptions o) {
   if (status != cudaSuccess) {
     cudaGetLastError();
     throw Error(fmt::format("CUDA graph capture failed ({}): the timed function must launch all its work on the "
-                            "stream it is given and must not synchronize. Use --method events or spin instead",
+                            "stream it is given and must not synchronize. Use the events or spin method instead",
                             detail::status_text(status)));
   }
   RIDGE_CHECK(cudaGraphInstantiate(&cleanup.e, cleanup.g, 0));
