@@ -20,7 +20,8 @@ ridge process also runs ridge.trace with the kernel launch calls recorded (the d
 times replaced them), with CUPTI's synchronization records on, with every API call recorded and with
 none, which says what ridge's overhead is made of.
 
-The decode loop: a 4-layer GPT-style decoder (d=512, 8 heads) generating one token per step with a
+The decode loop: examples/python/decode_step.py (the Python example's) at a smaller size, a 4-layer
+GPT-style decoder (d=512, 8 heads, tied embeddings) generating one token per step with a
 preallocated KV cache of fixed length (positions masked), so every step launches the same kernels
 and nothing waits on the host inside a step. Each step is marked with an NVTX range (ridge.nvtx) in
 the ridge process and with record_function in the torch process, in every arm alike.
@@ -39,50 +40,14 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 from trace_vs_torch_profiler import count_steps  # noqa: E402
 
+# The decode step is examples/python/decode_step.py, the one the Python example traces.
+EXAMPLES = os.path.join(HERE, "..", "examples", "python")
+
 CONFIG = dict(d=512, layers=4, heads=8, vocab=4096, cache=256)
-
-
-def build_decoder(cfg):
-    """A GPT-style decoder on the GPU and its decode step: step() queues one token's forward pass
-    (the KV cache written at the current position, attention over the whole cache with later
-    positions masked, the next token chosen by argmax on the GPU) and returns without waiting."""
-    import torch
-    import torch.nn.functional as F
-
-    torch.manual_seed(0)
-    dev, d, h, n = "cuda", cfg["d"], cfg["heads"], cfg["cache"]
-    hd = d // h
-
-    def w(*shape):
-        return (torch.randn(*shape, device=dev) * 0.02).to(torch.bfloat16)
-
-    layers = [dict(ln1=torch.nn.LayerNorm(d, device=dev, dtype=torch.bfloat16), qkv=w(3 * d, d), proj=w(d, d),
-                   ln2=torch.nn.LayerNorm(d, device=dev, dtype=torch.bfloat16), up=w(4 * d, d), down=w(d, 4 * d),
-                   k=torch.zeros(1, h, n, hd, device=dev, dtype=torch.bfloat16),
-                   v=torch.zeros(1, h, n, hd, device=dev, dtype=torch.bfloat16)) for _ in range(cfg["layers"])]
-    embed, head = w(cfg["vocab"], d), w(cfg["vocab"], d)
-    ln_f = torch.nn.LayerNorm(d, device=dev, dtype=torch.bfloat16)
-    positions = torch.arange(n, device=dev)
-    state = dict(token=torch.zeros(1, dtype=torch.long, device=dev), pos=torch.zeros(1, dtype=torch.long, device=dev))
-
-    @torch.no_grad()
-    def step():
-        x = embed[state["token"]].view(1, 1, d)
-        visible = (positions <= state["pos"]).view(1, 1, 1, n)
-        for L in layers:
-            q, k, v = F.linear(L["ln1"](x), L["qkv"]).view(1, 1, 3, h, hd).permute(2, 0, 3, 1, 4)
-            L["k"].index_copy_(2, state["pos"], k)
-            L["v"].index_copy_(2, state["pos"], v)
-            a = F.scaled_dot_product_attention(q, L["k"], L["v"], attn_mask=visible)
-            x = x + F.linear(a.transpose(1, 2).reshape(1, 1, d), L["proj"])
-            x = x + F.linear(F.gelu(F.linear(L["ln2"](x), L["up"])), L["down"])
-        state["token"] = F.linear(ln_f(x), head).view(-1).argmax().view(1)
-        state["pos"].add_(1).remainder_(n)
-
-    return step
 
 
 def block_runner(torch, step, mark):
@@ -148,7 +113,10 @@ def child(tool, args):
     """One process: the correctness trace, then the interleaved A/B of its arms. Prints JSON."""
     import torch
 
-    step = build_decoder(CONFIG)
+    sys.path.insert(0, EXAMPLES)
+    from decode_step import decoder_step
+
+    step = decoder_step(**CONFIG)
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
