@@ -3,7 +3,7 @@
 # (through apt-get, on Debian/Ubuntu), then configures and builds into ./build. Safe to run again.
 #
 # Needs: CMake >= 3.25, Ninja, a C++20 compiler, the CUDA 13 toolkit (nvcc; never installed here),
-# and the CMake packages CLI11, nlohmann_json (>= 3.10), fmt and GTest (tests only). Each is looked
+# and the CMake packages CLI11, nlohmann_json (>= 3.10), fmt, ZLIB and GTest (tests only). Each is looked
 # for by what it provides (a command on PATH, a package CMake finds), wherever it came from: pip,
 # conda, a source install or apt. Extra CMake arguments: RIDGE_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=..."
 set -euo pipefail
@@ -45,6 +45,10 @@ find_package(fmt QUIET)
 if(NOT fmt_FOUND)
   list(APPEND missing fmt)
 endif()
+find_package(ZLIB QUIET)
+if(NOT ZLIB_FOUND)
+  list(APPEND missing ZLIB)
+endif()
 find_package(MPI COMPONENTS C QUIET)
 if(NOT MPI_C_FOUND)
   list(APPEND missing MPI)
@@ -70,6 +74,7 @@ apt_name() {
     CLI11) echo libcli11-dev ;;
     nlohmann_json) echo nlohmann-json3-dev ;;
     fmt) echo libfmt-dev ;;
+    ZLIB) echo zlib1g-dev ;;
     GTest) echo libgtest-dev ;;
     MPI) echo libopenmpi-dev ;;
   esac

@@ -67,7 +67,8 @@ nlohmann::json read_json_file(const std::filesystem::path& path);
 /// UsageError (exit 2) naming the source and the JSON path of the first bad value (see
 /// result_set_from_json).
 ResultSet parse_result_text(std::string_view text, const std::string& source);
-/// Reads a ridge JSON result file (or a folder holding results.json): parse_result_text of its text.
+/// Reads a ridge JSON result file, gzip-compressed or not (or a folder holding results.json or
+/// results.json.gz): parse_result_text of its text.
 ResultSet load_result_file(const std::filesystem::path& path);
 
 /// Writes the exports a user asked for; empty paths are skipped.

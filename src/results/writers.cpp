@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "results/gzip.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
 
@@ -313,8 +314,12 @@ ResultSet parse_result_text(std::string_view text, const std::string& source) {
 ResultSet load_result_file(const std::filesystem::path& path) {
   std::filesystem::path file = path;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) file = path / "results.json";
-  return parse_result_text(read_text(file), file.string());
+  if (std::filesystem::is_directory(path, ec)) {
+    file = path / "results.json";
+    if (!std::filesystem::exists(file, ec) && std::filesystem::exists(path / "results.json.gz", ec))
+      file = path / "results.json.gz";
+  }
+  return parse_result_text(detail::gunzip_if_compressed(read_text(file), file.string()), file.string());
 }
 
 void export_results(const ResultSet& set, const std::string& json_path, const std::string& csv_path,

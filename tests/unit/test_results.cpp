@@ -1,6 +1,7 @@
 #include <filesystem>
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include "ridge/checks.hpp"
 #include "ridge/errors.hpp"
@@ -106,6 +107,40 @@ TEST(Results, AtomicWriteAndLoad) {
   EXPECT_THROW(load_result_file(dir / "missing.json"), UsageError);
   write_text((dir / "bad.json").string(), "{not json");
   EXPECT_THROW(load_result_file(dir / "bad.json"), UsageError);
+  std::filesystem::remove_all(dir);
+}
+
+// gzip-compresses `text` as `gzip` does (deflate with a gzip wrapper).
+static std::string gzip(const std::string& text) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, text.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+TEST(Writers, CompressedResultFilesAndFoldersLoad) {
+  const auto dir = std::filesystem::temp_directory_path() / "ridge_test_gzip";
+  std::filesystem::remove_all(dir);
+  const std::string compressed = gzip(to_json(sample_set()).dump());
+  write_text((dir / "r.json.gz").string(), compressed);
+  EXPECT_EQ(load_result_file(dir / "r.json.gz").records.size(), 1u);
+  write_text((dir / "report" / "results.json.gz").string(), compressed);  // a report folder, compressed
+  EXPECT_EQ(load_result_file(dir / "report").records.size(), 1u);
+  write_text((dir / "cut.json.gz").string(), compressed.substr(0, compressed.size() / 2));
+  try {
+    load_result_file(dir / "cut.json.gz");
+    ADD_FAILURE() << "a truncated gzip file loaded";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cut.json.gz"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -4,6 +4,8 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -719,6 +721,39 @@ std::string cupti_library_path() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&cuptiGetVersion), &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
   return "";
+}
+
+std::vector<std::string> loaded_cupti_libraries() {
+  struct Found {
+    std::vector<std::string> paths;
+    std::vector<std::pair<dev_t, ino_t>> files;
+  } found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) -> int {
+        auto& f = *static_cast<Found*>(data);
+        const std::string_view path = info->dlpi_name ? info->dlpi_name : "";
+        const auto slash = path.rfind('/');
+        if (path.substr(slash == std::string_view::npos ? 0 : slash + 1).rfind("libcupti.so", 0) != 0) return 0;
+        struct stat st {};
+        if (::stat(info->dlpi_name, &st) != 0) return 0;
+        for (const auto& file : f.files)
+          if (file.first == st.st_dev && file.second == st.st_ino) return 0;  // the same file by another name
+        f.files.emplace_back(st.st_dev, st.st_ino);
+        f.paths.emplace_back(path);
+        return 0;
+      },
+      &found);
+  return found.paths;
+}
+
+void require_one_cupti() {
+  const auto paths = loaded_cupti_libraries();
+  if (paths.size() <= 1) return;
+  throw Error(fmt::format(
+      "two copies of CUPTI are loaded in this process ({} and {}); tracing with both would crash. This happens when "
+      "a framework's wheel (PyTorch's nvidia/cu13/lib) and the CUDA toolkit each bring one: import ridge before "
+      "the framework, or make both load the same file (LD_LIBRARY_PATH pointing at one of the two folders)",
+      paths[0], paths[1]));
 }
 
 bool collector_running() { return state().running.load(); }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ridge/trace.hpp"
 
@@ -92,5 +93,10 @@ bool collector_running();
 trace::Nanoseconds collector_now();
 /// Path of the CUPTI library loaded in this process ("" if unknown).
 std::string cupti_library_path();
+/// The distinct CUPTI libraries loaded in this process (paths; one file reached by two names
+/// counts once).
+std::vector<std::string> loaded_cupti_libraries();
+/// Throws ridge::Error when more than one CUPTI is loaded: the two would each hook the driver.
+void require_one_cupti();
 
 }  // namespace ridge::trace_detail

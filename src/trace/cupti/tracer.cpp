@@ -22,6 +22,7 @@ Tracer::~Tracer() {
 }
 
 void Tracer::start() {
+  trace_detail::require_one_cupti();
   enable_nvtx_capture();
   trace_detail::CollectorOptions o;
   o.api_calls = options_.all_api_calls ? trace_detail::ApiCalls::all : trace_detail::parse_api_calls(options_.api_calls);
@@ -54,6 +55,7 @@ trace::Analysis Tracer::summary(const trace::AnalysisOptions& options, const tra
 }
 
 bool enable_nvtx_capture() {
+  trace_detail::require_one_cupti();
   if (std::getenv("NVTX_INJECTION64_PATH") != nullptr) return true;
   const std::string path = trace_detail::cupti_library_path();
   if (path.empty()) return false;

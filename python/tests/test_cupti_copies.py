@@ -1,0 +1,29 @@
+"""Two copies of CUPTI in one process (a framework's wheel brings one, the CUDA toolkit another)
+crash whoever traces with them: ridge refuses with a clear error instead."""
+import subprocess
+import sys
+import textwrap
+
+SECOND_CUPTI = textwrap.dedent("""
+    import ctypes, shutil, sys, tempfile, os
+    import ridge
+    loaded = sorted({line.split()[-1] for line in open("/proc/self/maps") if "libcupti.so" in line})
+    assert len(loaded) == 1, loaded
+    copy = os.path.join(tempfile.mkdtemp(), "libcupti.so.13")
+    shutil.copy(loaded[0], copy)
+    ctypes.CDLL(copy)  # what a framework's wheel does when it loads its own CUPTI by path
+    for what, use in (("nvtx", lambda: ridge.nvtx("x").__enter__()), ("trace", lambda: ridge.trace(None).__enter__())):
+        try:
+            use()
+        except ridge.Error as error:
+            print(what, "refused:", error)
+        else:
+            sys.exit(what + " ran with two CUPTIs loaded")
+""")
+
+
+def test_a_second_cupti_in_the_process_is_refused_not_a_crash():
+    done = subprocess.run([sys.executable, "-c", SECOND_CUPTI], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "nvtx refused: two copies of CUPTI are loaded" in done.stdout, done.stdout
+    assert "trace refused:" in done.stdout, done.stdout  # without a GPU, NoGpuError may come first
