@@ -27,6 +27,10 @@ std::string to_string(CeilingsSource source);
 /// fp64, fp32, tf32, fp16, bf16, fp8_e4m3.
 const std::vector<std::string>& ceiling_dtypes();
 
+/// The dtype names a peak may be listed under: fp64, fp64_vector, fp32, tf32, fp16, bf16,
+/// fp8_e4m3, fp4 (catalog files, DeviceCeilings::peak_flops_per_s).
+const std::vector<std::string>& peak_dtype_names();
+
 /// A dtype name as ceilings tables and roofline plots show it: "bf16" -> "BF16", "fp8_e4m3" -> "FP8".
 std::string dtype_title(const std::string& dtype);
 
@@ -47,25 +51,30 @@ struct DeviceCeilings {
   /// Cost of an empty kernel launch in microseconds (stream held by a spin kernel); 0 = unknown.
   double empty_launch_us = 0;
 
-  /// Peak FLOP/s for a dtype name; 0 when absent.
+  /// Peak FLOP/s for a dtype name ("fp8" means fp8_e4m3); 0 when absent.
   double peak_flops(const std::string& dtype) const;
   /// Peak FLOP/s for a dtype; nullopt when absent.
   std::optional<double> peak(DType dtype) const;
   /// The highest peak of any dtype (FLOP/s); 0 when none is known.
   double highest_peak_flops() const;
-  /// The roof an operation of `dtype` is placed under (FLOP/s): its own peak, else FP32's, else the
-  /// highest known ("fp8" means fp8_e4m3); 0 when no peak is known.
+  /// The roof an operation of `dtype` is placed under (FLOP/s): its own peak ("fp8" means
+  /// fp8_e4m3), never another dtype's. Throws UsageError naming the dtype, the ceilings and the
+  /// dtypes they list when they have no peak for it (e.g. BF16 on a T4).
   double roof_for(const std::string& dtype) const;
   /// Ridge point I* = peak / memory bandwidth (FLOP/byte) for a dtype name; 0 when either is unknown.
   double ridge_point(const std::string& dtype) const;
   /// True when both a memory bandwidth and at least one peak are known.
   bool usable() const;
+  /// Throws UsageError naming the field when a figure is not a finite number (memory bandwidth
+  /// > 0; L2 bandwidth and empty launch >= 0) or a peak is listed under an unknown dtype name or
+  /// is not finite and > 0.
+  void validate() const;
 };
 
 /// JSON form: {"source", "source_text", "memory_bytes_per_s", "l2_bytes_per_s",
 /// "peak_flops_per_s": {dtype: FLOP/s}, "empty_launch_us"}; unknown values are left out.
 nlohmann::json to_json(const DeviceCeilings& c);
-/// Reads to_json's form; throws UsageError naming what is wrong.
+/// Reads to_json's form and validates it; throws UsageError naming what is wrong.
 DeviceCeilings device_ceilings_from_json(const nlohmann::json& j);
 
 /// What the device's measurements are specific to: ceilings plus how they were measured.

@@ -33,6 +33,9 @@ struct Plot {
   int width = 800, height = 520;
   /// Optional fixed axis ranges (0 = from the data).
   double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
+  /// Findings about the data drawn (e.g. a point above the roofline: impossible), drawn in red
+  /// under the title (the first few; then how many more).
+  std::vector<std::string> warnings;
 };
 
 /// Escapes &, <, >, " and ' for XML/HTML text and attributes (drops disallowed control characters).

@@ -30,7 +30,7 @@ double matmul_bytes(double m, double n, double k, double bytes_per_element = 2);
 /// intensity in FLOP/byte. Throws UsageError on negative intensity or non-positive ceilings.
 double attainable_flops(double intensity, double peak_flops, double bandwidth);
 
-/// Ridge point I* = peak_flops / bandwidth, in FLOP/byte.
+/// Ridge point I* = peak_flops / bandwidth, in FLOP/byte. Throws UsageError unless both are finite and > 0.
 double ridge_point(double peak_flops, double bandwidth);
 
 /// Upper bound on decode tokens/s when each step reads all weights once (shared by the batch)
@@ -49,7 +49,8 @@ std::optional<double> amdahl_required_speedup(double fraction, double target);
 double amdahl_limit(double fraction);
 
 enum class Bound { memory, compute };
-/// Memory-bound when intensity is below the ridge point.
+/// Memory-bound when intensity is below the ridge point. Throws UsageError for a NaN, infinite or
+/// negative intensity or ceilings that are not finite and > 0.
 Bound classify(double intensity, double peak_flops, double bandwidth);
 std::string to_string(Bound b);
 
@@ -59,6 +60,9 @@ double roofline_efficiency(double measured_flops_per_s, double intensity, double
 /// Fastest physically possible time, in seconds, for an op moving `bytes` and doing `flops` on a
 /// device with the given ceilings: max(bytes / bandwidth, flops / peak_flops).
 double roofline_floor_s(double bytes, double flops, double peak_flops, double bandwidth);
+
+// Every function above throws UsageError naming the argument for NaN, infinite or negative input
+// (or an input <= 0 where it must be positive); amdahl_speedup alone takes speedup = +inf.
 
 // ---- operations on a roofline --------------------------------------------------------------------
 
@@ -70,6 +74,9 @@ struct RooflineOperation {
   double flops_per_s = 0;  ///< achieved FLOP/s (for a model: the attainable rate)
   std::string series;      ///< plot series it is drawn in; empty = the plot's default series
   std::string file;        ///< the result file it was read from, if any
+  /// Throws UsageError naming the operation and the field unless intensity and rate are finite
+  /// and > 0 (a log-log roofline cannot show anything else).
+  void validate() const;
 };
 
 /// A record with counted FLOPs and bytes as an operation: label "<name> <dtype> n=<n>" (or the
@@ -77,8 +84,10 @@ struct RooflineOperation {
 std::optional<RooflineOperation> roofline_operation(const Record& record);
 
 /// The records with FLOPs and bytes of ridge result files, as operations (file set on each).
-/// Throws UsageError for a file that is not a ridge result file.
-std::vector<RooflineOperation> load_roofline_operations(const std::vector<std::string>& files);
+/// Throws UsageError for a file that is not a ridge result file. Records that are not operations
+/// (no FLOPs, bytes or time) are left out; `skipped` (if given) gets one line per file saying how many.
+std::vector<RooflineOperation> load_roofline_operations(const std::vector<std::string>& files,
+                                                        std::vector<std::string>* skipped = nullptr);
 
 /// An operation placed under a set of ceilings.
 struct RooflinePlacement {
@@ -91,9 +100,10 @@ struct RooflinePlacement {
   bool above_roof() const { return efficiency > 1.05; }
 };
 
-/// Places an operation under `ceilings` (roof: DeviceCeilings::roof_for its dtype); nullopt when
-/// the ceilings lack a memory bandwidth or any roof, or the operation has no intensity.
-std::optional<RooflinePlacement> place_on_roofline(const DeviceCeilings& ceilings, const RooflineOperation& op);
+/// Places an operation under `ceilings` (roof: DeviceCeilings::roof_for its dtype). Throws
+/// UsageError for an invalid operation (RooflineOperation::validate), ceilings without a memory
+/// bandwidth, or a dtype the ceilings have no peak for (never another dtype's roof).
+RooflinePlacement place_on_roofline(const DeviceCeilings& ceilings, const RooflineOperation& op);
 
 /// Ridge points I* (FLOP/byte) of one dtype under two sets of ceilings; 0 = unknown.
 struct RidgePoints {
@@ -125,7 +135,10 @@ struct RooflinePlotOptions {
 /// The log-log roofline (x: FLOP/byte, y: FLOP/s): the memory slope (and the L2 slope when known)
 /// up to the highest roof, one flat roof per dtype from its ridge point (roofs within 8% share a
 /// label, which carries I*), the ridge points as markers, the overlay, and the operations (one
-/// series per RooflineOperation::series). Render it with render_svg.
+/// series per RooflineOperation::series). Render it with render_svg. Throws UsageError for an
+/// invalid operation (RooflineOperation::validate), naming it. Findings go to Plot::warnings (drawn
+/// in the SVG): an operation above its roof (impossible; its label says so too) and one whose
+/// dtype has no roof in `ceilings` (drawn, compared with nothing).
 Plot roofline_plot(const DeviceCeilings& ceilings, const std::vector<RooflineOperation>& operations,
                    const RooflinePlotOptions& options = {});
 
@@ -146,10 +159,12 @@ struct ShapePlacement {
   double ridge_point = 0;              ///< roof / memory bandwidth (FLOP/byte)
   Bound bound = Bound::memory;
   double floor_s = 0;                  ///< the fastest possible time per call (roofline_floor_s)
+  std::string placed_on;               ///< the ceilings' source_text, e.g. "datasheet of NVIDIA H100 SXM"
 };
 
-/// Places the GEMM on `ceilings`. Throws UsageError for sizes <= 0, or ceilings that lack a memory
-/// bandwidth or any peak for the dtype.
+/// Places the GEMM on `ceilings`. Throws UsageError for sizes that are not finite and > 0, or
+/// ceilings that lack a memory bandwidth or a peak for this dtype (BF16 on a T4 is refused, never
+/// placed under FP32's roof).
 ShapePlacement place_matmul(const DeviceCeilings& ceilings, double m, double n, double k, DType dtype);
 /// The placement as an operation for roofline_plot (drawn at its attainable rate).
 RooflineOperation to_operation(const ShapePlacement& placement);
@@ -182,6 +197,7 @@ struct RooflineAnalysis {
   std::vector<CeilingComparison> ceilings;  ///< datasheet vs measured, row by row
   std::vector<RidgePoints> ridge_points;
   /// The operations placed under the measured ceilings, else the datasheet's ("placed_on" says which).
+  /// An operation whose dtype has no roof there is drawn but not placed: `warnings` says so.
   std::vector<RooflinePlacement> placements;
   std::string placed_on;  ///< "measured" or "datasheet"
   /// The GEMM shapes of RooflineOptions::matmul_shapes, placed on the same ceilings.
@@ -189,6 +205,9 @@ struct RooflineAnalysis {
   Plot plot;
   /// The measured ceilings' raw records, with extra.datasheet_bytes_per_s / datasheet_flops_per_s.
   std::vector<Record> records;
+  /// What the reader must know: operations above the roof (impossible) or with no roof of their
+  /// dtype (not placed). The same lines are drawn in the plot (Plot::warnings).
+  std::vector<std::string> warnings;
   bool model_only() const { return !device; }
 };
 

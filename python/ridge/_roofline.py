@@ -58,11 +58,27 @@ def cached_ceilings(uuid: str) -> "Optional[_ridge.MeasuredCeilings]":
     return cached
 
 
-def place_matmul(m: float, n: float, k: float, dtype: str = "bf16", device: DeviceLike = "h100-sxm"):
+def _default_ceilings(device: DeviceLike, caller: str) -> DeviceCeilings:
+    """The ceilings of ``device``; with None, GPU 0's measured ones (cached, else measured in
+    seconds), and without a usable GPU a NoGpuError asking for ``device=``."""
+    if device is not None:
+        return ceilings(device)
+    reason = _ridge.no_gpu_reason()
+    if reason:
+        raise _ridge.NoGpuError(
+            f"{caller}: no device given and no GPU is usable here ({reason}); pass device= a catalog key "
+            f"(e.g. device='h100-sxm'; ridge.devices() lists them), a GPU index or ridge.DeviceCeilings")
+    return ceilings(0)
+
+
+def place_matmul(m: float, n: float, k: float, dtype: str = "bf16", device: DeviceLike = None):
     """Places [m,k] @ [k,n] on a device's roofline without running it: ``.intensity_flop_per_byte``,
-    ``.attainable_flops_per_s``, ``.ridge_point``, ``.bound`` ("memory" or "compute"), ``.floor_s``;
-    ``print()`` shows them in one line, as ``ridge roofline --matmul`` does."""
-    return _ridge.place_matmul(ceilings(device), m, n, k, dtype)
+    ``.attainable_flops_per_s``, ``.ridge_point``, ``.bound`` ("memory" or "compute"), ``.floor_s``,
+    ``.placed_on`` (the ceilings used); ``print()`` shows them in one line, as ``ridge roofline
+    --matmul`` does. ``device``: a catalog key ("h100-sxm": its datasheet), a GPU index (measured,
+    cached), a Device or DeviceCeilings; None: GPU 0's measured ceilings, and NoGpuError when no GPU
+    is usable. UsageError when the device has no peak for ``dtype`` (e.g. bf16 on a T4)."""
+    return _ridge.place_matmul(_default_ceilings(device, "place_matmul"), m, n, k, dtype)
 
 
 class Figure:
@@ -73,9 +89,16 @@ class Figure:
         self.svg = svg
         self.data = data
 
+    @property
+    def warnings(self) -> list:
+        """Findings about what is drawn (e.g. a point above the roof: impossible); also in the SVG."""
+        return list(self.data.get("warnings", []))
+
     def __repr__(self) -> str:
         title = self.data.get("title") or "untitled"
-        return f"Figure({title!r}, {len(self.data.get('series', []))} series: .save(path), .svg, .to_matplotlib())"
+        flagged = f", {len(self.warnings)} warning(s): .warnings" if self.warnings else ""
+        return (f"Figure({title!r}, {len(self.data.get('series', []))} series{flagged}: .save(path), .svg, "
+                f".to_matplotlib())")
 
     def _repr_svg_(self) -> str:
         return self.svg
@@ -109,8 +132,11 @@ class Figure:
 Operation = Tuple[str, str, float, float]  # label, dtype, FLOP/byte, FLOP/s
 
 
-def roofline(device: DeviceLike = "h100-sxm", operations: Iterable[Operation] = (), title: str = "") -> Figure:
-    """The roofline of a device (its datasheet for a catalog key, measured ceilings for a GPU index)
-    with operations placed on it: (label, dtype, intensity in FLOP/byte, achieved FLOP/s)."""
-    svg, data = _ridge.roofline_plot(ceilings(device), list(operations), title)
+def roofline(device: DeviceLike = None, operations: Iterable[Operation] = (), title: str = "") -> Figure:
+    """The roofline of a device (its datasheet for a catalog key, measured ceilings for a GPU index,
+    a Device or DeviceCeilings; None: GPU 0's measured ceilings, NoGpuError when no GPU is usable)
+    with operations placed on it: (label, dtype, intensity in FLOP/byte, achieved FLOP/s), each
+    finite and > 0 (UsageError names the operation otherwise). An operation above its roof
+    (impossible) or with no roof of its dtype is listed in ``Figure.warnings`` and in the SVG."""
+    svg, data = _ridge.roofline_plot(_default_ceilings(device, "roofline"), list(operations), title)
     return Figure(svg, data)

@@ -60,15 +60,15 @@ def sweep(factory: Callable[[int], Callable[[], Any]], sizes: Iterable[int], *, 
     if not callable(factory):
         raise TypeError("factory must be a callable: size -> callable that queues GPU work")
     device_ceilings = ceilings_of(ceilings) if ceilings is not None else None
+    rate = "bytes" if bytes else "flops"
+    ceiling = 0.0
+    if device_ceilings is not None:  # before measuring: a dtype the ceilings lack is a UsageError
+        ceiling = device_ceilings.memory_bytes_per_s if rate == "bytes" else device_ceilings.roof_for(dtype)
     results = Results()
     for n in sizes:
         m = measure(method, factory(n), **timer_options)
         results.add(m, name, dtype=dtype, params={"size": int(n)},
                     bytes=float(bytes(n)) if bytes else 0.0, flops=float(flops(n)) if flops else 0.0)
-    rate = "bytes" if bytes else "flops"
-    ceiling = 0.0
-    if device_ceilings is not None:
-        ceiling = device_ceilings.memory_bytes_per_s if rate == "bytes" else device_ceilings.roof_for(dtype)
     curve = [(r["params"]["size"], r[f"{rate}_per_s"]) for r in results.records]
     knees = _ridge.find_knees(curve, ceiling) if ceiling > 0 and (bytes or flops) else []
     warnings = [_ridge.plausibility_warnings(json.dumps(r), device_ceilings, float(l2_bytes)) for r in results.records]

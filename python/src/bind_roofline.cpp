@@ -57,6 +57,9 @@ nb::dict plot_data(const Plot& plot) {
   d["log_x"] = plot.log_x;
   d["log_y"] = plot.log_y;
   d["series"] = series;
+  nb::list warnings;
+  for (const std::string& w : plot.warnings) warnings.append(w);
+  d["warnings"] = warnings;
   return d;
 }
 
@@ -84,6 +87,8 @@ Plot plot_from_data(const nb::dict& d) {
     s.in_legend = nb::cast<bool>(sd["in_legend"]);
     plot.series.push_back(std::move(s));
   }
+  if (d.contains("warnings"))
+    for (nb::handle w : nb::cast<nb::list>(d["warnings"])) plot.warnings.push_back(nb::cast<std::string>(w));
   return plot;
 }
 
@@ -94,15 +99,18 @@ void bind_ceilings(nb::module_& m) {
           "__init__",
           [](DeviceCeilings* self, double memory_bytes_per_s, std::map<std::string, double> peak_flops_per_s,
              double l2_bytes_per_s, std::string source_text) {
-            new (self) DeviceCeilings();
-            self->source = CeilingsSource::user;
-            self->source_text = source_text;
-            self->memory_bytes_per_s = memory_bytes_per_s;
-            self->peak_flops_per_s = std::move(peak_flops_per_s);
-            self->l2_bytes_per_s = l2_bytes_per_s;
+            DeviceCeilings c;
+            c.source = CeilingsSource::user;
+            c.source_text = source_text;
+            c.memory_bytes_per_s = memory_bytes_per_s;
+            c.peak_flops_per_s = std::move(peak_flops_per_s);
+            c.l2_bytes_per_s = l2_bytes_per_s;
+            c.validate();  // before construction: UsageError naming the field
+            new (self) DeviceCeilings(std::move(c));
           },
           "memory_bytes_per_s"_a, "peak_flops_per_s"_a, "l2_bytes_per_s"_a = 0.0, "source_text"_a = "given",
-          "Ceilings of your own: memory bandwidth (bytes/s) and dense peak FLOP/s per dtype name.")
+          "Ceilings of your own: memory bandwidth (bytes/s, finite and > 0) and dense peak FLOP/s per dtype name "
+          "(fp64, fp64_vector, fp32, tf32, fp16, bf16, fp8_e4m3, fp4; each finite and > 0). UsageError names a bad field.")
       .def_prop_ro("source", [](const DeviceCeilings& c) { return to_string(c.source); }, "datasheet, measured or user")
       .def_ro("source_text", &DeviceCeilings::source_text)
       .def_ro("memory_bytes_per_s", &DeviceCeilings::memory_bytes_per_s, "device-memory bandwidth, reads + writes")
@@ -111,7 +119,7 @@ void bind_ceilings(nb::module_& m) {
       .def_ro("empty_launch_us", &DeviceCeilings::empty_launch_us, "0 when unknown")
       .def("peak_flops", &DeviceCeilings::peak_flops, "dtype"_a, "Peak FLOP/s of a dtype name; 0 when absent.")
       .def("roof_for", &DeviceCeilings::roof_for, "dtype"_a,
-           "The roof an operation of this dtype runs under: its peak, else FP32's, else the highest.")
+           "The roof an operation of this dtype runs under: its own peak; UsageError when these ceilings lack it.")
       .def("ridge_point", &DeviceCeilings::ridge_point, "dtype"_a, "Peak / memory bandwidth (FLOP/byte).")
       .def("__repr__", [](const DeviceCeilings& c) {
         return "DeviceCeilings(" + c.source_text + ", " + std::to_string(c.memory_bytes_per_s / 1e12) + " TB/s)";
@@ -164,7 +172,8 @@ void bind_ceilings(nb::module_& m) {
         return message_text(fmt::format("MeasuredCeilings({}, measured {}{}: {} HBM, {} BF16)", c.device_name,
                                         c.measured_at_utc, c.from_cache ? ", from the cache" : "",
                                         format_bytes_per_s(c.ceilings.memory_bytes_per_s),
-                                        format_flops(c.ceilings.roof_for("bf16"))));
+                                        c.ceilings.peak_flops("bf16") > 0 ? format_flops(c.ceilings.peak_flops("bf16"))
+                                                                          : std::string("no")));
       });
   m.def("measured_ceilings", &measured_ceilings, "device"_a = 0, "refresh"_a = false,
         "Measured ceilings of a GPU: from ridge's cache (the CLI's) unless refresh or absent, else measured (seconds).");
@@ -198,8 +207,10 @@ void bind_placement(nb::module_& m) {
       .def_ro("ridge_point", &ShapePlacement::ridge_point, "FLOP/byte")
       .def_prop_ro("bound", [](const ShapePlacement& p) { return to_string(p.bound); })
       .def_ro("floor_s", &ShapePlacement::floor_s, "fastest possible time per call, seconds")
+      .def_ro("placed_on", &ShapePlacement::placed_on, "the ceilings it was placed on, e.g. 'datasheet of NVIDIA H100 SXM'")
       .def("__str__", [](const ShapePlacement& p) { return describe(p); })
-      .def("__repr__", [](const ShapePlacement& p) { return "ShapePlacement(" + describe(p) + ")"; });
+      .def("__repr__",
+           [](const ShapePlacement& p) { return "ShapePlacement(" + describe(p) + "; on " + p.placed_on + ")"; });
   m.def(
       "place_matmul",
       [](const DeviceCeilings& c, double m_, double n, double k, const std::string& dtype) {

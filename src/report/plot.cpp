@@ -158,6 +158,12 @@ DataRange checked_data_range(const Plot& plot) {
   return r;
 }
 
+// Warning lines drawn under the title: the first few, then one saying how many more.
+constexpr std::size_t max_warning_lines = 3;
+std::size_t warning_lines(const Plot& plot) {
+  return std::min(plot.warnings.size(), max_warning_lines) + (plot.warnings.size() > max_warning_lines ? 1 : 0);
+}
+
 /// Where things go: the plot area in pixels (the legend takes the right margin) and both axes.
 struct Layout {
   double left = 78, top = 0, right = 0, bottom = 0;
@@ -177,7 +183,7 @@ Layout layout(const Plot& plot, const DataRange& data) {
   const double legend_width = legend_entries ? std::min(260.0, 34.0 + 6.6 * double(legend_chars)) : 0;
   Layout l;
   l.legend = legend_entries > 0;
-  l.top = plot.title.empty() ? 20 : 44;
+  l.top = (plot.title.empty() ? 20 : 44) + 15.0 * double(warning_lines(plot));
   l.right = plot.width - 18 - legend_width;
   l.bottom = plot.height - 54;
   if (l.right - l.left < 80 || l.bottom - l.top < 60)
@@ -210,6 +216,18 @@ std::string svg_header(const Plot& plot, const Layout& l) {
     svg += fmt::format("<text class=\"title\" x=\"{}\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" "
                        "font-weight=\"bold\">{}</text>\n",
                        px((l.left + l.right) / 2), xml_escape(plot.title));
+  const std::size_t lines = warning_lines(plot);
+  // At most as many characters as fit the width (about 6.6 px each); the full text is the tooltip.
+  const auto fit = static_cast<std::size_t>(std::max(20.0, (plot.width - l.left - 10) / 6.6));
+  for (std::size_t i = 0; i < lines; ++i) {
+    const bool more = i == max_warning_lines;
+    const std::string& full = more ? std::string() : plot.warnings[i];
+    std::string text = more ? fmt::format("... and {} more warning(s)", plot.warnings.size() - max_warning_lines)
+                            : full.size() > fit ? full.substr(0, fit - 3) + "..." : full;
+    svg += fmt::format("<text class=\"warning\" x=\"{}\" y=\"{}\" fill=\"#c00000\" font-size=\"11\">{}<title>{}</title></text>\n",
+                       px(l.left), px((plot.title.empty() ? 20 : 44) + 15.0 * double(i + 1) - 4), xml_escape("warning: " + text),
+                       xml_escape(more ? text : full));
+  }
   return svg;
 }
 

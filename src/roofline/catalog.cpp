@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ridge/errors.hpp"
 #include "ridge/writers.hpp"
@@ -23,7 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string> peak_names = {"fp64", "fp64_vector", "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp4"};
 const std::set<std::string> entry_fields = {"key",       "name",        "match_names", "sm_count",
                                             "memory_gb", "bandwidth_gb_per_s", "l2_mib", "peak_tflops",
                                             "sparse_peak_tflops", "nvlink_gb_per_s", "pcie_gb_per_s",
@@ -81,8 +81,9 @@ class EntryReader {
     }
     if (!j_[field].is_object()) fail(field, "must be an object of dtype -> TFLOP/s");
     for (const auto& [name, value] : j_[field].items()) {
-      if (!peak_names.count(name))
-        fail(fmt::format("{}.{}", field, name), "is not a known dtype (fp64, fp64_vector, fp32, tf32, fp16, bf16, fp8_e4m3, fp4)");
+      const auto& names = peak_dtype_names();
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        fail(fmt::format("{}.{}", field, name), fmt::format("is not a known dtype ({})", fmt::join(names, ", ")));
       if (!value.is_number() || !(value.get<double>() > 0) || !(value.get<double>() <= max_figure))
         fail(fmt::format("{}.{}", field, name), fmt::format("must be a number > 0 and at most {:g} (TFLOP/s)", max_figure));
       out[name] = value.get<double>() * 1e12;

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
@@ -41,6 +42,11 @@ const std::vector<std::string>& ceiling_dtypes() {
   return dtypes;
 }
 
+const std::vector<std::string>& peak_dtype_names() {
+  static const std::vector<std::string> names = {"fp64", "fp64_vector", "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp4"};
+  return names;
+}
+
 std::string dtype_title(const std::string& dtype) {
   if (dtype == "fp8_e4m3") return "FP8";
   std::string s = dtype;
@@ -60,7 +66,7 @@ std::string to_string(CeilingsSource source) {
 // ---- DeviceCeilings --------------------------------------------------------------------------
 
 double DeviceCeilings::peak_flops(const std::string& dtype) const {
-  auto it = peak_flops_per_s.find(dtype);
+  auto it = peak_flops_per_s.find(dtype == "fp8" ? "fp8_e4m3" : dtype);
   return it == peak_flops_per_s.end() ? 0 : it->second;
 }
 
@@ -77,9 +83,17 @@ double DeviceCeilings::highest_peak_flops() const {
 
 double DeviceCeilings::roof_for(const std::string& dtype) const {
   if (double r = peak_flops(dtype); r > 0) return r;
-  if (dtype == "fp8") return peak_flops("fp8_e4m3");
-  if (double r = peak_flops("fp32"); r > 0) return r;
-  return highest_peak_flops();
+  std::string listed;
+  for (const auto& [name, rate] : peak_flops_per_s)
+    if (rate > 0) listed += (listed.empty() ? "" : ", ") + name;
+  const std::string where = source_text.empty() ? to_string(source) + " ceilings" : source_text;
+  if (dtype.empty())
+    throw UsageError(fmt::format("an operation without a dtype has no roof: name its dtype (one of {})",
+                                 listed.empty() ? "none known" : listed));
+  // Another dtype's peak would be a wrong answer: an operation runs on its own dtype's units.
+  throw UsageError(fmt::format("dtype '{}' has no peak in {}: it lists {}; use a device that has {} or give "
+                               "ceilings with a '{}' peak",
+                               dtype, where, listed.empty() ? "no peak at all" : listed, dtype_title(dtype), dtype));
 }
 
 double DeviceCeilings::ridge_point(const std::string& dtype) const {
@@ -88,6 +102,22 @@ double DeviceCeilings::ridge_point(const std::string& dtype) const {
 }
 
 bool DeviceCeilings::usable() const { return memory_bytes_per_s > 0 && highest_peak_flops() > 0; }
+
+void DeviceCeilings::validate() const {
+  if (!std::isfinite(memory_bytes_per_s) || !(memory_bytes_per_s > 0))
+    throw UsageError(fmt::format("memory_bytes_per_s must be a finite number > 0 (bytes/s), got {}", memory_bytes_per_s));
+  if (!std::isfinite(l2_bytes_per_s) || !(l2_bytes_per_s >= 0))
+    throw UsageError(fmt::format("l2_bytes_per_s must be a finite number >= 0 (0 = unknown), got {}", l2_bytes_per_s));
+  if (!std::isfinite(empty_launch_us) || !(empty_launch_us >= 0))
+    throw UsageError(fmt::format("empty_launch_us must be a finite number >= 0 (0 = unknown), got {}", empty_launch_us));
+  const auto& names = peak_dtype_names();
+  for (const auto& [dtype, rate] : peak_flops_per_s) {
+    if (std::find(names.begin(), names.end(), dtype) == names.end())
+      throw UsageError(fmt::format("peak_flops_per_s: '{}' is not a known dtype name ({})", dtype, fmt::join(names, ", ")));
+    if (!std::isfinite(rate) || !(rate > 0))
+      throw UsageError(fmt::format("peak_flops_per_s['{}'] must be a finite number > 0 (FLOP/s), got {}", dtype, rate));
+  }
+}
 
 nlohmann::json to_json(const DeviceCeilings& c) {
   nlohmann::json j{{"source", to_string(c.source)},
@@ -112,6 +142,7 @@ DeviceCeilings device_ceilings_from_json(const nlohmann::json& j) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("malformed device ceilings: {}", e.what()));
   }
+  c.validate();
   return c;
 }
 
@@ -268,6 +299,7 @@ MeasuredCeilings ceilings_from_json(const nlohmann::json& j) {
   }
   if (!(d.memory_bytes_per_s > 0) || !(d.peak_flops("fp32") > 0))
     throw UsageError("measured ceilings lack the HBM bandwidth or the FP32 peak");
+  d.validate();
   d.source_text = fmt::format("measured on this GPU ({})", c.measured_at_utc);
   return c;
 }

@@ -11,11 +11,17 @@
 namespace ridge {
 
 namespace {
+// Every model input is a finite number: NaN compares false both ways, so a NaN that slipped
+// through would pick a branch (e.g. "compute") silently. Errors name the argument.
 void require_positive(double v, const char* what) {
-  if (!(v > 0) || std::isnan(v)) throw UsageError(fmt::format("{} must be > 0, got {}", what, v));
+  if (!std::isfinite(v) || !(v > 0)) throw UsageError(fmt::format("{} must be a finite number > 0, got {}", what, v));
 }
 void require_non_negative(double v, const char* what) {
-  if (!(v >= 0)) throw UsageError(fmt::format("{} must be >= 0, got {}", what, v));
+  if (!std::isfinite(v) || !(v >= 0)) throw UsageError(fmt::format("{} must be a finite number >= 0, got {}", what, v));
+}
+double require_finite_result(double v, const char* what) {
+  if (!std::isfinite(v)) throw UsageError(fmt::format("{} overflows a double: the sizes are too large", what));
+  return v;
 }
 }  // namespace
 
@@ -23,7 +29,7 @@ double matmul_flops(double m, double n, double k) {
   require_positive(m, "m");
   require_positive(n, "n");
   require_positive(k, "k");
-  return 2.0 * m * n * k;
+  return require_finite_result(2.0 * m * n * k, "2*m*n*k");
 }
 
 double matmul_bytes(double m, double n, double k, double bytes_per_element) {
@@ -31,7 +37,7 @@ double matmul_bytes(double m, double n, double k, double bytes_per_element) {
   require_positive(n, "n");
   require_positive(k, "k");
   require_positive(bytes_per_element, "bytes_per_element");
-  return (m * k + k * n + m * n) * bytes_per_element;
+  return require_finite_result((m * k + k * n + m * n) * bytes_per_element, "(m*k + k*n + m*n) * bytes_per_element");
 }
 
 double matmul_intensity(double m, double n, double k, double bytes_per_element) {
@@ -62,7 +68,7 @@ double decode_ceiling(double weight_bytes, double bandwidth, double batch, doubl
 
 double amdahl_speedup(double fraction, double speedup) {
   if (!(fraction >= 0 && fraction <= 1)) throw UsageError(fmt::format("fraction must be within [0, 1], got {}", fraction));
-  require_positive(speedup, "speedup");
+  if (!(speedup > 0)) throw UsageError(fmt::format("speedup must be > 0 (+inf allowed), got {}", speedup));
   const double part = std::isinf(speedup) ? 0.0 : fraction / speedup;
   return 1.0 / ((1.0 - fraction) + part);
 }
@@ -74,7 +80,7 @@ double amdahl_limit(double fraction) {
 
 std::optional<double> amdahl_required_speedup(double fraction, double target) {
   if (!(fraction > 0 && fraction <= 1)) throw UsageError(fmt::format("fraction must be within (0, 1], got {}", fraction));
-  require_positive(target, "target speedup");
+  if (!(target > 0)) throw UsageError(fmt::format("target must be > 0, got {}", target));
   // 1/target = (1-f) + f/s  =>  s = f / (1/target - (1-f))
   const double denom = 1.0 / target - (1.0 - fraction);
   if (denom <= 0) return std::nullopt;
@@ -82,13 +88,14 @@ std::optional<double> amdahl_required_speedup(double fraction, double target) {
 }
 
 Bound classify(double intensity, double peak_flops, double bandwidth) {
+  require_non_negative(intensity, "intensity");
   return intensity < ridge_point(peak_flops, bandwidth) ? Bound::memory : Bound::compute;
 }
 
 std::string to_string(Bound b) { return b == Bound::memory ? "memory" : "compute"; }
 
 double roofline_efficiency(double measured_flops_per_s, double intensity, double peak_flops, double bandwidth) {
-  require_non_negative(measured_flops_per_s, "measured rate");
+  require_non_negative(measured_flops_per_s, "measured_flops_per_s");
   return measured_flops_per_s / attainable_flops(intensity, peak_flops, bandwidth);
 }
 

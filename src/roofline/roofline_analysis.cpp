@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -43,22 +44,42 @@ std::optional<RooflineOperation> roofline_operation(const Record& r) {
   return op;
 }
 
-std::vector<RooflineOperation> load_roofline_operations(const std::vector<std::string>& files) {
+std::vector<RooflineOperation> load_roofline_operations(const std::vector<std::string>& files,
+                                                        std::vector<std::string>* skipped) {
   std::vector<RooflineOperation> out;
   for (const auto& f : files) {
     const ResultSet set = load_result_file(f);
+    std::size_t left_out = 0;
     for (const auto& r : set.records)
       if (auto op = roofline_operation(r)) {
         op->file = f;
         out.push_back(*op);
+      } else {
+        ++left_out;
       }
+    if (skipped && left_out > 0)
+      skipped->push_back(fmt::format("{}: {} of {} records have no FLOPs, bytes or time: not on the roofline", f,
+                                     left_out, set.records.size()));
   }
   return out;
 }
 
-std::optional<RooflinePlacement> place_on_roofline(const DeviceCeilings& c, const RooflineOperation& op) {
-  const double roof = c.roof_for(op.dtype);
-  if (!(roof > 0) || !(c.memory_bytes_per_s > 0) || !(op.intensity_flop_per_byte > 0)) return std::nullopt;
+void RooflineOperation::validate() const {
+  auto check = [&](double v, const char* field) {
+    if (!std::isfinite(v) || !(v > 0))
+      throw UsageError(fmt::format("operation '{}': {} must be a finite number > 0 (a log-log roofline shows "
+                                   "nothing else), got {}",
+                                   label, field, v));
+  };
+  check(intensity_flop_per_byte, "intensity_flop_per_byte");
+  check(flops_per_s, "flops_per_s");
+}
+
+RooflinePlacement place_on_roofline(const DeviceCeilings& c, const RooflineOperation& op) {
+  op.validate();
+  if (!(c.memory_bytes_per_s > 0))
+    throw UsageError(fmt::format("{}: no memory bandwidth known, so nothing can be placed", c.source_text));
+  const double roof = c.roof_for(op.dtype);  // throws for a dtype the ceilings lack
   RooflinePlacement p;
   p.operation = op;
   p.roof_flops_per_s = roof;
@@ -78,10 +99,10 @@ ShapePlacement place_matmul(const DeviceCeilings& c, double m, double n, double 
   p.intensity_flop_per_byte = matmul_intensity(m, n, k, bytes_per_element(dtype));  // checks the sizes
   p.flops = matmul_flops(m, n, k);
   p.bytes = matmul_bytes(m, n, k, bytes_per_element(dtype));
-  p.roof_flops_per_s = c.roof_for(p.dtype);
   p.memory_bytes_per_s = c.memory_bytes_per_s;
   if (!(p.memory_bytes_per_s > 0)) throw UsageError(fmt::format("{}: no memory bandwidth known", c.source_text));
-  if (!(p.roof_flops_per_s > 0)) throw UsageError(fmt::format("{}: no peak FLOP/s known for {}", c.source_text, p.dtype));
+  p.roof_flops_per_s = c.roof_for(p.dtype);  // throws for a dtype the ceilings lack
+  p.placed_on = c.source_text;
   p.attainable_flops_per_s = attainable_flops(p.intensity_flop_per_byte, p.roof_flops_per_s, p.memory_bytes_per_s);
   p.ridge_point = ridge_point(p.roof_flops_per_s, p.memory_bytes_per_s);
   p.bound = classify(p.intensity_flop_per_byte, p.roof_flops_per_s, p.memory_bytes_per_s);
@@ -139,8 +160,9 @@ RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device
   a.ridge_points = ridge_points(sheet, meas);
   const DeviceCeilings& main = meas ? *meas : *sheet;
   a.placed_on = to_string(main.source);
+  // An operation of a dtype these ceilings lack is drawn, not placed: roofline_plot warns of it.
   for (const auto& op : measured_operations)
-    if (auto p = place_on_roofline(main, op)) a.placements.push_back(*p);
+    if (main.peak_flops(op.dtype) > 0 && main.memory_bytes_per_s > 0) a.placements.push_back(place_on_roofline(main, op));
   std::vector<RooflineOperation> operations = measured_operations;
   for (const auto& [m, n, k] : shapes) {
     a.shapes.push_back(place_matmul(main, m, n, k, shape_dtype));
@@ -154,6 +176,7 @@ RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device
     plot.title = fmt::format("Roofline: {} (datasheet)", datasheet->name);
   if (meas) plot.overlay = sheet;
   a.plot = roofline_plot(main, operations, plot);
+  a.warnings = a.plot.warnings;
 
   if (measured)
     for (Record r : measured->records) {

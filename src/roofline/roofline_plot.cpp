@@ -77,13 +77,42 @@ void add_roofs(Plot& plot, const std::vector<Roof>& roofs, double bandwidth, con
     const double ridge = roofs[i].rate / bandwidth;
     if (ridge <= x_hi) labels[i] += fmt::format(", I*={:.3g}", ridge);
   }
+  // A roof folded into another's legend entry takes that entry's colour: the lines coincide, and
+  // the one drawn last (on top) must be the colour the legend shows.
+  std::vector<std::string> colors(roofs.size());
+  for (std::size_t i = 0; i < roofs.size(); ++i) {
+    colors[i] = roof_color(roofs[i].dtype);
+    if (legend_names[i].empty())
+      for (std::size_t j = 0; j < i; ++j)
+        if (!legend_names[j].empty() && format_flops(roofs[j].rate) == format_flops(roofs[i].rate)) colors[i] = colors[j];
+  }
   for (std::size_t i = 0; i < roofs.size(); ++i) {
     const auto& [dtype, rate] = roofs[i];
-    PlotSeries& s = line_series(plot, legend_names[i], roof_color(dtype), false);
+    PlotSeries& s = line_series(plot, legend_names[i], colors[i], false);
     s.points = {{std::min(rate / bandwidth, x_hi), rate, ""}, {x_hi, rate, ""}};
     s.end_label = labels[i];
     s.in_legend = !legend_names[i].empty();
   }
+}
+
+// The operation's label, marked when it lies above its roof (impossible); a warning on the plot
+// for that, and for an operation with no roof of its dtype in these ceilings.
+std::string flag_operation(const DeviceCeilings& c, const RooflineOperation& op, Plot& plot) {
+  const std::string name = op.label.empty() ? fmt::format("{} at {:.3g} FLOP/byte", op.dtype, op.intensity_flop_per_byte)
+                                            : op.label;
+  if (!(c.memory_bytes_per_s > 0)) return op.label;  // nothing to compare with, and the plot shows no slope
+  if (!(c.peak_flops(op.dtype) > 0)) {
+    plot.warnings.push_back(fmt::format("{}: {} has no {} roof; drawn, compared with nothing", name, c.source_text,
+                                        op.dtype.empty() ? "dtype-less" : dtype_title(op.dtype)));
+    return op.label;
+  }
+  const RooflinePlacement p = place_on_roofline(c, op);
+  if (!p.above_roof()) return op.label;
+  plot.warnings.push_back(fmt::format("{}: {} is {:.0f}% of the attainable {} ({} roof): above the roof, which is "
+                                      "impossible; the measurement or the ceilings are wrong",
+                                      name, format_flops(op.flops_per_s), 100 * p.efficiency,
+                                      format_flops(p.attainable_flops_per_s), dtype_title(op.dtype)));
+  return op.label.empty() ? "impossible: above the roof" : op.label + " (impossible: above the roof)";
 }
 
 }  // namespace
@@ -101,7 +130,7 @@ Plot roofline_plot(const DeviceCeilings& ceilings, const std::vector<RooflineOpe
 
   double x_lo = options.x_min > 0 ? options.x_min : 0.01, x_hi = options.x_max > 0 ? options.x_max : 1e4;
   for (const auto& op : operations) {
-    if (!(op.intensity_flop_per_byte > 0)) continue;
+    op.validate();  // NaN, negative or zero: refused, never dropped unseen
     if (options.x_min <= 0) x_lo = std::min(x_lo, std::pow(10.0, std::floor(std::log10(op.intensity_flop_per_byte))));
     if (options.x_max <= 0) x_hi = std::max(x_hi, std::pow(10.0, std::ceil(std::log10(op.intensity_flop_per_byte))));
   }
@@ -165,13 +194,12 @@ Plot roofline_plot(const DeviceCeilings& ceilings, const std::vector<RooflineOpe
   // Operations: one series per name, in the order they first appear.
   std::map<std::string, std::size_t> index;
   for (const auto& op : operations) {
-    if (!(op.intensity_flop_per_byte > 0) || !(op.flops_per_s > 0)) continue;
     const std::string name = op.series.empty() ? options.operations_name : op.series;
     if (!index.count(name)) {
       index[name] = plot.series.size();
       plot.series.push_back(marker_series(name, op.series.empty() ? "#111111" : ""));
     }
-    plot.series[index[name]].points.push_back({op.intensity_flop_per_byte, op.flops_per_s, op.label});
+    plot.series[index[name]].points.push_back({op.intensity_flop_per_byte, op.flops_per_s, flag_operation(ceilings, op, plot)});
   }
   return plot;
 }

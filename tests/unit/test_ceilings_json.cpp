@@ -153,7 +153,8 @@ TEST(DeviceCeilings, SameFieldsFromTheCatalogAndFromAMeasurement) {
     EXPECT_TRUE(c->usable());
     EXPECT_GT(c->roof_for("bf16"), c->roof_for("fp32"));
     EXPECT_DOUBLE_EQ(c->roof_for("fp8"), c->peak_flops("fp8_e4m3"));
-    EXPECT_DOUBLE_EQ(c->roof_for("int4"), c->peak_flops("fp32"));  // unknown dtype: FP32's roof
+    EXPECT_THROW(c->roof_for("int4"), UsageError);  // never another dtype's roof
+    EXPECT_THROW(c->roof_for("fp4"), UsageError) << "neither lists FP4";
     EXPECT_DOUBLE_EQ(c->ridge_point("fp32"), c->peak_flops("fp32") / c->memory_bytes_per_s);
   }
   EXPECT_DOUBLE_EQ(measured.peak_flops("fp16"), 0);

@@ -1,5 +1,9 @@
 #include <cmath>
 #include <limits>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -110,23 +114,24 @@ TEST(RooflinePlacement, UnderTheDtypesRoofOrFp32s) {
   const DeviceCeilings c = test_ceilings();
   // Memory-bound BF16 at 10 FLOP/byte: attainable 40 TFLOP/s; 20 achieved is half of it.
   const auto low = place_on_roofline(c, {.label = "x", .dtype = "bf16", .intensity_flop_per_byte = 10, .flops_per_s = 20e12});
-  ASSERT_TRUE(low.has_value());
-  EXPECT_DOUBLE_EQ(low->roof_flops_per_s, 700e12);
-  EXPECT_DOUBLE_EQ(low->attainable_flops_per_s, 40e12);
-  EXPECT_DOUBLE_EQ(low->efficiency, 0.5);
-  EXPECT_EQ(low->bound, Bound::memory);
-  EXPECT_FALSE(low->above_roof());
-  // An unknown dtype runs under FP32's roof; above it by 10% is flagged.
-  const auto high = place_on_roofline(c, {.dtype = "int8", .intensity_flop_per_byte = 1000, .flops_per_s = 55e12});
-  ASSERT_TRUE(high.has_value());
-  EXPECT_DOUBLE_EQ(high->roof_flops_per_s, 50e12);
-  EXPECT_EQ(high->bound, Bound::compute);
-  EXPECT_TRUE(high->above_roof());
+  EXPECT_DOUBLE_EQ(low.roof_flops_per_s, 700e12);
+  EXPECT_DOUBLE_EQ(low.attainable_flops_per_s, 40e12);
+  EXPECT_DOUBLE_EQ(low.efficiency, 0.5);
+  EXPECT_EQ(low.bound, Bound::memory);
+  EXPECT_FALSE(low.above_roof());
+  // FP32 above its roof by 10% is flagged.
+  const auto high = place_on_roofline(c, {.dtype = "fp32", .intensity_flop_per_byte = 1000, .flops_per_s = 55e12});
+  EXPECT_DOUBLE_EQ(high.roof_flops_per_s, 50e12);
+  EXPECT_EQ(high.bound, Bound::compute);
+  EXPECT_TRUE(high.above_roof());
+  // An unknown dtype, or one the ceilings lack, is refused: never placed under another dtype's roof.
+  EXPECT_THROW(place_on_roofline(c, {.dtype = "int8", .intensity_flop_per_byte = 1000, .flops_per_s = 55e12}), UsageError);
+  EXPECT_THROW(place_on_roofline(c, {.dtype = "fp8_e4m3", .intensity_flop_per_byte = 10, .flops_per_s = 1}), UsageError);
   // Nothing to place under ceilings without a bandwidth, or an operation without intensity.
   DeviceCeilings no_memory = c;
   no_memory.memory_bytes_per_s = 0;
-  EXPECT_FALSE(place_on_roofline(no_memory, {.dtype = "bf16", .intensity_flop_per_byte = 10, .flops_per_s = 1}));
-  EXPECT_FALSE(place_on_roofline(c, {.dtype = "bf16", .intensity_flop_per_byte = 0, .flops_per_s = 1}));
+  EXPECT_THROW(place_on_roofline(no_memory, {.dtype = "bf16", .intensity_flop_per_byte = 10, .flops_per_s = 1}), UsageError);
+  EXPECT_THROW(place_on_roofline(c, {.dtype = "bf16", .intensity_flop_per_byte = 0, .flops_per_s = 1}), UsageError);
 }
 
 TEST(RooflinePlacement, OperationsFromRecords) {
@@ -333,4 +338,176 @@ TEST(RooflineShapes, DecodeAtBatch16IsMemoryBoundOnAnH100AndBatch512IsNot) {
   EXPECT_EQ(batch.attainable_flops_per_s, h100.peak_flops("bf16"));
   EXPECT_THROW(ridge::place_matmul(h100, 0, 4096, 4096, ridge::DType::bf16), ridge::UsageError);
   EXPECT_THROW(ridge::place_matmul(ridge::DeviceCeilings{}, 16, 16, 16, ridge::DType::bf16), ridge::UsageError);
+}
+
+// ---- issue 26: no silent wrong roofline answers ----------------------------------------------------
+
+namespace {
+
+// The message of the UsageError `f` throws ("" when it throws none).
+template <typename F>
+std::string usage_error(F f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
+constexpr double infinite = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+TEST(RooflineRefusals, Bf16OnAT4IsRefusedNotPlacedUnderFp32) {
+  const CatalogEntry& t4 = catalog_entry("t4");
+  const std::string why = usage_error([&] { place_matmul(t4.ceilings, 16, 4096, 4096, DType::bf16); });
+  ASSERT_FALSE(why.empty()) << "BF16 on a T4 must be refused";
+  EXPECT_NE(why.find("'bf16'"), std::string::npos) << why;
+  EXPECT_NE(why.find("T4"), std::string::npos) << why;
+  EXPECT_NE(why.find("fp16, fp32"), std::string::npos) << "lists what it has: " << why;
+  EXPECT_DOUBLE_EQ(place_matmul(t4.ceilings, 16, 4096, 4096, DType::fp16).roof_flops_per_s, 65e12);
+  EXPECT_THROW(place_on_roofline(t4.ceilings, {.label = "k", .dtype = "bf16", .intensity_flop_per_byte = 100,
+                                               .flops_per_s = 1e12}),
+               UsageError);
+  // In an analysis of result files, the BF16 point is drawn but not placed, and the analysis says so.
+  const RooflineAnalysis a = analyze_roofline(
+      std::nullopt, t4, std::nullopt, {{.label = "k", .dtype = "bf16", .intensity_flop_per_byte = 100, .flops_per_s = 1e12}});
+  EXPECT_TRUE(a.placements.empty());
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_NE(a.warnings[0].find("has no BF16 roof"), std::string::npos) << a.warnings[0];
+  EXPECT_EQ(a.plot.warnings, a.warnings);
+}
+
+TEST(RooflineRefusals, UserCeilingsWithOnlyBf16DoNotLendTheirPeakToFp32) {
+  DeviceCeilings only_bf16{.source = CeilingsSource::user, .source_text = "given", .memory_bytes_per_s = 2e12,
+                           .peak_flops_per_s = {{"bf16", 400e12}}};
+  const std::string why = usage_error([&] { place_matmul(only_bf16, 64, 64, 64, DType::fp32); });
+  ASSERT_FALSE(why.empty()) << "an FP32 matmul got the BF16 peak";
+  EXPECT_NE(why.find("'fp32'"), std::string::npos) << why;
+  EXPECT_NE(why.find("it lists bf16"), std::string::npos) << why;
+  EXPECT_THROW(only_bf16.roof_for("fp32"), UsageError);
+  EXPECT_THROW(only_bf16.roof_for(""), UsageError);
+  only_bf16.peak_flops_per_s["fp32"] = 50e12;  // with its own roof it is placed under it
+  EXPECT_DOUBLE_EQ(place_matmul(only_bf16, 64, 64, 64, DType::fp32).roof_flops_per_s, 50e12);
+}
+
+TEST(RooflineRefusals, CeilingsAreValidatedNamingTheField) {
+  DeviceCeilings ok{.memory_bytes_per_s = 2e12, .peak_flops_per_s = {{"bf16", 400e12}, {"fp8_e4m3", 800e12}}};
+  EXPECT_NO_THROW(ok.validate());
+  auto with = [&](auto change) {
+    DeviceCeilings c = ok;
+    change(c);
+    return usage_error([&] { c.validate(); });
+  };
+  EXPECT_NE(with([](DeviceCeilings& c) { c.memory_bytes_per_s = -1; }).find("memory_bytes_per_s"), std::string::npos);
+  EXPECT_NE(with([](DeviceCeilings& c) { c.memory_bytes_per_s = 0; }).find("memory_bytes_per_s"), std::string::npos);
+  EXPECT_NE(with([](DeviceCeilings& c) { c.memory_bytes_per_s = not_a_number; }).find("memory_bytes_per_s"), std::string::npos);
+  EXPECT_NE(with([](DeviceCeilings& c) { c.memory_bytes_per_s = infinite; }).find("memory_bytes_per_s"), std::string::npos);
+  EXPECT_NE(with([](DeviceCeilings& c) { c.l2_bytes_per_s = -5; }).find("l2_bytes_per_s"), std::string::npos);
+  const std::string typo = with([](DeviceCeilings& c) { c.peak_flops_per_s["bf17"] = 1e12; });
+  EXPECT_NE(typo.find("'bf17' is not a known dtype"), std::string::npos) << typo;
+  EXPECT_NE(typo.find("bf16"), std::string::npos) << "lists the known names: " << typo;
+  EXPECT_NE(with([](DeviceCeilings& c) { c.peak_flops_per_s["bf16"] = not_a_number; }).find("peak_flops_per_s['bf16']"),
+            std::string::npos);
+  EXPECT_FALSE(with([](DeviceCeilings& c) { c.peak_flops_per_s["fp32"] = -1; }).empty());
+  EXPECT_FALSE(with([](DeviceCeilings& c) { c.peak_flops_per_s["fp32"] = infinite; }).empty());
+  // The JSON form is validated too.
+  EXPECT_THROW(device_ceilings_from_json({{"memory_bytes_per_s", -1}, {"peak_flops_per_s", {{"bf16", 1e12}}}}), UsageError);
+  EXPECT_THROW(device_ceilings_from_json({{"memory_bytes_per_s", 1e12}, {"peak_flops_per_s", {{"bf17", 1e12}}}}), UsageError);
+}
+
+TEST(RooflineRefusals, NanNegativeAndZeroPointsAreRefusedNamingThePoint) {
+  for (double bad : {not_a_number, -1.0, 0.0, infinite}) {
+    const std::vector<RooflineOperation> x{{.label = "good", .dtype = "bf16", .intensity_flop_per_byte = 10, .flops_per_s = 1e12},
+                                           {.label = "bad one", .dtype = "bf16", .intensity_flop_per_byte = bad, .flops_per_s = 1e12}};
+    const std::string why = usage_error([&] { roofline_plot(test_ceilings(), x); });
+    EXPECT_NE(why.find("'bad one'"), std::string::npos) << bad << ": " << why;
+    EXPECT_NE(why.find("intensity_flop_per_byte"), std::string::npos) << why;
+    const std::vector<RooflineOperation> y{{.label = "slow", .dtype = "bf16", .intensity_flop_per_byte = 10, .flops_per_s = bad}};
+    EXPECT_NE(usage_error([&] { roofline_plot(test_ceilings(), y); }).find("flops_per_s"), std::string::npos) << bad;
+    EXPECT_THROW(place_on_roofline(test_ceilings(), y[0]), UsageError);
+  }
+}
+
+TEST(RooflineRefusals, APointAboveTheRoofIsFlaggedInTheDataAndTheSvg) {
+  // BF16 at 10 FLOP/byte: attainable 40 TFLOP/s; 100 TFLOP/s is impossible.
+  const std::vector<RooflineOperation> ops{
+      {.label = "too fast", .dtype = "bf16", .intensity_flop_per_byte = 10, .flops_per_s = 100e12},
+      {.label = "fine", .dtype = "bf16", .intensity_flop_per_byte = 10, .flops_per_s = 20e12}};
+  const Plot plot = roofline_plot(test_ceilings(), ops, {.title = "t"});
+  ASSERT_EQ(plot.warnings.size(), 1u);
+  EXPECT_NE(plot.warnings[0].find("too fast"), std::string::npos) << plot.warnings[0];
+  EXPECT_NE(plot.warnings[0].find("impossible"), std::string::npos) << plot.warnings[0];
+  const PlotSeries* points = series_named(plot, "measured operations");
+  ASSERT_TRUE(points);
+  EXPECT_EQ(points->points[0].label, "too fast (impossible: above the roof)");
+  EXPECT_EQ(points->points[1].label, "fine");
+  const std::string svg = render_svg(plot);
+  EXPECT_NE(svg.find("class=\"warning\""), std::string::npos);
+  EXPECT_NE(svg.find("too fast (impossible: above the roof)"), std::string::npos);
+  // Many warnings: the first three, then how many more.
+  Plot many = plot;
+  many.warnings.assign(5, "w");
+  EXPECT_NE(render_svg(many).find("and 2 more warning(s)"), std::string::npos);
+}
+
+TEST(RooflineRefusals, LegendColoursAreTheLinesColours) {
+  // The H200's FP16 and BF16 roofs coincide (989.5 TFLOP/s) and share one legend entry.
+  const CatalogEntry& h200 = catalog_entry("h200-sxm");
+  const std::string svg = render_svg(roofline_plot(h200.ceilings, {}, {.title = "H200"}));
+  // Each series group: its name and its line's colour.
+  const std::regex series_re(R"re(<g class="series" data-name="([^"]*)">\s*<polyline [^>]*stroke="([^"]+)")re");
+  std::map<std::string, std::string> line_color;
+  std::set<std::string> drawn;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), series_re); it != std::sregex_iterator(); ++it) {
+    drawn.insert((*it)[2]);
+    if (!(*it)[1].str().empty()) line_color[(*it)[1]] = (*it)[2];
+  }
+  const std::string legend = svg.substr(svg.find("<g class=\"legend\">"));
+  const std::regex entry_re(R"re(<line [^>]*stroke="([^"]+)"[^>]*/>\s*<text [^>]*>([^<]*)</text>)re");
+  std::set<std::string> legend_colors;
+  int entries = 0;
+  for (auto it = std::sregex_iterator(legend.begin(), legend.end(), entry_re); it != std::sregex_iterator(); ++it) {
+    ++entries;
+    legend_colors.insert((*it)[1]);
+    ASSERT_TRUE(line_color.count((*it)[2])) << "legend entry without a line: " << (*it)[2];
+    EXPECT_EQ(line_color[(*it)[2]], (*it)[1]) << "legend colour of " << (*it)[2];
+  }
+  EXPECT_GE(entries, 5);
+  // Every colour a line is drawn in is one the legend shows (a folded roof takes its entry's colour).
+  for (const auto& c : drawn) EXPECT_TRUE(legend_colors.count(c)) << "a line drawn in " << c << " has no legend entry";
+}
+
+TEST(RooflineRefusals, ModelFunctionsRefuseNanInfAndNegativeNamingTheArgument) {
+  auto names = [](auto f, const char* arg) {
+    const std::string why = usage_error(f);
+    EXPECT_NE(why.find(arg), std::string::npos) << "expected a UsageError naming " << arg << ", got '" << why << "'";
+  };
+  names([] { classify(not_a_number, 1, 1); }, "intensity");  // was "compute"
+  names([] { classify(-1, 1, 1); }, "intensity");
+  names([] { classify(1, not_a_number, 1); }, "peak_flops");
+  names([] { attainable_flops(not_a_number, 1, 1); }, "intensity");
+  names([] { attainable_flops(infinite, 1, 1); }, "intensity");
+  names([] { attainable_flops(1, infinite, 1); }, "peak_flops");
+  names([] { attainable_flops(1, 1, infinite); }, "bandwidth");
+  names([] { ridge_point(infinite, 1); }, "peak_flops");
+  names([] { ridge_point(1, not_a_number); }, "bandwidth");
+  names([] { roofline_efficiency(not_a_number, 1, 1, 1); }, "measured_flops_per_s");
+  names([] { roofline_efficiency(infinite, 1, 1, 1); }, "measured_flops_per_s");
+  names([] { roofline_efficiency(1, -1, 1, 1); }, "intensity");
+  names([] { roofline_floor_s(infinite, 1, 1, 1); }, "bytes");
+  names([] { roofline_floor_s(1, not_a_number, 1, 1); }, "flops");
+  names([] { matmul_intensity(infinite, 1, 1); }, "m");
+  names([] { matmul_intensity(1, not_a_number, 1); }, "n");
+  names([] { matmul_flops(1e300, 1e300, 1e300); }, "overflows");
+  names([] { matmul_bytes(1, 1, 1, infinite); }, "bytes_per_element");
+  names([] { decode_ceiling(not_a_number, 1); }, "weight_bytes");
+  names([] { decode_ceiling(1, 1, 1, infinite); }, "kv_bytes_per_sequence");
+  names([] { amdahl_speedup(0.5, not_a_number); }, "speedup");
+  names([] { amdahl_speedup(not_a_number, 2); }, "fraction");
+  names([] { amdahl_required_speedup(0.5, not_a_number); }, "target");
+  names([] { amdahl_limit(not_a_number); }, "fraction");
+  EXPECT_NEAR(amdahl_speedup(0.5, infinite), 2.0, 1e-12);  // +infinite speedup stays allowed
 }

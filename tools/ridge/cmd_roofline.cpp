@@ -111,6 +111,7 @@ ResultSet run_roofline(const RooflineCommandOptions& o, std::FILE* out) {
   print_placements(out, a);
   print_shapes(out, a);
 
+  for (const auto& w : a.warnings) fmt::print(out, "warning: {}\n", w);
   write_text(o.svg, render_svg(a.plot));
   fmt::print(out, "\nroofline plot: {}\n", o.svg);
   if (a.measured) {

@@ -225,14 +225,13 @@ SectionOutput roofline_section(ReportContext& ctx) {
     md += "| record | params | intensity (FLOP/byte) | achieved | attainable | of the roof |\n|---|---|---:|---:|---:|---:|\n";
     for (std::size_t i = 0; i < placed.size(); ++i) {
       const Record* r = placed[i];
-      if (!(c.peak_flops(r->dtype) > 0)) continue;  // no roof of its own dtype: not placed
+      if (!(c.peak_flops(r->dtype) > 0)) continue;  // no roof of its own dtype: not placed (the plot warns)
       const auto p = place_on_roofline(c, operations[i]);
-      if (!p) continue;
       md += fmt::format("| {} `{}` | {} | {:.1f} | {} | {} | {}{} |\n", r->name, r->method,
                         r->params.contains("n") ? "n=" + r->params["n"].dump() : r->params.dump(),
-                        p->operation.intensity_flop_per_byte, format_flops(p->operation.flops_per_s),
-                        format_flops(p->attainable_flops_per_s), format_percent(p->efficiency, 0),
-                        p->above_roof() ? " (**impossible**: above the roof)" : "");
+                        p.operation.intensity_flop_per_byte, format_flops(p.operation.flops_per_s),
+                        format_flops(p.attainable_flops_per_s), format_percent(p.efficiency, 0),
+                        p.above_roof() ? " (**impossible**: above the roof)" : "");
     }
     md += "\n";
   }

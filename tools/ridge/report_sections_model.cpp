@@ -76,8 +76,8 @@ SectionOutput model_roofline_section(ReportContext& ctx) {
     const auto placed = place_on_roofline(c, point);
     const double floor_s = roofline_floor_s(op.bytes, op.flops, peak, c.memory_bytes_per_s);
     md += fmt::format("| {} | {:.3g} | {} | {} | {} | {} |\n", op.name, point.intensity_flop_per_byte,
-                      to_string(placed->bound), format_flops(placed->attainable_flops_per_s),
-                      format_percent(placed->attainable_flops_per_s / peak, 1),
+                      to_string(placed.bound), format_flops(placed.attainable_flops_per_s),
+                      format_percent(placed.attainable_flops_per_s / peak, 1),
                       op.name.rfind("x + y", 0) == 0 ? "-" : format_ms(floor_s * 1e3));
     std::string label = op.name.substr(0, op.name.find(':'));
     if (label.rfind("batched decode, ", 0) == 0) label = label.substr(16);

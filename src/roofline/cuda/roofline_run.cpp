@@ -11,13 +11,19 @@ RooflineAnalysis run_roofline(const RooflineOptions& o, const std::function<void
   o.validate();
   if (!o.catalog.empty()) load_catalog_file(o.catalog);
   // Operations are read first: a bad file is a usage error before any GPU work.
-  const std::vector<RooflineOperation> operations = load_roofline_operations(o.point_files);
+  std::vector<std::string> skipped;
+  const std::vector<RooflineOperation> operations = load_roofline_operations(o.point_files, &skipped);
+  auto with_skipped = [&](RooflineAnalysis a) {
+    a.warnings.insert(a.warnings.begin(), skipped.begin(), skipped.end());
+    return a;
+  };
   std::vector<std::array<double, 3>> shapes;
   if (!o.matmul_shapes.empty())
     for (const MatmulDims& d : parse_shapes(o.matmul_shapes)) shapes.push_back({double(d.m), double(d.n), double(d.k)});
   const DType shape_dtype = dtype_from_string(o.matmul_dtype);
   if (o.model_only())
-    return analyze_roofline(std::nullopt, catalog_entry(o.device), std::nullopt, operations, shapes, shape_dtype);
+    return with_skipped(
+        analyze_roofline(std::nullopt, catalog_entry(o.device), std::nullopt, operations, shapes, shape_dtype));
 
   const int index = std::stoi(o.device);
   require_gpu(index);
@@ -27,7 +33,7 @@ RooflineAnalysis run_roofline(const RooflineOptions& o, const std::function<void
   if (on_progress) on_progress(o.refresh ? "roofline: measuring ceilings" : "roofline: ceilings (cached or measured)");
   const MeasuredCeilings measured = measured_ceilings(index, o.refresh);
   if (on_progress) on_progress("");
-  return analyze_roofline(device, datasheet, measured, operations, shapes, shape_dtype);
+  return with_skipped(analyze_roofline(device, datasheet, measured, operations, shapes, shape_dtype));
 }
 
 DeviceInfo device_info(int index) {
