@@ -17,13 +17,18 @@ void require_positive(double v, const char* what) {
 void require_non_negative(double v, const char* what) {
   if (!(v >= 0)) throw UsageError(fmt::format("{} must be >= 0, got {}", what, v));
 }
+// Finite sizes whose product overflows a double would otherwise come back as inf.
+double finite_result(double v, const char* what) {
+  if (!std::isfinite(v)) throw UsageError(fmt::format("{} overflows a double: the sizes are too large", what));
+  return v;
+}
 }  // namespace
 
 double matmul_flops(double m, double n, double k) {
   require_positive(m, "m");
   require_positive(n, "n");
   require_positive(k, "k");
-  return 2.0 * m * n * k;
+  return finite_result(2.0 * m * n * k, "the FLOP count 2*m*n*k");
 }
 
 double matmul_bytes(double m, double n, double k, double bytes_per_element) {
@@ -31,7 +36,7 @@ double matmul_bytes(double m, double n, double k, double bytes_per_element) {
   require_positive(n, "n");
   require_positive(k, "k");
   require_positive(bytes_per_element, "bytes_per_element");
-  return (m * k + k * n + m * n) * bytes_per_element;
+  return finite_result((m * k + k * n + m * n) * bytes_per_element, "the byte count");
 }
 
 double matmul_intensity(double m, double n, double k, double bytes_per_element) {
@@ -56,8 +61,8 @@ double decode_ceiling(double weight_bytes, double bandwidth, double batch, doubl
   require_positive(bandwidth, "bandwidth");
   require_positive(batch, "batch");
   require_non_negative(kv_bytes_per_sequence, "kv_bytes_per_sequence");
-  const double step_bytes = weight_bytes + batch * kv_bytes_per_sequence;
-  return batch * bandwidth / step_bytes;
+  // bandwidth / bytes per sequence: batch * bandwidth / (weights + batch * kv) would be inf / inf = NaN for huge batches.
+  return bandwidth / (weight_bytes / batch + kv_bytes_per_sequence);
 }
 
 double amdahl_speedup(double fraction, double speedup) {

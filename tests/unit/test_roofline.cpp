@@ -334,3 +334,12 @@ TEST(RooflineShapes, DecodeAtBatch16IsMemoryBoundOnAnH100AndBatch512IsNot) {
   EXPECT_THROW(ridge::place_matmul(h100, 0, 4096, 4096, ridge::DType::bf16), ridge::UsageError);
   EXPECT_THROW(ridge::place_matmul(ridge::DeviceCeilings{}, 16, 16, 16, ridge::DType::bf16), ridge::UsageError);
 }
+
+TEST(RooflineModel, SizesThatOverflowAreRefusedAndHugeBatchesStayFinite) {
+  EXPECT_THROW(matmul_flops(1e200, 1e200, 1e200), UsageError);
+  EXPECT_THROW(matmul_bytes(1e200, 1e200, 1e200), UsageError);
+  // batch * bandwidth / (weights + batch * kv) was inf / inf = NaN here.
+  const double tokens = decode_ceiling(1e300, 1e12, 1e300, 1e300);
+  EXPECT_TRUE(std::isfinite(tokens) && tokens > 0);
+  EXPECT_NEAR(decode_ceiling(1e9, 1e12, 4, 1e8), 4 * 1e12 / (1e9 + 4 * 1e8), 1e-6);
+}
