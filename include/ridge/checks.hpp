@@ -42,6 +42,12 @@ inline constexpr double host_latency_dominant_share = 0.5;
 /// nullopt when the latency is unknown (<= 0) or the record has no positive median.
 std::optional<RecordGate> host_latency_gate(const Record& record, double host_latency_ms);
 
+/// "launch-bound: ..." when a cuda_events measurement mostly timed the host: the host took at least
+/// host_latency_dominant_share of the median per operation just to queue the work
+/// (Measurement::host_queue_ms), so the GPU waited on the launches and the number is the host's
+/// launch rate, not the work's time. nullopt otherwise, or when the queue time was not taken.
+std::optional<std::string> launch_bound_warning(const Measurement& m);
+
 /// Whether a record's samples each include the host's launch latency: cuda_events or wall_sync
 /// with one call per sample (repeats_per_sample == 1).
 bool includes_host_latency(const Record& record);

@@ -2,6 +2,7 @@
 // Comparing two result files: per-record ratios of medians, a rank test on the raw samples, a
 // geometric mean, and verdicts a CI job can act on. CPU only. (Implementation: src/results/compare.cpp.)
 #include <cstddef>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,7 +95,8 @@ struct RecordComparison {
 struct Comparison {
   CompareOptions options;
   std::vector<RecordComparison> rows;  ///< base order, then records only in the new file
-  double geomean_ratio = 0;            ///< over rows judged (neither missing nor informational); 0 if none
+  /// Over rows judged (neither missing nor informational); NaN when none was (never 0, which reads as a speed-up).
+  double geomean_ratio = std::numeric_limits<double>::quiet_NaN();
   std::size_t geomean_count = 0;     ///< rows judged: matched, with samples, not informational
   std::size_t matched = 0;           ///< records found in both files (judged or informational)
   std::size_t regressions = 0, improvements = 0, within_threshold = 0, unchanged = 0, missing = 0;
@@ -113,6 +115,11 @@ struct Comparison {
   /// must not pass on that (`ridge compare` exits ExitCode::nothing_compared).
   bool nothing_compared() const { return geomean_count == 0; }
 };
+
+/// Why nothing was compared, in words (how many records matched of how many on each side, and how
+/// records match); empty when something was. The one text `ridge compare` (exit 6) and Python's
+/// NothingComparedError give.
+std::string nothing_compared_reason(const Comparison& c);
 
 /// Key that matches a record across files: name, method, dtype and the canonical JSON of params.
 std::string record_match_key(const Record& r);

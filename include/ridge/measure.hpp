@@ -44,6 +44,10 @@ struct Measurement {
   /// Samples taken below CudaOptions::throttle_threshold and dropped (not in samples_ms).
   int throttled_samples_dropped = 0;
   double rest_before_sample_s = 0;  ///< CudaOptions::rest_before_sample_s it was taken with
+  /// cuda_events: the host's time to queue one operation (median over samples of the wall time from
+  /// the start event's record to the end event's, over repeats_per_sample), in ms; -1 when not timed.
+  /// Near the median it says the GPU waited on the host (see launch_bound_warning).
+  double host_queue_ms = -1;
 };
 
 /// Options of measure_wall; defaults as in the usual Python helper: samples=10, warmup=3.

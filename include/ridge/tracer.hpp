@@ -45,7 +45,7 @@ struct TracerOptions {
 /// which never serializes them), memcpy, memset, runtime and driver calls, synchronization, NVTX
 /// ranges and external correlations, all on CUPTI's clock. One tracer may run at a time in a
 /// process, and none while another CUPTI client (Nsight Systems/Compute, PyTorch's profiler) is
-/// attached: start() then throws ridge::Error saying so.
+/// attached: start() then throws ridge::Error saying so (ridge::NoGpuError when no GPU is usable).
 class Tracer {
  public:
   explicit Tracer(TracerOptions options = {});

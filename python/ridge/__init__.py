@@ -10,12 +10,21 @@ Timers (PyTorch, Triton, CuPy or any callable that queues GPU work)::
 
 Models with no GPU: ``matmul_intensity``, ``attainable_flops``, ``ridge_point``,
 ``decode_ceiling``, ``amdahl_speedup`` and its inverse ``amdahl_required_speedup``.
-Result files: :class:`Results` (same JSON/CSV/Markdown as the CLI) and :func:`compare`.
+Result files: :class:`Results` (same JSON/CSV/Markdown as the CLI) and :func:`compare`; in CI,
+``assert ridge.compare(base, new).ok`` (``compare`` raises :class:`NothingComparedError` when no
+record could be compared).
+
+Errors: ``ridge.Error`` is the base; ``UsageError`` (also a ValueError) for bad arguments;
+``PathNotFoundError`` (also FileNotFoundError) and ``NotAFileError`` (also IsADirectoryError) for
+paths; ``NoGpuError`` when no GPU is usable; ``NothingComparedError``; ``CaptureError``. Warnings:
+``LaunchBoundWarning`` when ``measure_cuda`` timed the host's launches rather than the GPU.
 Catalog and roofline with no GPU: ``ridge.device("h100-sxm")``, ``ridge.devices()``,
 ``ridge.place_matmul(16, 4096, 4096, "bf16", device="h100-sxm")``, ``ridge.roofline(...)``.
 Size sweeps: ``ridge.sweep(factory, sizes, bytes=..., ceilings=0)`` (knees, warnings, plot).
 Tracing: ``with ridge.trace("runs/trace.json", step_range="step") as t: ...`` then ``t.analysis``.
 """
+import atexit as _atexit
+
 from . import _ridge
 from ._ridge import (  # noqa: F401  (re-exported)
     Error, Method, NoGpuError, Summary, UsageError, VerificationError,
@@ -23,18 +32,39 @@ from ._ridge import (  # noqa: F401  (re-exported)
     describe_method, device_count, matmul_bytes, matmul_flops, matmul_intensity, no_gpu_reason,
     DeviceCeilings, require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,
 )
-from ._results import Comparison, Results, compare  # noqa: F401
+from ._paths import NotAFileError, PathNotFoundError  # noqa: F401
+from ._results import Comparison, NothingComparedError, Results, compare  # noqa: F401
 from ._roofline import (  # noqa: F401
     Figure, cache_folder, cached_ceilings, ceilings, device, devices, load_catalog, place_matmul, roofline,
 )
 from ._sweep import Sweep, sweep  # noqa: F401
 from ._trace import TraceAnalysis, analyze_trace, nvtx, trace  # noqa: F401
 from ._timing import (  # noqa: F401
-    CaptureError, Measurement, Rate, measure, measure_cuda, measure_graph, measure_naive, measure_spin,
-    measure_wall, stream_handle,
+    CaptureError, LaunchBoundWarning, Measurement, Rate, measure, measure_cuda, measure_graph, measure_naive,
+    measure_spin, measure_wall, stream_handle,
 )
 
+from ._signatures import with_signature as _with_signature
+
+# The C++ functions re-exported above, through wrappers that give inspect.signature their signature.
+for _name, _value in list(globals().items()):
+    if not _name.startswith("_") and hasattr(_value, "__nb_signature__") and not isinstance(_value, type):
+        globals()[_name] = _with_signature(_value)
+del _name, _value
+
 __version__ = "0.1.0"
+
+
+def _quiet_leak_report_when_torch_holds_references() -> None:
+    # PyTorch keeps references to a script's objects past the interpreter's teardown, where nanobind
+    # would report ridge objects among them as leaked (dozens of lines that are not ridge's doing).
+    import sys
+
+    if "torch" in sys.modules:
+        _ridge.set_leak_warnings(False)
+
+
+_atexit.register(_quiet_leak_report_when_torch_holds_references)
 
 
 def describe_device(index: int = 0) -> dict:

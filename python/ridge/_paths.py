@@ -6,8 +6,11 @@ exact bytes either way, and the extension takes them as they are (``std::filesys
 """
 from __future__ import annotations
 
+import errno
 import os
 from typing import Union
+
+from . import _ridge
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
@@ -27,3 +30,31 @@ def fs_path(path: PathArg, what: str = "path") -> bytes:
 def suffix(path: bytes) -> str:
     """The lower-case extension of an encoded path ('.json', '' when none)."""
     return os.fsdecode(os.path.splitext(path)[1]).lower()
+
+
+class _PathError(OSError):
+    # The message names the path as ridge's messages do (bytes that are not UTF-8 as \xNN), not as
+    # OSError's repr of `filename` would (doubled backslashes).
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class PathNotFoundError(_PathError, FileNotFoundError, _ridge.UsageError):
+    """A file or folder ridge was asked to read does not exist: a FileNotFoundError (``errno``
+    ENOENT, ``filename``) and a ridge.UsageError, so either ``except`` catches it."""
+
+
+class NotAFileError(_PathError, IsADirectoryError, _ridge.UsageError):
+    """A folder was given where ridge reads a file: an IsADirectoryError and a ridge.UsageError."""
+
+
+def existing_path(path: PathArg, what: str = "path", folder_ok: bool = False) -> bytes:
+    """`path` as fs_path gives it, after checking that it exists (PathNotFoundError) and, unless
+    `folder_ok`, that it is no folder (NotAFileError)."""
+    encoded = fs_path(path, what)
+    shown = encoded.decode("utf-8", "backslashreplace")
+    if not os.path.exists(encoded):
+        raise PathNotFoundError(errno.ENOENT, f"{what} {shown} does not exist", shown)
+    if not folder_ok and os.path.isdir(encoded):
+        raise NotAFileError(errno.EISDIR, f"{what} {shown} is a folder, not a file", shown)
+    return encoded

@@ -8,7 +8,7 @@ import os
 from typing import Iterable, List, Optional
 
 from . import _ridge
-from ._paths import PathArg, fs_path, suffix
+from ._paths import PathArg, existing_path, fs_path, suffix
 from ._timing import Measurement
 
 
@@ -23,9 +23,10 @@ class Results:
 
     @classmethod
     def load(cls, path: PathArg) -> "Results":
-        """Reads a result file (or a report folder); raises UsageError naming what is wrong.
-        ``path``: str, bytes or os.PathLike, any name the file system allows."""
-        data = json.loads(_ridge.load_result_file(fs_path(path)))
+        """Reads a result file (or a report folder); raises UsageError naming what is wrong, and
+        FileNotFoundError (also a UsageError) when ``path`` does not exist. ``path``: str, bytes
+        or os.PathLike, any name the file system allows."""
+        data = json.loads(_ridge.load_result_file(existing_path(path, "the result file", folder_ok=True)))
         return cls(data["records"], data["context"])
 
     def add(self, measurement: Measurement, name: str, *, dtype: str = "", params: Optional[dict] = None,
@@ -65,19 +66,16 @@ class Results:
         _ridge.write_text(path, text)
 
     def to_pandas(self):
-        """One row per record (name, method, dtype, params..., median_ms, ...); needs pandas."""
+        """One row per record; needs pandas. Columns: name, method, dtype, ``param.<key>``, the
+        numbers (median_ms, ...), ``verification``, ``warnings`` (a list of strings: an
+        "impossible: ..." flag stays with its number), ``l2_flushed``, and the record's objects one
+        level down: ``gate.mode``, ``gate.reason``, ``clocks_start.sm_mhz``, ``extra.<key>`` ...
+        Only the raw samples (``samples_ms``) are left out."""
         try:
             import pandas as pd
         except ImportError as error:
             raise ImportError("Results.to_pandas needs pandas: pip install pandas") from error
-        rows = []
-        for r in self._normalized()["records"]:
-            row = {"name": r["name"], "method": r["method"], "dtype": r.get("dtype", "")}
-            row.update({f"param.{k}": v for k, v in r.get("params", {}).items()})
-            row.update({k: v for k, v in r.items()
-                        if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "repeats_per_sample"})
-            rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame([_flat_record(r) for r in self._normalized()["records"]])
 
     def __len__(self) -> int:
         return len(self.records)
@@ -95,13 +93,50 @@ class Results:
         return f"<table>{head}{rows}</table>"
 
 
+def _flat_record(record: dict) -> dict:
+    row = {"name": record["name"], "method": record["method"], "dtype": record.get("dtype", "")}
+    for key, value in record.items():
+        if key in row or key == "samples_ms":
+            continue
+        if isinstance(value, dict):
+            prefix = "param" if key == "params" else key
+            row.update({f"{prefix}.{k}": v for k, v in value.items()})
+        else:
+            row[key] = value
+    return row
+
+
+class NothingComparedError(_ridge.Error):
+    """:func:`compare` matched no record it could judge (none matched by name, method, dtype and
+    params, or only informational ones did): there is no verdict, and a CI gate must not pass (the
+    CLI exits 6). ``.comparison`` holds the :class:`Comparison` (its rows say what was missing)."""
+
+    def __init__(self, message: str, comparison: "Comparison"):
+        super().__init__(message)
+        self.comparison = comparison
+
+
 class Comparison:
-    """The verdict table of two result sets (see ``ridge compare``)."""
+    """The verdict table of two result sets (see ``ridge compare``). The CI idiom is
+    ``assert ridge.compare(base, new).ok`` (compared something, found no regression);
+    :func:`compare` raises :class:`NothingComparedError` when nothing was compared."""
 
     def __init__(self, json_text: str, markdown: str, text: str):
         self.data = json.loads(json_text)
         self.markdown = markdown
         self.text = text
+
+    @property
+    def nothing_compared(self) -> bool:
+        """True when no record was judged: then there is no verdict (the library's decision)."""
+        return bool(self.data["nothing_compared"])
+
+    @property
+    def ok(self) -> bool:
+        """True when some record was compared and none regressed: what a CI gate asserts."""
+        return not self.nothing_compared and not self.regressions
+
+    passed = ok
 
     @property
     def rows(self) -> list:
@@ -119,7 +154,9 @@ class Comparison:
 
     @property
     def geomean_ratio(self) -> float:
-        return self.data.get("geomean_ratio", float("nan"))
+        """Geometric mean of the judged records' time ratios (new/base); NaN when none was judged."""
+        value = self.data.get("geomean_ratio")
+        return float("nan") if value is None else value
 
     def __repr__(self) -> str:
         return self.text
@@ -132,7 +169,7 @@ def _as_json(results) -> str:
     if isinstance(results, Results):
         return results.to_json()
     if isinstance(results, (str, bytes, os.PathLike)):
-        return _ridge.load_result_file(fs_path(results))
+        return _ridge.load_result_file(existing_path(results, "the result file", folder_ok=True))
     raise TypeError(f"expected Results or a path to a result file, got {type(results).__name__}")
 
 
@@ -142,7 +179,15 @@ def compare(base, new, threshold: float = 0.05, alpha: float = 0.01, spread_fact
 
     `base` may also be a list of baselines: repeated runs of the same code. Their samples are pooled,
     and a change must also exceed `spread_factor` times the spread of their medians. Records their
-    producer marked informational are never judged (see each row's ``noise_band``)."""
+    producer marked informational are never judged (see each row's ``noise_band``).
+
+    Raises :class:`NothingComparedError` when no record could be judged (the CLI's exit 6), so
+    ``assert not c.regressions`` can never pass on two unrelated files; ``c.ok`` is the CI check.
+    Raises FileNotFoundError (also a ridge.UsageError) for a path that does not exist."""
     baselines = list(base) if isinstance(base, (list, tuple)) else [base]
-    return Comparison(*_ridge.compare_results([_as_json(b) for b in baselines], _as_json(new), threshold, alpha,
-                                              spread_factor))
+    *texts, nothing_compared_reason = _ridge.compare_results([_as_json(b) for b in baselines], _as_json(new),
+                                                             threshold, alpha, spread_factor)
+    comparison = Comparison(*texts)
+    if nothing_compared_reason:
+        raise NothingComparedError(nothing_compared_reason, comparison)
+    return comparison

@@ -5,7 +5,7 @@ import os
 from typing import Iterable, Optional, Sequence, Tuple, Union
 
 from . import _ridge
-from ._paths import PathArg, fs_path
+from ._paths import PathArg, existing_path, fs_path
 from ._ridge import DeviceCeilings
 
 DeviceLike = Union[str, int, DeviceCeilings, "_ridge.Device", None]
@@ -38,7 +38,7 @@ def ceilings(of: DeviceLike = 0, refresh: bool = False) -> DeviceCeilings:
 
 def load_catalog(path: PathArg) -> None:
     """Replaces the active device catalog with a catalog JSON file (the form of ``RIDGE_CATALOG``)."""
-    _ridge.load_catalog(fs_path(path))
+    _ridge.load_catalog(existing_path(path, "the catalog"))
 
 
 def cache_folder() -> "os.PathLike[str]":

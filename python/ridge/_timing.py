@@ -11,6 +11,7 @@ import contextlib
 import html
 import inspect
 import math
+import numbers
 import sys
 import warnings
 from typing import Any, Callable, List, Optional, Tuple, Union
@@ -24,6 +25,13 @@ Repeats = Union[int, str]
 
 class CaptureError(_ridge.UsageError):
     """The callable could not be captured into a CUDA graph (see the message for why)."""
+
+
+class LaunchBoundWarning(UserWarning):
+    """A measurement mostly timed the host: queueing the work took about as long as the number
+    measured, so it is the host's launch rate, not the GPU's time (``Measurement.warnings`` holds
+    the text). ``measure_spin`` and ``measure_graph`` are launch-free. Silence it with
+    ``warnings.simplefilter("ignore", ridge.LaunchBoundWarning)``."""
 
 
 def _torch_if_in_use():
@@ -75,7 +83,8 @@ def _check_callable(fn: Any) -> None:
 
 def _require_gpu(timer: str) -> None:
     if _ridge.device_count() == 0:
-        raise _ridge.NoGpuError(f"ridge.{timer} needs a CUDA GPU: {_ridge.no_gpu_reason()}")
+        raise _ridge.NoGpuError(f"ridge.{timer} needs a CUDA GPU, and none is usable: {_ridge.no_gpu_reason()}\n  "
+                                f"{_ridge.no_gpu_hint}")
 
 
 def _takes_stream(fn: Callable) -> bool:
@@ -244,6 +253,17 @@ class Measurement(float):
     def l2_flushed(self) -> bool:
         return self._raw.l2_flushed
 
+    @property
+    def host_queue_ms(self) -> float:
+        """measure_cuda: the host's time to queue one call, median (ms); -1 when not timed."""
+        return self._raw.host_queue_ms
+
+    @property
+    def warnings(self) -> List[str]:
+        """What the library finds wrong with this number on its own, e.g. "launch-bound: ..." when
+        the host's launches, not the GPU, set the pace (see :class:`LaunchBoundWarning`)."""
+        return list(_ridge.measurement_warnings(self._raw))
+
     def rate(self, flops: Optional[float] = None, bytes: Optional[float] = None) -> Rate:  # noqa: A002
         """FLOP/s and bytes/s for `flops` and `bytes` per call (``.tflops``, ``.gb_per_s``)."""
         seconds = float(self) * 1e-3
@@ -254,11 +274,14 @@ class Measurement(float):
     def to_record(self, name: str, *, dtype: str = "", params: Optional[dict] = None, bytes: float = 0,  # noqa: A002
                   flops: float = 0) -> dict:
         """A record of ridge's result schema (what the CLI writes), for :class:`ridge.Results`."""
+        for what, value in (("bytes", bytes), ("flops", flops)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise _ridge.UsageError(f"{what} must be a finite number (per call), got {value!r}")
         return {
             "name": name, "method": self._method, "dtype": dtype, "params": dict(params or {}),
             "samples_ms": [float(x) for x in self.samples], "repeats_per_sample": self.repeats_per_sample,
             "l2_flushed": self.l2_flushed, "bytes": float(bytes), "flops": float(flops),
-            "verification": "not_checked", "warnings": [], "extra": self._record_extra(),
+            "verification": "not_checked", "warnings": self.warnings, "extra": self._record_extra(),
         }
 
     def _record_extra(self) -> dict:
@@ -296,8 +319,9 @@ class Measurement(float):
     # ---- display ------------------------------------------------------------------------------
     def __repr__(self) -> str:
         low, high = self.ci
+        flags = "".join(f", WARNING {w}" for w in self.warnings)
         return (f"Measurement({float(self):.6g} ms median, {self._method}, n={self._summary.count}, "
-                f"CI [{low:.6g}, {high:.6g}], cv {self.cv:.2%}, stop: {self.stop_reason or 'samples'})")
+                f"CI [{low:.6g}, {high:.6g}], cv {self.cv:.2%}, stop: {self.stop_reason or 'samples'}{flags})")
 
     def __str__(self) -> str:
         return float.__repr__(float(self))
@@ -307,12 +331,26 @@ class Measurement(float):
                 ("min / max", f"{self.min_ms:.6g} / {self.max_ms:.6g} ms"), ("cv", f"{self.cv:.2%}"),
                 ("samples", str(self._summary.count)), ("calls per sample", str(self.repeats_per_sample)),
                 ("method", self._method), ("meaning", self.meaning), ("stopped because", self.stop_reason)]
+        rows += [("warning", w) for w in self.warnings]
         body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                        for k, v in rows)
         return f"<table>{body}</table>"
 
-    def __reduce__(self):  # pickling keeps the number; the samples go with it as a plain float
-        return (float, (float(self),))
+    def __reduce__(self):  # pickle and copy keep every field: the C++ measurement pickles whole
+        return (_restore_measurement, (self._raw, self._method, self._divisor))
+
+
+def _restore_measurement(raw: "_ridge.Measurement", method: str, divisor: int) -> Measurement:
+    return Measurement(raw, method=method, per_call_divisor=divisor)
+
+
+def _warn_if_flagged(m: Measurement) -> Measurement:
+    """Raises each library warning about `m` as a Python warning at the caller's line."""
+    for text in m.warnings:
+        if text.startswith("launch-bound"):
+            warnings.warn(f"{text}. From Python: ridge.measure_spin or ridge.measure_graph.", LaunchBoundWarning,
+                          stacklevel=3)
+    return m
 
 
 # ---- the timers ---------------------------------------------------------------------------------
@@ -369,7 +407,10 @@ def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20
     """GPU ms per call between CUDA events around ``repeats`` calls of ``function`` on the
     caller's stream (PyTorch's current stream by default; ``stream=`` is made PyTorch's current
     stream while timing). Includes the host's launch latency when the GPU was idle;
-    ``measure_spin`` and ``measure_graph`` remove it.
+    ``measure_spin`` and ``measure_graph`` remove it. When queueing the calls took the host about
+    as long as the number itself (a tiny kernel launched from Python), the number is the host's
+    launch rate, not the GPU's time: the result then carries a "launch-bound: ..." entry in
+    ``.warnings`` (and its repr), and a :class:`LaunchBoundWarning` is raised.
 
     repeats: calls per sample, or "auto" (0) for about ``target_sample_ms`` per sample.
     flush_l2: overwrite the L2 before each sample, outside the timed window (cold cache).
@@ -381,8 +422,8 @@ def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20
     _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
     _require_gpu("measure_cuda")
     with _timed_stream_current(stream, kwargs["stream"]):
-        return Measurement(_ridge.measure_cuda(_stream_adapter(function, kwargs["stream"]), warmup, samples,
-                                               _repeats_value(repeats), **kwargs))
+        return _warn_if_flagged(Measurement(_ridge.measure_cuda(_stream_adapter(function, kwargs["stream"]), warmup,
+                                                                samples, _repeats_value(repeats), **kwargs)))
 
 
 def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,

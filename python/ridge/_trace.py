@@ -8,7 +8,7 @@ import warnings
 from typing import Iterator, Optional
 
 from . import _ridge
-from ._paths import PathArg, fs_path
+from ._paths import PathArg, existing_path, fs_path
 
 
 class TraceAnalysis:
@@ -61,7 +61,10 @@ class TraceAnalysis:
 
 
 class TraceSession:
-    """The object ``with ridge.trace(...) as t`` gives: ``t.analysis`` once the block ends."""
+    """The object ``with ridge.trace(...) as t`` gives: ``t.analysis`` once the block ends. Its
+    repr says where the trace goes and whether it is recording or finished (kernels, dropped
+    records). A finished session holds only Python data: the C++ tracer is released at the end
+    of the block, so a session kept alive to the interpreter's exit leaks nothing of ridge's."""
 
     def __init__(self, path: Optional[PathArg], step_range: str, top: int, all_api_calls: bool,
                  skip_seconds: float = 0.0, steady_state: bool = False, sync_records: bool = False,
@@ -73,20 +76,41 @@ class TraceSession:
         self.from_range = _steady_state_range(step_range, steady_state)
         self._tracer = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records,
                                      api_calls=api_calls, launch_calls=launch_calls)
+        self._dropped_records = 0
         self.analysis: Optional[TraceAnalysis] = None
 
     @property
     def dropped_records(self) -> int:
-        return self._tracer.dropped_records
+        """Records CUPTI dropped for lack of buffer space (0 is the only trustworthy answer)."""
+        return self._tracer.dropped_records if self._tracer is not None else self._dropped_records
+
+    @property
+    def recording(self) -> bool:
+        return self._tracer is not None and self._tracer.running
 
     def _finish(self) -> None:
-        self._tracer.stop()
-        if self.path is not None:
-            path = fs_path(self.path, "the trace path")
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            self._tracer.write(path)
-        self.analysis = TraceAnalysis(*self._tracer.analysis(self.top, self.step_range, self.skip_seconds,
-                                                             self.from_range))
+        tracer = self._tracer
+        try:
+            tracer.stop()
+            if self.path is not None:
+                path = fs_path(self.path, "the trace path")
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                tracer.write(path)
+            self.analysis = TraceAnalysis(*tracer.analysis(self.top, self.step_range, self.skip_seconds,
+                                                           self.from_range))
+        finally:
+            self._dropped_records = tracer.dropped_records
+            self._tracer = None
+
+    def __repr__(self) -> str:
+        where = "no file" if self.path is None else repr(os.fsdecode(fs_path(self.path)))
+        if self.recording:
+            return f"<ridge.trace session: recording, to {where}>"
+        if self._tracer is not None:
+            return f"<ridge.trace session: not started, to {where}>"
+        kernels = "no analysis" if self.analysis is None else f"{self.analysis.data.get('kernel_count', 0)} kernels"
+        written = "not written" if self.path is None else f"written to {where}"
+        return f"<ridge.trace session: finished, {kernels}, {self.dropped_records} dropped records, {written}>"
 
 
 _nvtx_routed = False
@@ -160,7 +184,11 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
 @contextlib.contextmanager
 def nvtx(name: str) -> Iterator[None]:
     """An NVTX range around the block (a step or an operator in the trace). The first call routes
-    NVTX to CUPTI, so ranges reach ridge.trace even when opened before a trace starts."""
+    NVTX to CUPTI, so ranges reach ridge.trace even when opened before a trace starts. ``name``:
+    a str that UTF-8 can encode (TypeError, UnicodeEncodeError otherwise)."""
+    if not isinstance(name, str):
+        raise TypeError(f"the NVTX range name must be a str, not {type(name).__name__}")
+    name.encode("utf-8")  # a lone surrogate fails here, with Python's own message
     _route_nvtx_to_cupti()
     scope = _ridge.NvtxScope(name)
     scope.enter()
@@ -176,7 +204,8 @@ def analyze_trace(path: PathArg, *, step_range: str = "", top: int = 10, skip_se
     profiler), as ``ridge trace --analyze`` does. ``skip_seconds`` leaves out what began in the
     first S seconds of the trace; ``steady_state=True`` keeps what began from the first
     ``step_range`` range on (start-up left out). Raises ridge.UsageError for a file that is not a
-    trace or whose times are not numbers (the message names the file and the JSON path).
+    trace or whose times are not numbers (the message names the file and the JSON path),
+    FileNotFoundError or IsADirectoryError (both also UsageErrors) for a missing file or a folder.
     ``path``: str, bytes or os.PathLike, any name the file system allows."""
-    return TraceAnalysis(*_ridge.analyze_trace_file(fs_path(path), top, step_range, skip_seconds,
+    return TraceAnalysis(*_ridge.analyze_trace_file(existing_path(path, "the trace"), top, step_range, skip_seconds,
                                                     _steady_state_range(step_range, steady_state)))

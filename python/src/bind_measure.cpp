@@ -5,16 +5,20 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
 #include "measure/cuda/probes.hpp"
+#include "ridge/checks.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/measure.hpp"
 #include "ridge/stats.hpp"
@@ -26,6 +30,8 @@ namespace ridge::python {
 namespace {
 
 using Samples = nb::ndarray<nb::numpy, const double, nb::ndim<1>>;
+using MeasurementState = std::tuple<Method, std::vector<double>, int, bool, std::string, std::vector<double>, int,
+                                    double, double>;
 
 void require_finite(double value, const char* name) {
   if (!std::isfinite(value)) throw UsageError(std::string(name) + " must be a finite number");
@@ -143,7 +149,30 @@ void bind_measurement(nb::module_& m) {
       .def_ro("throttled_samples_dropped", &Measurement::throttled_samples_dropped,
               "samples taken below throttle_threshold and dropped (not in samples_ms)")
       .def_ro("rest_before_sample_s", &Measurement::rest_before_sample_s,
-              "seconds the GPU was left idle before each held batch (0: back to back)");
+              "seconds the GPU was left idle before each held batch (0: back to back)")
+      .def_ro("host_queue_ms", &Measurement::host_queue_ms,
+              "cuda_events: the host's time to queue one operation, median (ms); -1 when not timed")
+      // Pickle and copy keep every field; the summary is recomputed from the samples, as the timers make it.
+      .def("__getstate__",
+           [](const Measurement& m) {
+             return nb::make_tuple(m.method, m.samples_ms, m.repeats_per_sample, m.l2_flushed, m.stop_reason,
+                                   m.sample_sm_mhz, m.throttled_samples_dropped, m.rest_before_sample_s,
+                                   m.host_queue_ms);
+           })
+      .def("__setstate__", [](Measurement& m, const MeasurementState& state) {
+        new (&m) Measurement{};
+        std::tie(m.method, m.samples_ms, m.repeats_per_sample, m.l2_flushed, m.stop_reason, m.sample_sm_mhz,
+                 m.throttled_samples_dropped, m.rest_before_sample_s, m.host_queue_ms) = state;
+        m.summary = summarize(m.samples_ms);
+      });
+  m.def(
+      "measurement_warnings",
+      [](const Measurement& measurement) {
+        std::vector<std::string> warnings;
+        if (auto w = launch_bound_warning(measurement)) warnings.push_back(std::move(*w));
+        return warnings;
+      },
+      "measurement"_a, "What the library says about a measurement on its own (e.g. 'launch-bound: ...').");
 }
 
 void bind_timers(nb::module_& m) {

@@ -63,12 +63,13 @@ void bind_results(nb::module_& m) {
         std::vector<ResultSet> baselines;
         for (const auto& text : baselines_json) baselines.push_back(parse_result_set(text));
         const Comparison c = compare_results(baselines, parse_result_set(next), options);
-        return nb::make_tuple(to_json(c).dump(), to_markdown(c), to_text(c));
+        return nb::make_tuple(to_json(c).dump(), to_markdown(c), to_text(c), nothing_compared_reason(c));
       },
       "baselines_json"_a, "new_json"_a, "threshold"_a = 0.05, "alpha"_a = 0.01, "spread_factor"_a = 3.0,
       "Matches records of the new run with the baselines' (one, or repeated runs of the same code); ratio of "
       "medians, Mann-Whitney U test, bootstrap interval, each record's noise band (threshold, the producer's "
-      "gate, spread_factor x the baselines' run-to-run spread), verdicts. Returns (json_text, markdown, text).");
+      "gate, spread_factor x the baselines' run-to-run spread), verdicts. Returns (json_text, markdown, text, "
+      "nothing_compared_reason): the reason is empty when some record was judged.");
 
   m.def("device_count", &device_count, "Number of usable CUDA devices (0 without a driver or GPU).");
   m.def("no_gpu_reason", &no_gpu_reason, "Why no GPU is usable, in words (empty when one is).");

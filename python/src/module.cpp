@@ -9,6 +9,7 @@
 #include "ridge/errors.hpp"
 
 namespace nb = nanobind;
+using namespace nb::literals;
 
 namespace {
 // A new exception class ridge._ridge.NAME deriving from `bases` (a class or a tuple of classes).
@@ -29,6 +30,12 @@ void set_error(PyObject* type, const char* message) {
     PyErr_SetString(type, "(the error message could not be shown)");
   }
 }
+// What a Python user can still do without a GPU: the library says why none is usable, and each
+// front end names its own way on (the CLI names commands, this names functions).
+constexpr const char* no_gpu_hint =
+    "Check nvidia-smi and the driver. Without a GPU these still work: ridge.devices(), "
+    "ridge.roofline(device=\"h100-sxm\"), ridge.place_matmul(..., device=\"h100-sxm\"), the models "
+    "(ridge.attainable_flops, ridge.decode_ceiling, ridge.amdahl_speedup), ridge.Results and ridge.compare.";
 }  // namespace
 
 NB_MODULE(_ridge, m) {
@@ -50,12 +57,19 @@ NB_MODULE(_ridge, m) {
     } catch (const ridge::VerificationError& e) {
       set_error(verification_error, e.what());
     } catch (const ridge::NoGpuError& e) {
-      set_error(no_gpu_error, e.what());
+      set_error(no_gpu_error, (std::string(e.what()) + "\n  " + no_gpu_hint).c_str());
     } catch (const ridge::Error& e) {
       set_error(error, e.what());
     }
   });
 
+  m.attr("no_gpu_hint") = no_gpu_hint;
+  // nanobind reports objects still alive after the interpreter's teardown. PyTorch (torch.compile's
+  // caches) keeps references past it, so ridge objects a script held would be reported as leaked by
+  // ridge: nanobind added this switch for that case. ridge/__init__.py turns the report off at exit
+  // only when torch was imported; ridge's own objects hold no Python references in C++ statics.
+  m.def("set_leak_warnings", [](bool value) { nb::set_leak_warnings(value); }, "value"_a,
+        "Whether nanobind reports objects left alive at interpreter exit.");
   ridge::python::bind_measure(m);
   ridge::python::bind_model(m);
   ridge::python::bind_results(m);

@@ -87,8 +87,10 @@ def test_a_gate_set_from_python_reaches_compare():
     base, slow = sample_results(), sample_results(scale=3.0)
     for r in slow.records:
         r["gate"] = {"mode": "informational", "reason": "a demonstration"}
-    c = ridge.compare(base, slow)
-    assert not c.regressions and all(r["verdict"] == "informational" for r in c.rows)
+    with pytest.raises(ridge.NothingComparedError) as caught:  # only informational records: no verdict
+        ridge.compare(base, slow)
+    c = caught.value.comparison
+    assert not c.regressions and not c.ok and all(r["verdict"] == "informational" for r in c.rows)
     results = ridge.Results()
     record = results.add(ridge.measure_wall(lambda: sum(range(1000)), samples=5), "noop",
                          gate={"mode": "judged", "min_threshold": 0.5, "reason": "host-bound"})

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "ridge/errors.hpp"
 
 namespace ridge {
@@ -69,6 +71,8 @@ std::pair<std::size_t, std::size_t> median_ci_ranks(std::size_t n, double confid
 
 Summary summarize(std::span<const double> samples, double confidence) {
   require_valid(samples);
+  if (!(confidence > 0 && confidence < 1))
+    throw UsageError(fmt::format("confidence must be within (0, 1), got {}", confidence));
   std::vector<double> s(samples.begin(), samples.end());
   std::sort(s.begin(), s.end());
   Summary r;

@@ -26,7 +26,19 @@ Record to_record(const Measurement& m, const std::string& name, const std::strin
   r.flops = flops;
   if (!m.stop_reason.empty()) r.extra["stop_reason"] = m.stop_reason;
   if (!m.sample_sm_mhz.empty()) r.extra["sample_sm_mhz"] = m.sample_sm_mhz;
+  if (auto w = launch_bound_warning(m)) r.warnings.push_back(std::move(*w));
   return r;
+}
+
+std::optional<std::string> launch_bound_warning(const Measurement& m) {
+  if (m.method != Method::cuda_events || !(m.host_queue_ms > 0) || !(m.summary.median > 0)) return std::nullopt;
+  const double share = m.host_queue_ms / m.summary.median;
+  if (share < host_latency_dominant_share) return std::nullopt;
+  return fmt::format(
+      "launch-bound: the host took {} per call to queue the work, {:.0f}% of the {} measured, so the GPU waited on "
+      "the launches and this is the host's launch rate, not the work's time; time it launch-free (spin_hold or "
+      "graph_replay)",
+      format_ms(m.host_queue_ms), share * 100, format_ms(m.summary.median));
 }
 
 bool includes_host_latency(const Record& r) {

@@ -525,6 +525,19 @@ Comparison compare_results(std::span<const ResultSet> baselines, const ResultSet
   return c;
 }
 
+std::string nothing_compared_reason(const Comparison& c) {
+  if (!c.nothing_compared()) return "";
+  std::size_t base = 0, next = 0;
+  for (const auto& r : c.rows) {
+    if (r.verdict != Verdict::missing_in_base) ++base;
+    if (r.verdict != Verdict::missing_in_new) ++next;
+  }
+  return fmt::format(
+      "no record was compared ({} matched of {} base and {} new record(s), and only records that are judged count; "
+      "records match by name, method, dtype and params): are these runs of the same commands?",
+      c.matched, base, next);
+}
+
 namespace {
 
 std::string summary_line(const Comparison& c) {
@@ -661,8 +674,9 @@ nlohmann::json to_json(const Comparison& c) {
           {"widen_by_clock", c.options.widen_by_clock},
           {"baselines", c.baselines},
           {"spread_factor", c.options.spread_factor},
-          {"geomean_ratio", c.geomean_ratio},
+          {"geomean_ratio", c.nothing_compared() ? nlohmann::json(nullptr) : nlohmann::json(c.geomean_ratio)},
           {"geomean_count", c.geomean_count},
+          {"nothing_compared", c.nothing_compared()},
           {"ratio_ci_method", c.ratio_ci_method},
           {"matched", c.matched},
           {"regressions", c.regressions},

@@ -62,8 +62,8 @@ double decode_ceiling(double weight_bytes, double bandwidth, double batch, doubl
   require_positive(bandwidth, "bandwidth");
   require_positive(batch, "batch");
   require_non_negative(kv_bytes_per_sequence, "kv_bytes_per_sequence");
-  const double step_bytes = weight_bytes + batch * kv_bytes_per_sequence;
-  return batch * bandwidth / step_bytes;
+  // bandwidth / bytes per sequence: batch * bandwidth / (weights + batch * kv) would be inf / inf = NaN for huge batches.
+  return bandwidth / (weight_bytes / batch + kv_bytes_per_sequence);
 }
 
 double amdahl_speedup(double fraction, double speedup) {

@@ -262,9 +262,16 @@ TEST(CompareScale, NothingMatchedIsReported) {
   EXPECT_EQ(c.matched, 0u);
   EXPECT_TRUE(c.nothing_compared());
   EXPECT_EQ(c.missing, 2u);
+  // No ratio was taken: the mean is NaN (0 read as "infinitely faster"), and the reason says why.
+  EXPECT_TRUE(std::isnan(c.geomean_ratio));
+  EXPECT_TRUE(to_json(c)["geomean_ratio"].is_null());
+  EXPECT_TRUE(to_json(c)["nothing_compared"].get<bool>());
+  EXPECT_NE(nothing_compared_reason(c).find("0 matched of 1 base and 1 new"), std::string::npos);
   const Comparison same = compare_results(a, a);
   EXPECT_EQ(same.matched, 1u);
   EXPECT_FALSE(same.nothing_compared());
+  EXPECT_EQ(nothing_compared_reason(same), "");
+  EXPECT_FALSE(to_json(same)["nothing_compared"].get<bool>());
   // Only informational records matched: nothing was judged either.
   a.records[0].method = "wall_naive";
   EXPECT_TRUE(compare_results(a, a).nothing_compared());
@@ -575,4 +582,27 @@ TEST(CompareBands, ChangesBelowTheResolutionOrExplainedByTheClockDoNotGate) {
   EXPECT_EQ(compare_results(one(2.0, 3, 1980), one(2.14, 4, 1860), strict).rows[0].verdict, Verdict::regression);
   // The same +7% at the same clock is a regression.
   EXPECT_EQ(compare_results(one(2.0, 3, 1980), one(2.14, 4, 1980)).rows[0].verdict, Verdict::regression);
+}
+
+TEST(LaunchBound, EventsThatMostlyTimedTheHostSaySo) {
+  // The H200's Triton x + y on 2^20 elements, 10 calls a sample from Python: 13 us a call, of which
+  // the host spent about 12.5 us queueing it (the kernel itself takes 2.5 us).
+  Measurement m;
+  m.method = Method::cuda_events;
+  m.samples_ms = std::vector<double>(20, 0.01306);
+  m.summary = summarize(m.samples_ms);
+  m.repeats_per_sample = 10;
+  m.host_queue_ms = 0.0125;
+  const auto w = launch_bound_warning(m);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->rfind("launch-bound:", 0), 0u);
+  EXPECT_NE(w->find("96%"), std::string::npos);
+  EXPECT_EQ(to_record(m, "add", "fp32", nlohmann::json::object()).warnings, std::vector<std::string>{*w});
+  m.host_queue_ms = 0.002;  // a long kernel: the host is far ahead of the GPU
+  EXPECT_FALSE(launch_bound_warning(m));
+  m.host_queue_ms = -1;  // not taken
+  EXPECT_FALSE(launch_bound_warning(m));
+  m.host_queue_ms = 0.0125;
+  m.method = Method::spin_hold;  // launch-free methods never carry it
+  EXPECT_FALSE(launch_bound_warning(m));
 }

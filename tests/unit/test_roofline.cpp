@@ -511,3 +511,12 @@ TEST(RooflineRefusals, ModelFunctionsRefuseNanInfAndNegativeNamingTheArgument) {
   names([] { amdahl_limit(not_a_number); }, "fraction");
   EXPECT_NEAR(amdahl_speedup(0.5, infinite), 2.0, 1e-12);  // +infinite speedup stays allowed
 }
+
+TEST(RooflineModel, SizesThatOverflowAreRefusedAndHugeBatchesStayFinite) {
+  EXPECT_THROW(matmul_flops(1e200, 1e200, 1e200), UsageError);
+  EXPECT_THROW(matmul_bytes(1e200, 1e200, 1e200), UsageError);
+  // batch * bandwidth / (weights + batch * kv) was inf / inf = NaN here.
+  const double tokens = decode_ceiling(1e300, 1e12, 1e300, 1e300);
+  EXPECT_TRUE(std::isfinite(tokens) && tokens > 0);
+  EXPECT_NEAR(decode_ceiling(1e9, 1e12, 4, 1e8), 4 * 1e12 / (1e9 + 4 * 1e8), 1e-6);
+}

@@ -116,3 +116,9 @@ TEST(MedianCi, TenMillionSamplesTakeUnderASecond) {
   EXPECT_NEAR(double(lo), 5e6 - 3099, 3);
   EXPECT_EQ(lo + hi, 10'000'000u - 1) << "symmetric";
 }
+
+TEST(Stats, ConfidenceOutsideZeroToOneIsRefused) {
+  const std::vector<double> samples{1.0, 2.0, 3.0};
+  for (double bad : {0.0, 1.0, 2.0, -0.5, std::nan("")}) EXPECT_THROW(summarize(samples, bad), UsageError) << bad;
+  EXPECT_DOUBLE_EQ(summarize(samples, 0.9).confidence, 0.9);
+}

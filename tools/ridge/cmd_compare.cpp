@@ -56,7 +56,6 @@ int run_compare(const CompareCommand& c) {
                               ? base_paths[0]
                               : fmt::format("{} and {} more baseline(s)", base_paths[0], base_paths.size() - 1);
   comparison.new_label = next_path;
-  const ResultSet& base = baselines[0];
 
   const bool to_stdout = c.json == "-" || c.markdown == "-";
   std::FILE* out = to_stdout ? stderr : stdout;
@@ -64,10 +63,7 @@ int run_compare(const CompareCommand& c) {
   if (!c.json.empty()) write_json(c.json, to_json(comparison));
   if (!c.markdown.empty()) write_text(c.markdown, to_markdown(comparison));
   if (comparison.nothing_compared()) {
-    fmt::print(stderr,
-               "ridge compare: error: no record was compared ({} matched of {} base and {} new record(s); records "
-               "match by name, method, dtype and params): are these runs of the same commands? (exit code 6)\n",
-               comparison.matched, base.records.size(), next.records.size());
+    fmt::print(stderr, "ridge compare: error: {} (exit code 6)\n", nothing_compared_reason(comparison));
     return static_cast<int>(ExitCode::nothing_compared);
   }
   if (comparison.has_regression()) {

@@ -67,6 +67,12 @@ int main(int argc, char** argv) {
       if (sub->parsed()) return run();
     std::fprintf(stdout, "%s", app.help().c_str());
     return static_cast<int>(ridge::ExitCode::usage_error);
+  } catch (const ridge::NoGpuError& e) {  // the library says why; the commands that still work are the CLI's to name
+    std::fprintf(stderr,
+                 "ridge: error: %s\n  Check `nvidia-smi`. Model-only commands still work without one: "
+                 "`ridge roofline --device h100-sxm`, `ridge amdahl`, `ridge report` (model-only).\n",
+                 e.what());
+    return static_cast<int>(e.code());
   } catch (const ridge::Error& e) {
     std::fprintf(stderr, "ridge: error: %s\n", e.what());
     return static_cast<int>(e.code());

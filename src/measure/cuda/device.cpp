@@ -35,11 +35,7 @@ std::string no_gpu_reason() {
 void require_gpu(int index) {
   const std::string reason = no_gpu_reason();
   if (!reason.empty())
-    throw NoGpuError(fmt::format(
-        "this command needs a CUDA GPU, and none is usable: {}.\n"
-        "  Check `nvidia-smi`. Model-only commands still work without one: "
-        "`ridge roofline --device h100-sxm`, `ridge amdahl`, `ridge report` (model-only).",
-        reason));
+    throw NoGpuError(fmt::format("this needs a CUDA GPU, and none is usable: {}", reason));
   const int count = device_count();
   if (index < 0 || index >= count)
     throw UsageError(fmt::format("device index {} does not exist: this machine has {} CUDA device(s) (0..{})",
@@ -132,6 +128,9 @@ DeviceDescription describe_device(int index) {
 }
 
 ClockReading read_clocks(int index) {
+  if (index < 0 || (device_count() > 0 && index >= device_count()))
+    throw UsageError(fmt::format("device index {} does not exist: this machine has {} CUDA device(s)", index,
+                                 device_count()));
   ClockReading c;
   Nvml& n = nvml();
   if (!n.loaded) return c;

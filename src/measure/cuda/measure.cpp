@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -315,14 +316,18 @@ Measurement measure_cuda(const StreamFn& fn, CudaOptions o) {
   Event start, end;
   StopRule rule(o);
   std::string reason;
+  std::vector<double> host_queue_ms;  // how long the host took to queue each sample, per operation
   while (rule.more(m.samples_ms, reason)) {
     if (flusher) flusher->flush(stream);
+    const auto queued_from = clock_type::now();
     RIDGE_CHECK(cudaEventRecord(start.e, stream));
     for (int r = 0; r < repeats; ++r) fn(stream);
     RIDGE_CHECK(cudaEventRecord(end.e, stream));
+    host_queue_ms.push_back(ms_since(queued_from) / repeats);
     RIDGE_CHECK(cudaEventSynchronize(end.e));
     m.samples_ms.push_back(elapsed_ms(start, end) / repeats);
   }
+  m.host_queue_ms = summarize(host_queue_ms).median;
   return finish(std::move(m), reason);
 }
 

@@ -3,9 +3,11 @@
 
 #include <cstdlib>
 #include <exception>
+#include <string>
 
 #include "measure/cuda/cuda_check.hpp"
 #include "ridge/device.hpp"
+#include "ridge/errors.hpp"
 #include "ridge/tracer.hpp"
 #include "trace/cupti/collector.hpp"
 
@@ -23,6 +25,9 @@ Tracer::~Tracer() {
 
 void Tracer::start() {
   trace_detail::require_one_cupti();
+  // Without a GPU CUPTI fails with an error code of its own; say plainly what is missing instead.
+  if (const std::string reason = no_gpu_reason(); !reason.empty())
+    throw NoGpuError("tracing needs a CUDA GPU, and none is usable: " + reason);
   enable_nvtx_capture();
   trace_detail::CollectorOptions o;
   o.api_calls = options_.all_api_calls ? trace_detail::ApiCalls::all : trace_detail::parse_api_calls(options_.api_calls);
