@@ -138,11 +138,10 @@ SectionOutput profile_section(ReportContext& ctx) {
   std::string top;  // the eager step's top kernels, as a table after the per-mode one
   for (const auto& p : run.profiles) {
     const trace::Analysis& a = p.analysis;
-    md += fmt::format("| {} | {} | {} | {} | {} ({:.0f}%) | {:.0f}% | {:.0f}% | {} / {} |\n", to_string(p.mode),
+    md += fmt::format("| {} | {} | {} | {} | {} ({:.0f}%) | {:.0f}% | {:.0f}% | {} |\n", to_string(p.mode),
                       a.kernel_count, format_ms(a.kernel_span_ns / 1e6), format_ms(a.gpu_busy_ns / 1e6),
                       format_ms(a.kernel_time_ns / 1e6), 100 * a.kernel_overlap_fraction, 100 * p.launch_gap_fraction(),
-                      100 * a.host_bound_fraction_of_idle, format_ms(a.launch_queued_median_ns / 1e6),
-                      format_ms(a.launch_overhead_median_ns / 1e6));
+                      100 * a.host_bound_fraction_of_idle, trace::launch_split_text(a));
     if (p.mode != gpt2::Mode::eager) continue;
     ctx.measured[prediction::kernels_per_step] = static_cast<double>(a.kernel_count);
     if (a.kernel_span_ns > 0) ctx.measured[prediction::launch_gap_fraction] = p.launch_gap_fraction();
