@@ -248,6 +248,17 @@ Record gemm_record(std::int64_t n, double tflops, const std::string& dtype = "bf
   return r;
 }
 
+/// BF16 square GEMMs from n = 256, doubling, at these TFLOP/s.
+std::vector<Record> square_gemm_records(const std::vector<double>& tflops) {
+  std::vector<Record> records;
+  std::int64_t n = 256;
+  for (double t : tflops) {
+    records.push_back(gemm_record(n, t));
+    n *= 2;
+  }
+  return records;
+}
+
 // Datasheet: bf16 989 TFLOP/s under 4.8 TB/s; measured: bf16 800 TFLOP/s under 4.2 TB/s.
 CeilingsLookup synthetic_gemm_ceilings() {
   CeilingsLookup c = synthetic_lookup(4.8e12, 0, 4.2e12);
@@ -307,12 +318,7 @@ TEST(MatmulAnalysis, AMeasuredPeakBelowARateTheSweepAttainedIsRaisedToIt) {
   s.setup.plan = plan_matmul_sweep(MatmulSweepOptions{});
   s.setup.ceilings = synthetic_gemm_ceilings();
   s.setup.ceilings.measured->ceilings.peak_flops_per_s["bf16"] = 808e12;
-  const double rates[] = {50, 150, 350, 600, 790, 813};
-  std::int64_t n = 256;
-  for (double t : rates) {
-    s.records.push_back(gemm_record(n, t));
-    n *= 2;
-  }
+  s.records = square_gemm_records({50, 150, 350, 600, 790, 813});
   analyze_matmul_sweep(s);
   EXPECT_NEAR(s.setup.ceilings.measured->ceilings.peak_flops("bf16"), 813e12, 1e6);
   EXPECT_NEAR(s.setup.ceilings.datasheet->ceilings.peak_flops("bf16"), 989e12, 1);  // a datasheet is never raised
@@ -345,12 +351,7 @@ TEST(MatmulAnalysis, KneesFindingsAndPlots) {
   s.setup.device.name = "Synthetic GPU";
   s.setup.ceilings = synthetic_gemm_ceilings();
   // TFLOP/s rising with size: 256 -> 50, ..., 8192 -> 750.
-  const double rates[] = {50, 150, 350, 600, 700, 750};
-  std::int64_t n = 256;
-  for (double t : rates) {
-    s.records.push_back(gemm_record(n, t));
-    n *= 2;
-  }
+  s.records = square_gemm_records({50, 150, 350, 600, 700, 750});
   analyze_matmul_sweep(s);
   ASSERT_EQ(s.knees.size(), 2u);
   EXPECT_EQ(s.knees[0].ceiling, "datasheet");
