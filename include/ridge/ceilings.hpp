@@ -71,6 +71,15 @@ struct DeviceCeilings {
   void validate() const;
 };
 
+/// "the BF16 peak of 787 TFLOP/s measured on this GPU (2026-12-01T18:11:37Z)", "the BF16 peak of
+/// 990 TFLOP/s from the datasheet of NVIDIA H200 SXM": a peak and where it comes from, for sentences.
+std::string peak_phrase(const DeviceCeilings& c, const std::string& dtype);
+
+/// A measured peak is what ridge's probes reached, so a GEMM of the same run can beat it. Raises
+/// each measured peak to the best rate a record of its dtype attained (records with FLOPs), and
+/// returns one sentence per raised peak saying so; datasheet and user ceilings are left alone.
+std::vector<std::string> raise_to_attained(DeviceCeilings& c, const std::vector<Record>& records);
+
 /// JSON form: {"source", "source_text", "memory_bytes_per_s", "l2_bytes_per_s",
 /// "peak_flops_per_s": {dtype: FLOP/s}, "empty_launch_us"}; unknown values are left out.
 nlohmann::json to_json(const DeviceCeilings& c);

@@ -70,6 +70,7 @@ struct MatmulKnees {
   DType dtype = DType::bf16;
   std::string ceiling;  ///< "datasheet" or "measured"
   double peak_flops_per_s = 0;
+  std::string peak_phrase;  ///< the peak and its source, as peak_phrase() words it
   std::vector<Knee> knees;       ///< sizes n (square records only)
   double best_flops_per_s = 0;   ///< the fastest square record of the dtype
   double best_n = 0;
@@ -105,7 +106,14 @@ GemmPlacement annotate_gemm_record(Record& record, const CeilingsLookup& ceiling
                                    double l2_bytes, bool cold);
 /// The 70% and 90% knees of the square records of `dtype` against `peak_flops_per_s`.
 std::vector<Knee> matmul_knees(const std::vector<Record>& records, DType dtype, double peak_flops_per_s);
-/// Knees, findings and plots from sweep.records; records the knees in each record's extra.
+/// The knees and best square record of `dtype` against the peak of `ceilings` (labelled `label`).
+MatmulKnees matmul_knees_against(const std::vector<Record>& records, DType dtype, const DeviceCeilings& ceilings,
+                                 const std::string& label);
+/// One sentence: "Against the BF16 peak of 787 TFLOP/s measured on this GPU (...), bf16 reaches 70%
+/// at n ≈ 1380 and 90% at n ≈ 1872. Best: 783 TFLOP/s at n = 4096 (99.5% of that peak)."
+std::string knee_sentence(const MatmulKnees& knees);
+/// Knees, findings and plots from sweep.records; records the knees in each record's extra. A
+/// measured peak below a rate the sweep attained is raised to it first (raise_to_attained; a finding says so).
 void analyze_matmul_sweep(MatmulSweep& sweep);
 
 }  // namespace ridge

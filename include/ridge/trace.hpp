@@ -299,6 +299,11 @@ struct Analysis {
   double launch_latency_median_ns = 0, launch_latency_mean_ns = 0, launch_latency_p90_ns = 0;
   double launch_latency_min_ns = 0, launch_latency_max_ns = 0;
   std::uint64_t launches_queued = 0;  ///< launches issued while their stream was still busy
+  /// Launches in latency but not in the queued/overhead split: the first kernel on its stream in a
+  /// windowed trace, whose earlier work the window may have cut out.
+  std::uint64_t launches_not_split = 0;
+  /// Launches in the queued/overhead split.
+  std::uint64_t launches_split() const { return launch_latency_count - launches_not_split; }
   double launch_queued_median_ns = 0, launch_queued_mean_ns = 0, launch_queued_p90_ns = 0;
   double launch_queued_min_ns = 0, launch_queued_max_ns = 0;
   double launch_overhead_median_ns = 0, launch_overhead_mean_ns = 0, launch_overhead_p90_ns = 0;
@@ -340,6 +345,9 @@ Analysis analyze(const Trace& trace, const AnalysisOptions& options = {});
 
 /// The human summary `ridge trace` prints.
 std::string format_analysis(const Analysis& analysis);
+/// The median launch latency split as "queued / overhead"; "not split (latency L)" when no launch
+/// could be split (one launch per step in a step window); "-" without launches.
+std::string launch_split_text(const Analysis& analysis);
 
 nlohmann::json to_json(const Analysis& analysis);
 Analysis analysis_from_json(const nlohmann::json& j);

@@ -20,6 +20,7 @@
 
 #include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/format.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge {
@@ -68,6 +69,30 @@ std::string to_string(CeilingsSource source) {
 double DeviceCeilings::peak_flops(const std::string& dtype) const {
   auto it = peak_flops_per_s.find(dtype == "fp8" ? "fp8_e4m3" : dtype);
   return it == peak_flops_per_s.end() ? 0 : it->second;
+}
+
+std::string peak_phrase(const DeviceCeilings& c, const std::string& dtype) {
+  const std::string source = c.source_text.empty() ? to_string(c.source) : c.source_text;
+  return fmt::format("the {} peak of {} {}{}", dtype_title(dtype), format_flops(c.peak_flops(dtype)),
+                     c.source == CeilingsSource::datasheet ? "from the " : "", source);
+}
+
+std::vector<std::string> raise_to_attained(DeviceCeilings& c, const std::vector<Record>& records) {
+  std::vector<std::string> notes;
+  if (c.source != CeilingsSource::measured) return notes;
+  for (auto& [dtype, peak] : c.peak_flops_per_s) {
+    const Record* best = nullptr;
+    for (const auto& r : records)
+      if (r.dtype == dtype && r.flops > 0 && r.flops_per_s() > peak && (!best || r.flops_per_s() > best->flops_per_s()))
+        best = &r;
+    if (!best) continue;
+    notes.push_back(fmt::format("The measured {} peak ({}, {}) is below the {} that {} ({}) attained in this run: a "
+                                "ceiling cannot sit below an attained rate, so it is raised to {}.",
+                                dtype_title(dtype), format_flops(peak), c.source_text, format_flops(best->flops_per_s()),
+                                best->name, params_text(best->params), format_flops(best->flops_per_s())));
+    peak = best->flops_per_s();
+  }
+  return notes;
 }
 
 std::optional<double> DeviceCeilings::peak(DType dtype) const {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ridge/checks.hpp"
 #include "ridge/errors.hpp"
@@ -147,14 +148,14 @@ std::vector<Knee> matmul_knees(const std::vector<Record>& records, DType dtype, 
   return find_knees(rates, peak);
 }
 
-namespace {
-
-MatmulKnees knees_of(const std::vector<Record>& records, DType d, const std::string& label, double peak) {
+MatmulKnees matmul_knees_against(const std::vector<Record>& records, DType d, const DeviceCeilings& ceilings,
+                                 const std::string& label) {
   MatmulKnees k;
   k.dtype = d;
   k.ceiling = label;
-  k.peak_flops_per_s = peak;
-  k.knees = matmul_knees(records, d, peak);
+  k.peak_flops_per_s = ceilings.peak_flops(to_string(d));
+  k.peak_phrase = peak_phrase(ceilings, to_string(d));
+  k.knees = matmul_knees(records, d, k.peak_flops_per_s);
   for (const auto& r : records)
     if (r.dtype == to_string(d) && is_square(gemm_shape(r)) && r.flops_per_s() > k.best_flops_per_s) {
       k.best_flops_per_s = r.flops_per_s();
@@ -163,18 +164,22 @@ MatmulKnees knees_of(const std::vector<Record>& records, DType d, const std::str
   return k;
 }
 
-Finding knee_finding(const MatmulKnees& k) {
-  std::string words;
-  for (const auto& knee : k.knees) {
-    if (!words.empty()) words += "; ";
-    words += knee.size ? fmt::format("{:.0f}% at n ≈ {:.0f}", knee.fraction * 100, *knee.size)
-                       : fmt::format("{:.0f}% never in this sweep", knee.fraction * 100);
-  }
-  return {fmt::format("{} reaches {} of the {} peak ({}); best {} at n = {:.0f} ({}).", to_string(k.dtype), words,
-                      k.ceiling, format_flops(k.peak_flops_per_s), format_flops(k.best_flops_per_s), k.best_n,
-                      format_percent(k.best_flops_per_s / k.peak_flops_per_s)),
-          0};
+std::string knee_sentence(const MatmulKnees& k) {
+  std::vector<std::string> reached, missed;
+  for (const auto& knee : k.knees)
+    if (knee.size)
+      reached.push_back(fmt::format("{:.0f}% at n ≈ {:.0f}", knee.fraction * 100, *knee.size));
+    else
+      missed.push_back(fmt::format("{:.0f}%", knee.fraction * 100));
+  std::string text = fmt::format("Against {}, {} ", k.peak_phrase, dtype_title(to_string(k.dtype)));
+  if (!reached.empty()) text += fmt::format("reaches {}", fmt::join(reached, " and "));
+  if (!reached.empty() && !missed.empty()) text += " but ";
+  if (!missed.empty()) text += fmt::format("does not reach {} in this sweep", fmt::join(missed, " or "));
+  return text + fmt::format(". Best: {} at n = {:.0f} ({} of that peak).", format_flops(k.best_flops_per_s), k.best_n,
+                            format_percent(k.best_flops_per_s / k.peak_flops_per_s));
 }
+
+namespace {
 
 // The GEMMs on the roofline: under the measured ceilings with the datasheet's behind them, or
 // under the datasheet's alone.
@@ -233,13 +238,16 @@ Plot gemm_rate_plot(const MatmulSweep& s) {
 void analyze_matmul_sweep(MatmulSweep& s) {
   s.knees.clear();
   s.findings.clear();
+  if (s.setup.ceilings.measured)
+    for (auto& note : raise_to_attained(s.setup.ceilings.measured->ceilings, s.records))
+      s.findings.push_back({std::move(note), 0});
   for (DType d : s.setup.plan.dtypes) {
     for (const auto& [c, label] : {std::pair{datasheet_of(s.setup.ceilings), std::string("datasheet")},
                                    std::pair{measured_of(s.setup.ceilings), std::string("measured")}}) {
       if (peak_of(c, d) <= 0) continue;
-      MatmulKnees k = knees_of(s.records, d, label, peak_of(c, d));
+      MatmulKnees k = matmul_knees_against(s.records, d, *c, label);
       if (k.knees.empty()) continue;  // no square record of this dtype
-      s.findings.push_back(knee_finding(k));
+      s.findings.push_back({knee_sentence(k), 0});
       for (auto& r : s.records)
         if (r.dtype == to_string(d))
           for (const auto& knee : k.knees)

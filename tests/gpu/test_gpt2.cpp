@@ -2,18 +2,23 @@
 // vocabulary 512, context 256), in fp32 and bf16, both matrix backends, with and without PDL,
 // eager and graph.
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "gpu_test_util.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/gpt2/checks.hpp"
 #include "ridge/gpt2/decode.hpp"
 #include "ridge/gpt2/model.hpp"
+#include "ridge/gpt2/profile.hpp"
 #include "ridge/gpt2/reference.hpp"
+#include "ridge/trace.hpp"
 
 using namespace ridge;
 
@@ -308,4 +313,27 @@ TEST(Gpt2Gpu, RunDecodeChecksTimesAndPlacesEachConfiguration) {
     EXPECT_DOUBLE_EQ(r.extra.value("bandwidth_bytes_per_s", 0.0), 4e12);
   }
   EXPECT_FALSE(gpt2::decode_roofline_plot(run).series.empty());
+}
+
+// The report's profile: with one persistent kernel per step, the traced step used to be launched
+// behind three un-synchronized warm-up steps, and its "launch latency" was their run time (~950 us
+// for a ~320 us kernel). Run in a process of its own (ctest does): the tracer must route NVTX first.
+TEST(Gpt2Gpu, TheProfiledStepIsLaunchedOnAnIdleGpu) {
+  RIDGE_REQUIRE_GPU();
+  gpt2::ProfileOptions o;
+  o.kernel = gpt2::StepKernel::barrier;
+  const auto folder = std::filesystem::temp_directory_path() / fmt::format("ridge-profile-{}", ::getpid());
+  std::filesystem::create_directories(folder);
+  o.trace_path = (folder / "trace.json").string();
+  const gpt2::ProfileRun run = gpt2::run_profile(o);
+  ASSERT_EQ(run.profiles.size(), 2u);
+  for (const auto& p : run.profiles) {
+    const trace::Analysis& a = p.analysis;
+    ASSERT_EQ(a.kernel_count, 1u) << to_string(p.mode);
+    ASSERT_EQ(a.launch_latency_count, 1u) << to_string(p.mode);
+    EXPECT_LT(a.launch_latency_median_ns, 0.5 * static_cast<double>(a.kernel_span_ns)) << to_string(p.mode);
+    EXPECT_EQ(a.launches_not_split, 1u) << "the step window cut out whatever ran before: not split";
+    EXPECT_EQ(trace::launch_split_text(a).rfind("not split (latency ", 0), 0u) << trace::launch_split_text(a);
+  }
+  std::filesystem::remove_all(folder);
 }

@@ -248,11 +248,24 @@ Record gemm_record(std::int64_t n, double tflops, const std::string& dtype = "bf
   return r;
 }
 
+/// BF16 square GEMMs from n = 256, doubling, at these TFLOP/s.
+std::vector<Record> square_gemm_records(const std::vector<double>& tflops) {
+  std::vector<Record> records;
+  std::int64_t n = 256;
+  for (double t : tflops) {
+    records.push_back(gemm_record(n, t));
+    n *= 2;
+  }
+  return records;
+}
+
 // Datasheet: bf16 989 TFLOP/s under 4.8 TB/s; measured: bf16 800 TFLOP/s under 4.2 TB/s.
 CeilingsLookup synthetic_gemm_ceilings() {
   CeilingsLookup c = synthetic_lookup(4.8e12, 0, 4.2e12);
   c.datasheet->ceilings.peak_flops_per_s = {{"bf16", 989e12}};
+  c.datasheet->ceilings.source_text = "datasheet of Synthetic";
   c.measured->ceilings.peak_flops_per_s = {{"bf16", 800e12}};
+  c.measured->ceilings.source_text = "measured on this GPU (2026-12-01T18:11:37Z)";
   return c;
 }
 
@@ -299,18 +312,46 @@ TEST(MatmulAnalysis, PlacementOnTheRoofline) {
   EXPECT_FALSE(fp32.extra.contains("bound"));
 }
 
+TEST(MatmulAnalysis, AMeasuredPeakBelowARateTheSweepAttainedIsRaisedToIt) {
+  // The H200 report: the best GEMM ran at 813 TFLOP/s against a measured BF16 peak of 808 ("100.7%").
+  MatmulSweep s;
+  s.setup.plan = plan_matmul_sweep(MatmulSweepOptions{});
+  s.setup.ceilings = synthetic_gemm_ceilings();
+  s.setup.ceilings.measured->ceilings.peak_flops_per_s["bf16"] = 808e12;
+  s.records = square_gemm_records({50, 150, 350, 600, 790, 813});
+  analyze_matmul_sweep(s);
+  EXPECT_NEAR(s.setup.ceilings.measured->ceilings.peak_flops("bf16"), 813e12, 1e6);
+  EXPECT_NEAR(s.setup.ceilings.datasheet->ceilings.peak_flops("bf16"), 989e12, 1);  // a datasheet is never raised
+  ASSERT_EQ(s.findings.size(), 3u);
+  EXPECT_EQ(s.findings[0].text,
+            "The measured BF16 peak (808 TFLOP/s, measured on this GPU (2026-12-01T18:11:37Z)) is below the 813 "
+            "TFLOP/s that matmul (k=8192 m=8192 n=8192) attained in this run: a ceiling cannot sit below an attained "
+            "rate, so it is raised to 813 TFLOP/s.");
+  ASSERT_EQ(s.knees.size(), 2u);
+  EXPECT_NEAR(s.knees[1].best_flops_per_s / s.knees[1].peak_flops_per_s, 1.0, 1e-9);
+  EXPECT_EQ(s.findings[2].text.rfind("Against the BF16 peak of 813 TFLOP/s measured on this GPU (2026-12-01T18:11:37Z), "
+                                     "BF16 reaches 70% at n ≈ ",
+                                     0),
+            0u)
+      << s.findings[2].text;
+  EXPECT_NE(s.findings[2].text.find("Best: 813 TFLOP/s at n = 8192 (100.0% of that peak)."), std::string::npos)
+      << s.findings[2].text;
+  for (const auto& f : s.findings) EXPECT_EQ(f.text.find("100.7%"), std::string::npos) << f.text;
+  // Raising again changes nothing; ceilings from a datasheet are left alone.
+  EXPECT_TRUE(raise_to_attained(s.setup.ceilings.measured->ceilings, s.records).empty());
+  DeviceCeilings datasheet = s.setup.ceilings.datasheet->ceilings;
+  datasheet.peak_flops_per_s["bf16"] = 700e12;
+  EXPECT_TRUE(raise_to_attained(datasheet, s.records).empty());
+  EXPECT_DOUBLE_EQ(datasheet.peak_flops("bf16"), 700e12);
+}
+
 TEST(MatmulAnalysis, KneesFindingsAndPlots) {
   MatmulSweep s;
   s.setup.plan = plan_matmul_sweep(MatmulSweepOptions{});
   s.setup.device.name = "Synthetic GPU";
   s.setup.ceilings = synthetic_gemm_ceilings();
   // TFLOP/s rising with size: 256 -> 50, ..., 8192 -> 750.
-  const double rates[] = {50, 150, 350, 600, 700, 750};
-  std::int64_t n = 256;
-  for (double t : rates) {
-    s.records.push_back(gemm_record(n, t));
-    n *= 2;
-  }
+  s.records = square_gemm_records({50, 150, 350, 600, 700, 750});
   analyze_matmul_sweep(s);
   ASSERT_EQ(s.knees.size(), 2u);
   EXPECT_EQ(s.knees[0].ceiling, "datasheet");
@@ -325,9 +366,13 @@ TEST(MatmulAnalysis, KneesFindingsAndPlots) {
   const auto again = matmul_knees(s.records, DType::bf16, 989e12);
   EXPECT_DOUBLE_EQ(*again[0].size, *s.knees[0].knees[0].size);
   ASSERT_EQ(s.findings.size(), 2u);
-  EXPECT_NE(s.findings[0].text.find("bf16 reaches 70% at n ≈"), std::string::npos) << s.findings[0].text;
-  EXPECT_NE(s.findings[0].text.find("90% never in this sweep"), std::string::npos);
-  EXPECT_NE(s.findings[0].text.find("of the datasheet peak"), std::string::npos);
+  // One readable sentence per ceiling: the peak and its source first, then the knees.
+  const std::string& f = s.findings[0].text;
+  EXPECT_EQ(f.rfind("Against the BF16 peak of 989 TFLOP/s from the datasheet of ", 0), 0u) << f;
+  EXPECT_NE(f.find(", BF16 reaches 70% at n ≈ "), std::string::npos) << f;
+  EXPECT_NE(f.find(" but does not reach 90% in this sweep. Best: 750 TFLOP/s at n = 8192 (75.8% of that peak)."),
+            std::string::npos)
+      << f;
   EXPECT_TRUE(s.records[0].extra.contains("knee_70_of_datasheet_peak_n"));
   EXPECT_TRUE(s.records[0].extra["knee_90_of_datasheet_peak_n"].is_null());
   EXPECT_FALSE(s.rate_plot.series.empty());

@@ -711,6 +711,44 @@ TEST(TraceAnalysis, LaunchesIssuedAheadOfTheGpuAreQueuedNotSlowToLaunch) {
   EXPECT_DOUBLE_EQ(c.launch_overhead_max_ns, 1000.0);
 }
 
+TEST(TraceAnalysis, AStepWindowDoesNotCallTimeQueuedBehindCutOutWarmUpLaunchOverhead) {
+  // The report's profile: three un-synchronized warm-up launches of one 320 us persistent kernel,
+  // then the "step" launch, issued while the GPU still runs them. The step window cuts the warm-up
+  // out, so nothing in it shows the stream was busy: 950 us used to read as launch overhead.
+  Builder b;
+  for (int i = 0; i < 3; ++i) b.kernel("fused_step", 7, 10000 + 320000ull * i, 330000 + 320000ull * i, 1000ull * i);
+  b.range("step", 5000, 8000);
+  b.kernel("fused_step", 7, 970000, 1290000, 5000);
+  const Trace whole = b.done();
+  const Analysis all = analyze(whole);
+  EXPECT_EQ(all.launches_not_split, 0u);  // the whole trace shows the warm-up kernels: the wait is queued
+  EXPECT_DOUBLE_EQ(all.launch_queued_max_ns, 965000.0);
+
+  const Trace step = apply_window(whole, Window{.nvtx_range = "step"});
+  ASSERT_EQ(step.kernels.size(), 1u);
+  const Analysis a = analyze(step, AnalysisOptions{.step_range = "step"});
+  ASSERT_EQ(a.launch_latency_count, 1u);
+  EXPECT_DOUBLE_EQ(a.launch_latency_median_ns, 965000.0);
+  EXPECT_EQ(a.launches_not_split, 1u);
+  EXPECT_EQ(a.launches_split(), 0u);
+  EXPECT_DOUBLE_EQ(a.launch_overhead_median_ns, 0.0);  // not 965 us of "overhead"
+  EXPECT_EQ(launch_split_text(a), "not split (latency 965.00 us: the first launch on its stream in the window)");
+  const std::string text = format_analysis(a);
+  EXPECT_EQ(text.find("launch overhead (the rest)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 launch(es) not split into queued and overhead"), std::string::npos) << text;
+
+  // Later launches in the same window are split as before; the first one is counted apart.
+  Builder two;
+  two.range("step", 0, 10000);
+  two.kernel("a", 7, 500000, 510000, 1000);
+  two.kernel("b", 7, 512000, 520000, 2000);
+  const Analysis s = analyze(apply_window(two.done(), Window{.nvtx_range = "step"}));
+  EXPECT_EQ(s.launch_latency_count, 2u);
+  EXPECT_EQ(s.launches_not_split, 1u);
+  EXPECT_DOUBLE_EQ(s.launch_queued_median_ns, 508000.0);  // b waited behind a
+  EXPECT_EQ(launch_split_text(s), "508.00 us / 2.00 us (1 of 2 not split)");
+}
+
 TEST(TraceAnalysis, AStepsGpuShareIsOfItsGpuSpanWhenLaunchesRunAheadOfTheGpu) {
   // Launches return before the GPU runs them: each step's host range is short, its kernels run later.
   Builder b;

@@ -48,10 +48,10 @@ gpt2::ProfileRun run_profile(const gpt2::ProfileOptions& o, std::FILE* out) {
     return a.launch_latency_count ? format_ms(a.launch_latency_median_ns / 1e6) : std::string("-");
   });
   row("  queued behind earlier work", [](const trace::Analysis& a) {
-    return a.launch_latency_count ? format_ms(a.launch_queued_median_ns / 1e6) : std::string("-");
+    return a.launches_split() ? format_ms(a.launch_queued_median_ns / 1e6) : std::string("not split");
   });
   row("  launch overhead", [](const trace::Analysis& a) {
-    return a.launch_latency_count ? format_ms(a.launch_overhead_median_ns / 1e6) : std::string("-");
+    return a.launches_split() ? format_ms(a.launch_overhead_median_ns / 1e6) : std::string("not split");
   });
   row("CUPTI records dropped", [](const trace::Analysis& a) { return fmt::format("{}", a.dropped_records); });
 

@@ -226,8 +226,9 @@ void describe(std::vector<double>& values, double& median_ns, double& mean_ns, d
 }
 
 /// For each kernel, when the work queued before it on its stream (kernels, copies, memsets that
-/// started earlier on the same device and stream) had all ended.
-std::unordered_map<const Kernel*, Nanoseconds> stream_free_at(const Trace& trace) {
+/// started earlier on the same device and stream) had all ended; nullopt for the first activity
+/// on its stream, where the trace shows no earlier work.
+std::unordered_map<const Kernel*, std::optional<Nanoseconds>> stream_free_at(const Trace& trace) {
   struct Item {
     std::uint64_t stream;
     Nanoseconds start, end;
@@ -241,20 +242,21 @@ std::unordered_map<const Kernel*, Nanoseconds> stream_free_at(const Trace& trace
   for (const auto& m : trace.memsets) items.push_back({key(m.device, m.stream), m.start, m.end, nullptr});
   std::stable_sort(items.begin(), items.end(),
                    [](const Item& x, const Item& y) { return x.stream != y.stream ? x.stream < y.stream : x.start < y.start; });
-  std::unordered_map<const Kernel*, Nanoseconds> free_at;
+  std::unordered_map<const Kernel*, std::optional<Nanoseconds>> free_at;
   free_at.reserve(trace.kernels.size());
-  Nanoseconds busy_until = 0;
+  std::optional<Nanoseconds> busy_until;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i == 0 || items[i].stream != items[i - 1].stream) busy_until = 0;
+    if (i == 0 || items[i].stream != items[i - 1].stream) busy_until.reset();
     if (items[i].kernel != nullptr) free_at.emplace(items[i].kernel, busy_until);
-    busy_until = std::max(busy_until, items[i].end);
+    busy_until = std::max(busy_until.value_or(0), items[i].end);
   }
   return free_at;
 }
 
 /// Kernel start minus the start of its launch call, for the first kernel of each launch call (a
 /// graph launch runs many), split into the time queued behind earlier work on the stream and the
-/// launch overhead.
+/// launch overhead. In a windowed trace the first kernel on a stream is not split: the window may
+/// have cut out the work it waited behind (e.g. un-synchronized warm-up steps before a step range).
 void launch_latency(const Trace& trace, const std::vector<const Kernel*>& by_start, const LaunchIndex& launches,
                     Analysis& a) {
   std::unordered_map<std::uint32_t, std::pair<const Kernel*, Nanoseconds>> first_kernel;  // with its launch point
@@ -280,10 +282,15 @@ void launch_latency(const Trace& trace, const std::vector<const Kernel*>& by_sta
     const double total = static_cast<double>(k->start) - issued;
     // Behind earlier work: until the stream was free (or the kernel started, whichever came first:
     // with programmatic dependent launch a kernel may start before its predecessor ends).
-    const double free = static_cast<double>(std::min(free_at.at(k), k->start));
+    latency.push_back(total);
+    const std::optional<Nanoseconds> stream_free = free_at.at(k);
+    if (!stream_free && !trace.window.empty()) {
+      ++a.launches_not_split;
+      continue;
+    }
+    const double free = static_cast<double>(std::min(stream_free.value_or(0), k->start));
     const double waited = std::clamp(free - issued, 0.0, std::max(total, 0.0));
     if (waited > 0) ++a.launches_queued;
-    latency.push_back(total);
     queued.push_back(waited);
     overhead.push_back(total - waited);
   }
@@ -492,7 +499,7 @@ std::vector<std::string> findings(const Analysis& a) {
         "{} of {} launches were issued while their stream was still busy with earlier work: their launch latency "
         "(median {}) is mostly time queued behind that work (median {}), not launch overhead (median {}). The host "
         "runs ahead of the GPU here, which is what it should do.",
-        a.launches_queued, a.launch_latency_count, format_ms(ms(a.launch_latency_median_ns)),
+        a.launches_queued, a.launches_split(), format_ms(ms(a.launch_latency_median_ns)),
         format_ms(ms(a.launch_queued_median_ns)), format_ms(ms(a.launch_overhead_median_ns))));
   if (a.steps_gpu_outlasting_host > 0)
     out.push_back(fmt::format(
@@ -552,6 +559,16 @@ std::string shorten(const std::string& name, std::size_t width) {
 
 }  // namespace
 
+std::string launch_split_text(const Analysis& a) {
+  if (a.launch_latency_count == 0) return "-";
+  if (a.launches_split() == 0)
+    return fmt::format("not split (latency {}: the first launch on its stream in the window)",
+                       format_ms(ms(a.launch_latency_median_ns)));
+  std::string text = fmt::format("{} / {}", format_ms(ms(a.launch_queued_median_ns)), format_ms(ms(a.launch_overhead_median_ns)));
+  if (a.launches_not_split > 0) text += fmt::format(" ({} of {} not split)", a.launches_not_split, a.launch_latency_count);
+  return text;
+}
+
 std::string format_analysis(const Analysis& a) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
@@ -581,11 +598,18 @@ std::string format_analysis(const Analysis& a) {
       line(fmt::format("Launch latency ({} to kernel start): median {}, p90 {}, min {}, max {} ({} launches)", from,
                        t(a.launch_latency_median_ns), t(a.launch_latency_p90_ns), t(a.launch_latency_min_ns),
                        t(a.launch_latency_max_ns), a.launch_latency_count));
-      line(fmt::format("  queued behind earlier work on the stream: median {}, p90 {}, max {} ({} launches queued)",
-                       t(a.launch_queued_median_ns), t(a.launch_queued_p90_ns), t(a.launch_queued_max_ns),
-                       a.launches_queued));
-      line(fmt::format("  launch overhead (the rest): median {}, p90 {}, min {}, max {}", t(a.launch_overhead_median_ns),
-                       t(a.launch_overhead_p90_ns), t(a.launch_overhead_min_ns), t(a.launch_overhead_max_ns)));
+      if (a.launches_not_split > 0)
+        line(fmt::format("  {} launch(es) not split into queued and overhead: the first on their stream in this window, "
+                         "which may have cut out the work they waited behind",
+                         a.launches_not_split));
+      if (a.launches_split() > 0) {
+        line(fmt::format("  queued behind earlier work on the stream: median {}, p90 {}, max {} ({} launches queued)",
+                         t(a.launch_queued_median_ns), t(a.launch_queued_p90_ns), t(a.launch_queued_max_ns),
+                         a.launches_queued));
+        line(fmt::format("  launch overhead (the rest): median {}, p90 {}, min {}, max {}",
+                         t(a.launch_overhead_median_ns), t(a.launch_overhead_p90_ns), t(a.launch_overhead_min_ns),
+                         t(a.launch_overhead_max_ns)));
+      }
     }
   }
   if (!a.top_kernels.empty()) {
@@ -674,13 +698,16 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(
 
 nlohmann::json to_json(const Analysis& analysis) {
   nlohmann::json j = analysis;
+  j["launches_not_split"] = analysis.launches_not_split;  // past the field limit of the macro above
   j["schema"] = "ridge.trace_analysis/1";
   return j;
 }
 
 Analysis analysis_from_json(const nlohmann::json& j) {
   try {
-    return j.get<Analysis>();
+    Analysis a = j.get<Analysis>();
+    a.launches_not_split = j.value("launches_not_split", std::uint64_t{0});
+    return a;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("not a ridge trace summary: {}", e.what()));
   }

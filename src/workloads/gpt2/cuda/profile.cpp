@@ -16,11 +16,13 @@ ModeProfile profile_mode(Decoder& decoder, Mode mode, const std::string& path, i
   // CUPTI pays one-time costs for the first launches it sees after it starts recording: run
   // three steps under the tracer first, and keep only the last, inside its own "step" range.
   // Every API call: the step's window keeps the kernels whose launch call lies inside it.
+  // The warm-up steps are waited for: else the step's launch queues behind them and its latency
+  // is their run time, not a launch cost.
   Tracer tracer(TracerOptions{.all_api_calls = true});
   tracer.start();
-  for (int i = 0; i < 3; ++i) {
-    NvtxRange warm("warm-up step");
-    decoder.step(mode, nullptr);
+  {
+    NvtxRange warm("warm-up steps");
+    decoder.warmup(mode, 3);
   }
   {
     NvtxRange step("step");
