@@ -25,7 +25,10 @@ Tracing: ``with ridge.trace("runs/trace.json", step_range="step") as t: ...`` th
 """
 import atexit as _atexit
 
-from . import _ridge
+from ._cupti import load_wheel_cupti as _load_wheel_cupti
+
+_load_wheel_cupti()  # before the extension loads CUPTI: one copy with PyTorch, in either import order
+from . import _ridge  # noqa: E402
 from ._ridge import (  # noqa: F401  (re-exported)
     Error, Method, NoGpuError, Summary, UsageError, VerificationError,
     amdahl_limit, amdahl_required_speedup, amdahl_speedup, attainable_flops, bound, decode_ceiling,

@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SECOND_CUPTI = textwrap.dedent("""
     import ctypes, shutil, sys, tempfile, os
     import ridge
@@ -27,3 +29,23 @@ def test_a_second_cupti_in_the_process_is_refused_not_a_crash():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "nvtx refused: two copies of CUPTI are loaded" in done.stdout, done.stdout
     assert "trace refused:" in done.stdout, done.stdout  # without a GPU, NoGpuError may come first
+
+
+ONE_CUPTI = textwrap.dedent("""
+    import sys
+    {imports}
+    import ridge
+    loaded = sorted({{line.split()[-1] for line in open("/proc/self/maps") if "libcupti.so" in line}})
+    print(len(loaded), loaded)
+    with ridge.nvtx("x"):
+        pass
+""")
+
+
+@pytest.mark.parametrize("imports", ["import torch; import ridge", "import ridge; import torch"])
+def test_pytorch_and_ridge_share_one_cupti_in_either_order(imports):
+    pytest.importorskip("torch", reason="PyTorch is not installed here")
+    done = subprocess.run([sys.executable, "-c", ONE_CUPTI.format(imports=imports)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("1 "), done.stdout
