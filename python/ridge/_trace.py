@@ -166,6 +166,7 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
         raise _ridge.UsageError(f"all_api_calls=True contradicts api_calls={api_calls!r}")
     if path is not None:
         fs_path(path, "the trace path")  # a bad path fails here, before anything is traced
+    _ridge.check_trace_window(skip_seconds, _steady_state_range(step_range, steady_state))
     if not isinstance(launch_calls, bool):
         raise _ridge.UsageError(f"launch_calls={launch_calls!r}: use True or False")
     session = TraceSession(path, step_range, top, all_api_calls, skip_seconds, steady_state, sync_records, api_calls,

@@ -95,6 +95,9 @@ void bind_trace(nb::module_& m) {
       .def("exit", &NvtxScope::exit);
   m.def("enable_nvtx_capture", &enable_nvtx_capture,
         "Routes this process's NVTX calls to CUPTI (NVTX reads this at its first call); False if CUPTI is not found.");
+  m.def("check_trace_window", [](double skip_seconds, const std::string& from_range) { window_of(skip_seconds, from_range); },
+        "skip_seconds"_a, "from_range"_a = "",
+        "Raises UsageError for a window ridge.trace could not apply, before anything is traced.");
   m.def("nvtx_mark", [](const std::string& name) { nvtx_mark(name.c_str()); }, "name"_a, "An instantaneous NVTX marker.");
 
   m.def(

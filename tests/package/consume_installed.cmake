@@ -46,11 +46,14 @@ if(HAS_INJECT)
   message(STATUS "ok: installed ridge trace finds ${prefix}/lib/libridge_inject.so")
 endif()
 
-# 3. A consumer project against the prefix alone.
+# 3. A consumer project against the prefix alone, for ridge's GPUs. The list goes in through an
+# initial cache file: run() passes its arguments on as a list, which would split it.
+file(WRITE ${WORK_DIR}/cuda_architectures.cmake
+     "set(CMAKE_CUDA_ARCHITECTURES \"${CUDA_ARCHITECTURES}\" CACHE STRING \"\")\n")
 run("configure examples/roofline_kernel against the installed package"
     ${CMAKE_COMMAND} -S ${EXAMPLE_DIR} -B ${WORK_DIR}/example -G ${GENERATOR}
       -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
-      -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER} "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}")
+      -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER} -C ${WORK_DIR}/cuda_architectures.cmake)
 file(READ ${WORK_DIR}/example/CMakeCache.txt cache)
 if(NOT cache MATCHES "ridge_DIR:PATH=${prefix}/")
   string(REGEX MATCH "ridge_DIR:PATH=[^\n]*" found "${cache}")
