@@ -750,9 +750,10 @@ void require_one_cupti() {
   const auto paths = loaded_cupti_libraries();
   if (paths.size() <= 1) return;
   throw Error(fmt::format(
-      "two copies of CUPTI are loaded in this process ({} and {}); tracing with both would crash. This happens when "
-      "a framework's wheel (PyTorch's nvidia/cu13/lib) and the CUDA toolkit each bring one: import ridge before "
-      "the framework, or make both load the same file (LD_LIBRARY_PATH pointing at one of the two folders)",
+      "two copies of CUPTI are loaded in this process ({} and {}); tracing with both would crash. A framework "
+      "loaded its own CUPTI beside the one ridge uses (ridge's Python package picks the one of NVIDIA's pip wheels "
+      "when they are installed): make both load the same file, e.g. import the framework before ridge, or put one "
+      "of the two folders first in LD_LIBRARY_PATH",
       paths[0], paths[1]));
 }
 
