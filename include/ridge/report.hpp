@@ -1,10 +1,12 @@
 #pragma once
-// `ridge report` as a library: the report is a list of sections (each a function of the report's
-// context returning Markdown, records and SVG plots) that run_report runs in order and writes into
+// `ridge report` as a library: run_report runs the report's sections (device, timing, ceilings,
+// bandwidth, matmul, roofline, decode, profile; model-only ones without a GPU) in order and writes
 // one folder: report.md, a self-contained report.html, the SVGs, results.json and trace.json.
+// `ridge report` and Python's ridge.report() call it.
 // Also its CPU-only building blocks: the user's predictions, reference LLM sizes for the
 // decode-ceiling table, and the Markdown -> HTML conversion.
-// (Implementation: src/report/report.cpp, src/report/markdown_html.cpp, src/report/runner/.)
+// (Implementation: src/report/report.cpp, src/report/markdown_html.cpp, src/report/report_folder.cpp,
+// src/report/runner/ and the sections in src/report/sections/.)
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -22,94 +24,21 @@
 
 namespace ridge {
 
-// ---- sections --------------------------------------------------------------------------------------
-
-/// What every section can read, and what sections leave for later ones.
-struct ReportContext {
-  int device = 0;
-  bool gpu = false;  ///< false: model-only report (no usable GPU)
-  bool quick = false;
-  /// Testing aid (`ridge report --inject-slowdown-us`): slows the timing section's large matmul by
-  /// this GPU busy-wait per call, so `ridge compare` can be shown to flag it. 0 in real reports.
-  double inject_slowdown_us = 0;
-  std::filesystem::path folder;
-  std::FILE* log = nullptr;  ///< where run_X print their human output (stderr with --verbose, else discarded)
-  ResultSet* results = nullptr;  ///< context and every record of the sections run so far
-
-  /// The datasheet entry: --model, or the running device's match. nullopt when none matched.
-  std::optional<CatalogEntry> datasheet;
-  /// Ceilings the roofline and decode sections use: measured when the ceilings section ran,
-  /// else the datasheet's (source_text says which); 0/empty = unknown.
-  DeviceCeilings ceilings;
-  double memory_bytes = 0;  ///< device memory, for "does it fit" checks
-
-  /// Values that --predict keys are compared with (keys: prediction_keys(), constants in ridge::prediction).
-  std::map<std::string, double> measured;
-  /// Free-form notes sections leave for later ones.
-  nlohmann::json shared = nlohmann::json::object();
-};
-
-struct ReportSvg {
-  std::string file;     ///< file name inside the report folder, e.g. "roofline.svg"
-  std::string content;  ///< a complete SVG document
-};
-
-struct SectionOutput {
-  std::string markdown;         ///< body of the section (the report writes its "## title")
-  std::vector<Record> records;  ///< appended to results.json
-  std::vector<ReportSvg> svgs;  ///< written to the folder; reference them as ![caption](file.svg)
-  std::string trace_json;       ///< a Chrome/Perfetto trace; written as trace.json when non-empty
-  nlohmann::json data = nullptr;  ///< model values etc., stored under report.sections[].data
-};
-
-enum class SectionMode {
-  gpu,         ///< runs only with a usable GPU
-  model_only,  ///< runs only without one
-  always,
-};
-
-struct ReportSection {
-  std::string key;
-  std::string title;
-  int order = 100;
-  SectionMode mode = SectionMode::gpu;
-  std::function<SectionOutput(ReportContext&)> run;
-};
-
-/// Adds a section to every later run_report (returns true, for static registration).
-bool register_report_section(ReportSection section);
-/// Registered sections, unsorted.
-std::vector<ReportSection>& report_sections();
-
-#define RIDGE_REPORT_CONCAT_INNER(a, b) a##b
-#define RIDGE_REPORT_CONCAT(a, b) RIDGE_REPORT_CONCAT_INNER(a, b)
-/// Registers a ReportSection at static initialization, from any file linked into the program.
-#define RIDGE_REGISTER_REPORT_SECTION(...)                                                   \
-  static const bool RIDGE_REPORT_CONCAT(ridge_report_section_, __LINE__) = \
-      ::ridge::register_report_section(__VA_ARGS__)
-
-/// Sets ctx's ceilings from a datasheet entry (used when nothing was measured).
-void use_datasheet_ceilings(ReportContext& ctx, const CatalogEntry& entry);
-
 // ---- running the report ------------------------------------------------------------------------------
 
 struct ReportOptions {
   int device = 0;              ///< GPU to run on (when there is one)
   std::string folder;          ///< report folder; "" = runs/report-<UTC time> (made unique)
   bool quick = false;          ///< fewer samples and sizes: a short run
-  double inject_slowdown_us = 0;  ///< testing aid for `ridge compare` (see ReportContext), in microseconds
   std::string model = "h100-sxm";  ///< catalog device of the model-only report (no GPU)
   /// Numbers committed before the run, "KEY=VALUE" each (see prediction_keys()).
   std::vector<std::string> predictions;
-  std::FILE* log = nullptr;    ///< where sections print their own output; nullptr = discarded
+  std::FILE* log = nullptr;    ///< each section's Markdown as it finishes; nullptr = not written
   /// The command line, for results.json's context and the report's last line.
   std::vector<std::string> argv;
   /// An existing, non-empty folder is refused (UsageError) unless this is set; then ridge's own
   /// files in it (is_report_file) are replaced at the end and every other file is kept.
   bool force = false;
-  /// TESTING AID, not a measurement: wait this many seconds after each section (stopping early
-  /// when a stop is requested), so a test can interrupt a model-only report between sections.
-  double pause_between_sections_s = 0;
 };
 
 /// How one section went.
@@ -126,8 +55,13 @@ struct SectionRun {
 struct ReportCallbacks {
   /// Before any section runs: things worth telling the user (e.g. a --predict key ridge does not measure).
   std::function<void(const std::string& note)> on_note;
-  std::function<void(std::size_t index, std::size_t count, const ReportSection& section)> on_section_start;
+  /// Before each section, with its key (e.g. "bandwidth") and title.
+  std::function<void(std::size_t index, std::size_t count, const std::string& key, const std::string& title)>
+      on_section_start;
   std::function<void(std::size_t index, std::size_t count, const SectionRun& run)> on_section_done;
+  /// A transient status line from the running section ("allocating buffers", "graph replay");
+  /// an empty line clears it.
+  std::function<void(const std::string& line)> on_status;
   /// Asked between sections: a signal number (e.g. SIGINT) stops the report there, leaving the
   /// partial folder marked INCOMPLETE and the destination untouched; 0 = go on.
   std::function<int()> stop_requested;
@@ -153,9 +87,9 @@ struct ReportResult {
   std::vector<std::string> kept_files;
 };
 
-/// Runs the registered sections in order on one GPU (GPU and always sections), or the model-only
-/// and always sections when there is no usable GPU, and writes the report folder. Checks what a
-/// user can get wrong (predictions, --device, --model) before any work and throws UsageError.
+/// Runs the sections in order on one GPU (GPU and always sections), or the model-only and always
+/// sections when there is no usable GPU, and writes the report folder. Checks what a user can get
+/// wrong (predictions, device, model, folder) before any work and throws UsageError.
 /// A failing section is reported in the report and in the result, not thrown.
 ReportResult run_report(const ReportOptions& options, const ReportCallbacks& callbacks = {});
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "report/sections/sections.hpp"
 #include "ridge/errors.hpp"
 
 namespace ridge {
@@ -40,11 +41,11 @@ const std::vector<PredictionKey>& prediction_keys() {
 std::pair<std::string, double> parse_prediction(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw UsageError(fmt::format("--predict '{}': expected KEY=VALUE, e.g. --predict hbm_tb_per_s=4.2", text));
+    throw UsageError(fmt::format("prediction '{}': expected KEY=VALUE, e.g. hbm_tb_per_s=4.2", text));
   const std::string key = text.substr(0, eq), value = text.substr(eq + 1);
   for (char c : key)
     if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
-      throw UsageError(fmt::format("--predict '{}': keys are lower-case letters, digits and '_'", text));
+      throw UsageError(fmt::format("prediction '{}': keys are lower-case letters, digits and '_'", text));
   double number = 0;
   std::size_t used = 0;
   try {
@@ -53,7 +54,7 @@ std::pair<std::string, double> parse_prediction(const std::string& text) {
     used = 0;
   }
   if (value.empty() || used != value.size() || !std::isfinite(number))
-    throw UsageError(fmt::format("--predict '{}': VALUE must be a plain number (units are fixed per key)", text));
+    throw UsageError(fmt::format("prediction '{}': VALUE must be a plain number (units are fixed per key)", text));
   return {key, number};
 }
 
@@ -116,7 +117,7 @@ std::string predictions_markdown(const std::vector<PredictionOutcome>& outcomes)
   return out.str();
 }
 
-void use_datasheet_ceilings(ReportContext& ctx, const CatalogEntry& entry) {
+void detail::use_datasheet_ceilings(ReportContext& ctx, const CatalogEntry& entry) {
   ctx.ceilings = entry.ceilings;
   if (ctx.memory_bytes <= 0) ctx.memory_bytes = entry.memory_bytes;
 }

@@ -62,11 +62,11 @@ void check_report_destination(const fs::path& destination, bool force) {
   const auto status = fs::status(destination, ec);
   if (!fs::exists(status)) return;
   if (!fs::is_directory(status))
-    throw UsageError(fmt::format("-o {}: exists and is not a folder; give a folder for the report", destination.string()));
+    throw UsageError(fmt::format("report folder {}: exists and is not a folder; give a folder for the report", destination.string()));
   if (force || fs::is_empty(destination, ec)) return;
   throw UsageError(fmt::format(
-      "-o {}: the folder exists and is not empty; a report never mixes old and new files. Use --force to replace "
-      "ridge's own files in it (other files are kept), or give another -o",
+      "report folder {}: exists and is not empty; a report never mixes old and new files. Choose another folder, "
+      "or set force to replace ridge's own files in it (other files are kept)",
       destination.string()));
 }
 

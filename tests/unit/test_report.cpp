@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "report/sections/sections.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/report.hpp"
 #include "ridge/roofline.hpp"
@@ -236,13 +237,13 @@ TEST(Predictions, EveryKeyIsSpelledByItsConstant) {
 
 TEST(ReportContext, DatasheetCeilingsFillWhatWasNotMeasured) {
   const CatalogEntry& h100 = catalog_entry("h100-sxm");
-  ReportContext ctx;
-  use_datasheet_ceilings(ctx, h100);
+  detail::ReportContext ctx;
+  detail::use_datasheet_ceilings(ctx, h100);
   EXPECT_EQ(ctx.ceilings.memory_bytes_per_s, h100.ceilings.memory_bytes_per_s);
   EXPECT_EQ(ctx.ceilings.source_text, "datasheet of " + h100.name);
   EXPECT_GT(ctx.ceilings.memory_bytes_per_s, 0);
   EXPECT_EQ(ctx.memory_bytes, h100.memory_bytes);
   ctx.memory_bytes = 1e9;  // the running device's own memory is kept
-  use_datasheet_ceilings(ctx, h100);
+  detail::use_datasheet_ceilings(ctx, h100);
   EXPECT_EQ(ctx.memory_bytes, 1e9);
 }

@@ -57,7 +57,7 @@ TEST(ReportFolder, DestinationCheck) {
   try {
     check_report_destination(root / "full", false);
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("set force"), std::string::npos) << e.what();
   }
   put(root / "file", "x");
   EXPECT_THROW(check_report_destination(root / "file", true), UsageError);  // not a folder, even with --force

@@ -1,6 +1,6 @@
-// `ridge report`: the main job. ridge::run_report runs the registered report sections
-// (report_sections.hpp) on one GPU, or the model-only ones without a GPU, and writes one folder;
-// this command maps the options, shows progress on stderr and prints the folder on stdout.
+// `ridge report`: the main job. ridge::run_report (the library; Python's ridge.report() calls it
+// too) runs the report's sections on one GPU, or the model-only ones without a GPU, and writes one
+// folder; this command maps the options, shows progress on stderr and prints the folder on stdout.
 #include <unistd.h>
 
 #include <csignal>
@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "report/sections/sections.hpp"
+#include "ridge/errors.hpp"
 #include "ridge/report.hpp"
 
 namespace ridge::cli {
@@ -33,17 +35,31 @@ void install_stop_handlers() {
 
 struct ReportCommand {
   ReportOptions options;
+  detail::ReportTestingAids testing;
   bool verbose = false;
 };
+
+// The library's usage errors name its fields (folder, force, prediction, model, device); say
+// which options of this command set them.
+ReportResult run_report_naming_options(const ReportCommand& c, const ReportCallbacks& callbacks) {
+  try {
+    return detail::run_report_with_testing_aids(c.options, callbacks, c.testing);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{} (options: -o/--output sets the folder, --force, --predict KEY=VALUE, --model, "
+                                 "--device)",
+                                 e.what()));
+  }
+}
 
 int report(ReportCommand c) {
   c.options.log = c.verbose ? stderr : nullptr;
   c.options.argv = argv();
   ReportCallbacks callbacks;
   callbacks.on_note = [](const std::string& note) { fmt::print(stderr, "ridge report: note: {}\n", note); };
-  callbacks.on_section_start = [](std::size_t i, std::size_t n, const ReportSection& s) {
-    fmt::print(stderr, "ridge report: [{}/{}] {} ...\n", i + 1, n, s.title);
+  callbacks.on_section_start = [](std::size_t i, std::size_t n, const std::string&, const std::string& title) {
+    fmt::print(stderr, "ridge report: [{}/{}] {} ...\n", i + 1, n, title);
   };
+  callbacks.on_status = [](const std::string& line) { line.empty() ? progress_done() : progress(line); };
   callbacks.on_section_done = [](std::size_t i, std::size_t n, const SectionRun& run) {
     progress_done();
     if (run.failed()) fmt::print(stderr, "ridge report: {} failed: {}\n", run.title, run.error);
@@ -52,7 +68,7 @@ int report(ReportCommand c) {
   };
   callbacks.stop_requested = [] { return int(stop_signal); };
   install_stop_handlers();
-  const ReportResult r = run_report(c.options, callbacks);
+  const ReportResult r = run_report_naming_options(c, callbacks);
   if (r.stopped_by_signal) {
     fmt::print(stderr, "ridge report: stopped by signal {} after {} section(s); the partial report is in {} (marked "
                "INCOMPLETE); the destination folder was not touched\n", r.stopped_by_signal, r.sections.size(),
@@ -98,13 +114,13 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_flag("--force", o.force,
                    "write into an existing folder: replace ridge's own files there (report.md, report.html, "
                    "results.json, trace*.json, *.svg, INCOMPLETE) and keep every other file");
-      app.add_flag("-v,--verbose", c->verbose, "also print each section's own output on stderr");
-      app.add_option("--inject-slowdown-us", o.inject_slowdown_us,
+      app.add_flag("-v,--verbose", c->verbose, "also print each section's Markdown on stderr as it finishes");
+      app.add_option("--inject-slowdown-us", c->testing.inject_slowdown_us,
                      "TESTING AID, not a measurement: slow the timing section's large matmul by a GPU busy-wait of "
                      "this many microseconds per call, to check that `ridge compare` flags a slowdown")
           ->default_val(0)
           ->check(CLI::Range(0.0, 1e7));
-      app.add_option("--pause-between-sections", o.pause_between_sections_s,
+      app.add_option("--pause-between-sections", c->testing.pause_between_sections_s,
                      "TESTING AID, not a measurement: wait this many seconds after each section, so a test can "
                      "interrupt a report between sections")
           ->type_name("S")

@@ -1,4 +1,4 @@
-// run_report: runs the registered report sections in order and writes the report folder. It
+// run_report: runs the report's sections (src/report/sections/) in order and writes the folder. It
 // drives every layer (device queries, the tracer's NVTX routing, the sections' measurements), so
 // it is a target of its own (ridge_report) above ridge_gpu and ridge_trace.
 #include <algorithm>
@@ -17,18 +17,14 @@
 #include "ridge/report.hpp"
 #include "ridge/tracer.hpp"
 #include "ridge/writers.hpp"
+#include "report/sections/sections.hpp"
 
 namespace ridge {
 
-std::vector<ReportSection>& report_sections() {
-  static std::vector<ReportSection> all;
-  return all;
-}
-
-bool register_report_section(ReportSection section) {
-  report_sections().push_back(std::move(section));
-  return true;
-}
+using detail::ReportContext;
+using detail::ReportSection;
+using detail::SectionMode;
+using detail::SectionOutput;
 
 namespace {
 
@@ -37,17 +33,6 @@ namespace fs = std::filesystem;
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-
-/// Where sections' own output goes when nobody reads it.
-struct NullFile {
-  std::FILE* f = std::fopen("/dev/null", "w");
-  NullFile() = default;
-  NullFile(const NullFile&) = delete;
-  NullFile& operator=(const NullFile&) = delete;
-  ~NullFile() {
-    if (f) std::fclose(f);
-  }
-};
 
 fs::path default_folder() {
   std::string ts = utc_timestamp_now();
@@ -85,16 +70,15 @@ ResultSet new_report_results(const std::vector<std::string>& argv, int device, b
   return set;
 }
 
-/// The sections this machine runs, by order: GPU and always ones with a GPU, else model-only and always.
+/// The sections this machine runs, in report order: GPU and always ones with a GPU, else model-only and always.
 std::vector<ReportSection> sections_to_run(bool gpu) {
   std::vector<ReportSection> sections;
-  for (const auto& s : report_sections())
+  for (const auto& s : detail::report_sections())
     if (s.mode == SectionMode::always || (s.mode == SectionMode::gpu) == gpu) sections.push_back(s);
-  std::stable_sort(sections.begin(), sections.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   return sections;
 }
 
-/// The testing aid --pause-between-sections: sleeps `seconds` in short steps, returning early when a stop is requested.
+/// The testing aid pause_between_sections_s: sleeps `seconds` in short steps, returning early when a stop is requested.
 void pause_unless_stopped(double seconds, const std::function<int()>& stop_signal) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < until && stop_signal() == 0)
@@ -109,7 +93,7 @@ std::string report_header(const ReportResult& r, const CatalogEntry& model, bool
   if (!r.gpu)
     md += fmt::format(
         "> **Model-only report.** No usable GPU ({}). Nothing in this report was measured: every number comes from the "
-        "datasheet of the {} (`--model {}`) and the roofline and decode-ceiling formulas. Run `ridge report` on a machine with a CUDA GPU "
+        "datasheet of the {} (model `{}`) and the roofline and decode-ceiling formulas. Run `ridge report` on a machine with a CUDA GPU "
         "for measurements.\n\n",
         no_gpu_reason().empty() ? "none found" : no_gpu_reason(), model.name, model.key);
   return md;
@@ -138,12 +122,12 @@ SectionOutput run_section(const ReportSection& s, ReportContext& ctx, SectionRun
 /// The section's Markdown under its heading, its SVGs written and kept for the HTML.
 void add_section_output(ReportResult& r, const SectionRun& run, SectionOutput& out, std::map<std::string, std::string>& svgs,
                         std::string& trace, nlohmann::json& section_log) {
-  std::string& md = r.markdown;
-  md += fmt::format("## {}\n\n", run.title);
+  std::string md = fmt::format("## {}\n\n", run.title);
   if (run.failed()) md += fmt::format("> **This section failed:** {}\n\n", run.error);
   md += out.markdown;
   if (!md.empty() && md.back() != '\n') md += '\n';
   md += '\n';
+  r.markdown += md;
   for (auto& svg : out.svgs) {
     if (svg.content.empty()) continue;
     write_text((r.folder / svg.file).string(), svg.content);
@@ -169,14 +153,19 @@ std::string files_markdown(const ReportResult& r, const std::map<std::string, st
                     r.results.records.size());
   for (const auto& [file, _] : svgs) md += fmt::format("- `{}`\n", file);
   if (trace) md += "- `trace.json`: open in Perfetto (ui.perfetto.dev) or chrome://tracing\n";
-  md += fmt::format("\nThe report took {:.1f} s{}. Command: `{}`\n", r.wall_seconds, quick ? " (--quick)" : "",
+  md += fmt::format("\nThe report took {:.1f} s{}. Command: `{}`\n", r.wall_seconds, quick ? " (quick)" : "",
                     fmt::join(r.results.context.argv, " "));
   return md;
 }
 
 }  // namespace
 
-ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks) {
+ReportResult run_report(const ReportOptions& options, const ReportCallbacks& callbacks) {
+  return detail::run_report_with_testing_aids(options, callbacks, {});
+}
+
+ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const ReportCallbacks& callbacks,
+                                                  const ReportTestingAids& aids) {
   const auto t0 = std::chrono::steady_clock::now();
   // Everything a user can get wrong is checked before any work starts.
   const nlohmann::json predictions = parse_predictions(o.predictions, callbacks);
@@ -187,11 +176,11 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
   // CUPTI before the first call initialises it.
   if (r.gpu) enable_nvtx_capture();
   if (r.gpu && o.device >= count)
-    throw UsageError(fmt::format("--device {}: this machine has {} usable GPU(s), numbered from 0", o.device, count));
+    throw UsageError(fmt::format("device {}: this machine has {} usable GPU(s), numbered from 0", o.device, count));
   const CatalogEntry& model = catalog_entry(o.model);  // throws UsageError listing the known keys
 
-  if (!(o.pause_between_sections_s >= 0))
-    throw UsageError(fmt::format("--pause-between-sections must be >= 0 seconds, got {}", o.pause_between_sections_s));
+  if (!(aids.pause_between_sections_s >= 0))
+    throw UsageError(fmt::format("pause_between_sections_s must be >= 0 seconds, got {}", aids.pause_between_sections_s));
   const fs::path destination = o.folder.empty() ? default_folder() : fs::path(o.folder);
   check_report_destination(destination, o.force);
   // Built beside the destination and moved into place at the end: an interrupted or killed
@@ -200,14 +189,13 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
 
   r.results = new_report_results(o.argv, o.device, r.gpu);
   r.results.context.predictions = predictions;
-  NullFile null_file;
   ReportContext ctx;
   ctx.device = o.device;
   ctx.gpu = r.gpu;
   ctx.quick = o.quick;
-  ctx.inject_slowdown_us = o.inject_slowdown_us;
+  ctx.inject_slowdown_us = aids.inject_slowdown_us;
   ctx.folder = r.folder;
-  ctx.log = o.log ? o.log : null_file.f ? null_file.f : stderr;
+  if (callbacks.on_status) ctx.status = callbacks.on_status;
   ctx.results = &r.results;
   if (r.gpu) {
     ctx.memory_bytes = double(r.results.context.device->memory_bytes);
@@ -228,12 +216,14 @@ ReportResult run_report(const ReportOptions& o, const ReportCallbacks& callbacks
   nlohmann::json section_log = nlohmann::json::array();
   const auto stop_signal = [&] { return callbacks.stop_requested ? callbacks.stop_requested() : 0; };
   for (std::size_t i = 0; i < sections.size(); ++i) {
-    if (i > 0) pause_unless_stopped(o.pause_between_sections_s, stop_signal);
+    if (i > 0) pause_unless_stopped(aids.pause_between_sections_s, stop_signal);
     if ((r.stopped_by_signal = stop_signal()) != 0) break;
-    if (callbacks.on_section_start) callbacks.on_section_start(i, sections.size(), sections[i]);
+    if (callbacks.on_section_start) callbacks.on_section_start(i, sections.size(), sections[i].key, sections[i].title);
     SectionRun run;
     SectionOutput out = run_section(sections[i], ctx, run);
+    const std::size_t markdown_before = r.markdown.size();
     add_section_output(r, run, out, svgs, trace, section_log);
+    if (o.log) fmt::print(o.log, "{}", r.markdown.substr(markdown_before));
     if (run.failed() && r.exit_code == 0) r.exit_code = run.exit_code;
     r.sections.push_back(run);
     if (callbacks.on_section_done) callbacks.on_section_done(i, sections.size(), run);

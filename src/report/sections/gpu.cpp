@@ -1,5 +1,4 @@
 // The GPU sections of `ridge report` (they run only with a usable GPU), in report order.
-// Registration points for sections whose run_X does not exist yet are marked "REGISTRATION POINT".
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -7,8 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "commands.hpp"
-#include "report_sections.hpp"
+#include "report/sections/sections.hpp"
 #include "ridge/catalog.hpp"
 #include "ridge/ceilings.hpp"
 #include "ridge/device.hpp"
@@ -17,16 +15,18 @@
 #include "ridge/roofline.hpp"
 #include "ridge/timing.hpp"
 
-namespace ridge::cli {
+namespace ridge::detail {
 
 namespace {
 
 std::string cuda_version(int v) { return v ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : "unknown"; }
 
+}  // namespace
+
 // ---- 10: device info ---------------------------------------------------------------------------
 
 SectionOutput info_section(ReportContext& ctx) {
-  const DeviceInfo info = run_info(ctx.device, ctx.log);
+  const DeviceInfo info = device_info(ctx.device);
   const auto& d = info.device;
   const auto& clocks = info.clocks;
   SectionOutput out;
@@ -60,9 +60,9 @@ SectionOutput info_section(ReportContext& ctx) {
   return out;
 }
 
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"info", "Device", 10, SectionMode::gpu, info_section});
-
 // ---- 20: the timing demo -----------------------------------------------------------------------
+
+namespace {
 
 std::string timing_table(const TimingCase& c) {
   std::string md = "| method | median | min | max | TFLOP/s | SM clock | what the number means |\n"
@@ -80,13 +80,14 @@ std::string timing_table(const TimingCase& c) {
   for (const auto& finding : c.clock_findings) md += fmt::format("\n> **Clocks:** {}\n", finding);
   return md + "\n";
 }
+}  // namespace
 
 SectionOutput timing_section(ReportContext& ctx) {
   TimingDemoOptions options;
   options.device = ctx.device;
   if (ctx.quick) options.samples = 10;
   options.inject_slowdown_us = ctx.inject_slowdown_us;
-  const TimingDemo demo = run_timing_printed(options, ctx.log);
+  const TimingDemo demo = run_timing_demo(options, ctx.status);
   SectionOutput out;
   out.records = demo.records();
 
@@ -131,10 +132,9 @@ SectionOutput timing_section(ReportContext& ctx) {
   return out;
 }
 
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"timing", "Timing: three clocks, one matmul", 20, SectionMode::gpu,
-                                            timing_section});
-
 // ---- 30: measured ceilings -----------------------------------------------------------------------
+
+namespace {
 
 // The comparison's rows under the names this report has always used; rows with nothing measured
 // (e.g. the datasheet's FP64) are left out: the section is about what was measured.
@@ -144,6 +144,7 @@ std::string ceilings_row_name(const CeilingComparison& row, const MeasuredCeilin
   if (row.dtype == "fp32") return "FP32 (FMA)";
   return row.dtype + " tensor (GEMM)";
 }
+}  // namespace
 
 SectionOutput ceilings_section(ReportContext& ctx) {
   const CeilingsLookup lookup = ceilings_for(ctx.device, describe_device(ctx.device), CeilingsMode::measure);
@@ -179,16 +180,6 @@ SectionOutput ceilings_section(ReportContext& ctx) {
   return out;
 }
 
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"ceilings", "Measured ceilings", 30, SectionMode::gpu, ceilings_section});
-
-// ---- REGISTRATION POINT 40: bandwidth sweep ---------------------------------------------------------
-// When run_bandwidth exists: a section "bandwidth", "Bandwidth: x + y from 2^10 to 2^28", order 40, that
-// runs it (quick: fewer sizes), returns its records, records_markdown, rate_vs_size_svg(.., "elements",
-// false) and sets ctx.measured["add_tb_per_s"] and ["add_fraction_of_datasheet"].
-
-// ---- REGISTRATION POINT 50: matmul sweep ------------------------------------------------------------
-// When run_matmul exists: "matmul", "Matmul: BF16 256 to 8192", order 50; rate_vs_size_svg(.., "n",
-// true) and ctx.measured["matmul_70pct_n"].
 
 // ---- 55: the roofline with every measured point ------------------------------------------------
 
@@ -238,17 +229,4 @@ SectionOutput roofline_section(ReportContext& ctx) {
   return out;
 }
 
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"roofline", "Roofline", 55, SectionMode::gpu, roofline_section});
-
-// ---- REGISTRATION POINT 60: decode eager vs graph with the ceiling -------------------------------------
-// When run_decode exists: "decode", "Decode: GPT-2 eager vs CUDA graph", order 60; compare tokens/s with
-// decode_ceiling(weight bytes, ctx.ceilings.memory_bytes_per_s) and set ctx.measured["decode_tokens_per_s"],
-// ["decode_fraction_of_ceiling"].
-
-// ---- REGISTRATION POINT 70: profile summary -----------------------------------------------------------
-// When the tracer exists: "profile", "Profile of one decode step", order 70; put the Chrome trace in
-// SectionOutput::trace_json (written as trace.json), top kernels as a table, and set
-// ctx.measured["kernels_per_step"], ["launch_gap_fraction"].
-
-}  // namespace
-}  // namespace ridge::cli
+}  // namespace ridge::detail

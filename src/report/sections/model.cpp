@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "report_sections.hpp"
+#include "report/sections/sections.hpp"
 #include "ridge/format.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/report.hpp"
 #include "ridge/roofline.hpp"
 
-namespace ridge::cli {
+namespace ridge::detail {
 
 namespace {
 
@@ -33,6 +33,7 @@ struct ExampleOp {
   std::string dtype;  ///< which roof applies
   double flops, bytes;
 };
+}  // namespace
 
 SectionOutput model_roofline_section(ReportContext& ctx) {
   SectionOutput out;
@@ -103,9 +104,6 @@ SectionOutput model_roofline_section(ReportContext& ctx) {
               {"ceilings", to_json(c)}};
   return out;
 }
-
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"model_roofline", "Roofline (datasheet model)", 110,
-                                            SectionMode::model_only, model_roofline_section});
 
 // ---- 120: decode ceilings ------------------------------------------------------------------------
 
@@ -186,9 +184,6 @@ SectionOutput decode_ceilings_section(ReportContext& ctx) {
   return out;
 }
 
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"decode_ceilings", "Decode ceilings", 120, SectionMode::always,
-                                            decode_ceilings_section});
-
 // ---- 130: Amdahl's law ---------------------------------------------------------------------------
 
 SectionOutput amdahl_section(ReportContext&) {
@@ -243,8 +238,6 @@ SectionOutput amdahl_section(ReportContext&) {
   return out;
 }
 
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"amdahl", "Amdahl's law", 130, SectionMode::always, amdahl_section});
-
 // ---- 200: predictions ----------------------------------------------------------------------------
 
 SectionOutput predictions_section(ReportContext& ctx) {
@@ -265,8 +258,4 @@ SectionOutput predictions_section(ReportContext& ctx) {
   return out;
 }
 
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"predictions", "Predictions", 200, SectionMode::always,
-                                            predictions_section});
-
-}  // namespace
-}  // namespace ridge::cli
+}  // namespace ridge::detail

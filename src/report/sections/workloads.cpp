@@ -3,36 +3,24 @@
 
 #include <fmt/format.h>
 
-#include "commands.hpp"
-#include "report_sections.hpp"
+#include "report/sections/sections.hpp"
+#include "ridge/bandwidth.hpp"
+#include "ridge/gpt2/decode.hpp"
+#include "ridge/gpt2/profile.hpp"
+#include "ridge/matmul.hpp"
 #include "ridge/format.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/sweep.hpp"
 #include "ridge/writers.hpp"
 
-namespace ridge::cli {
-
-namespace {
-
-// Findings as Markdown: each headline a paragraph, its details a list under it.
-std::string findings_markdown(const std::vector<Finding>& findings) {
-  std::string md;
-  for (std::size_t i = 0; i < findings.size(); ++i) {
-    const Finding& f = findings[i];
-    md += f.level > 0 ? fmt::format("- {}\n", f.text) : fmt::format("{}\n", f.text);
-    const bool next_is_detail = i + 1 < findings.size() && findings[i + 1].level > 0;
-    if (f.level == 0 && next_is_detail) md += "\n";
-    if (!next_is_detail) md += "\n";
-  }
-  return md;
-}
+namespace ridge::detail {
 
 SectionOutput bandwidth_section(ReportContext& ctx) {
   BandwidthSweepOptions o;
   o.device = ctx.device;
   o.quick = ctx.quick;
   o.ops = "add";
-  const BandwidthSweep sweep = run_bandwidth_printed(o, ctx.log);
+  const BandwidthSweep sweep = run_bandwidth_sweep(o, {.on_status = ctx.status});
   SectionOutput out;
   out.records = sweep.records;
   out.svgs.push_back({"bandwidth.svg", render_svg(sweep.plot)});
@@ -62,7 +50,7 @@ SectionOutput matmul_section(ReportContext& ctx) {
   MatmulSweepOptions o;
   o.device = ctx.device;
   o.quick = ctx.quick;
-  const MatmulSweep sweep = run_matmul_printed(o, ctx.log);
+  const MatmulSweep sweep = run_matmul_sweep(o, {.on_status = ctx.status});
   SectionOutput out;
   out.records = sweep.records;
   out.svgs.push_back({"matmul.svg", render_svg(sweep.rate_plot)});
@@ -92,7 +80,7 @@ SectionOutput matmul_section(ReportContext& ctx) {
 SectionOutput decode_section(ReportContext& ctx) {
   gpt2::DecodeOptions o = gpt2::DecodeOptions::quick(ctx.device);
   if (ctx.ceilings.memory_bytes_per_s > 0) o.bandwidth_bytes_per_s = ctx.ceilings.memory_bytes_per_s;
-  const gpt2::DecodeRun run = run_decode(o, "", ctx.log);
+  const gpt2::DecodeRun run = gpt2::run_decode(o, {.on_progress = ctx.status});
   SectionOutput out;
   out.records = run.records;
   std::string& md = out.markdown;
@@ -126,7 +114,10 @@ SectionOutput profile_section(ReportContext& ctx) {
   gpt2::ProfileOptions o;
   o.device = ctx.device;
   o.trace_path = (ctx.folder / "trace.json").string();
-  const gpt2::ProfileRun run = run_profile(o, ctx.log);
+  o.validate();
+  ctx.status("tracing GPT-2 decode steps, eager and graph");
+  const gpt2::ProfileRun run = gpt2::run_profile(o);
+  ctx.status("");
   SectionOutput out;
   out.records = run.records;
   std::string& md = out.markdown;
@@ -162,14 +153,5 @@ SectionOutput profile_section(ReportContext& ctx) {
   return out;
 }
 
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"bandwidth", "Bandwidth: x + y from 2^10 to 2^28", 40, SectionMode::gpu,
-                                            bandwidth_section});
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"matmul", "Matmul: BF16, speed at a size", 50, SectionMode::gpu,
-                                            matmul_section});
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"decode", "Decode: GPT-2 eager vs CUDA graph", 60, SectionMode::gpu,
-                                            decode_section});
-RIDGE_REGISTER_REPORT_SECTION(ReportSection{"profile", "Profile of one decode step", 70, SectionMode::gpu,
-                                            profile_section});
 
-}  // namespace
-}  // namespace ridge::cli
+}  // namespace ridge::detail

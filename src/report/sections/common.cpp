@@ -1,0 +1,67 @@
+// The report's list of sections, and the helpers sections share: records, warnings and findings
+// as Markdown.
+#include <fmt/format.h>
+
+#include "report/sections/sections.hpp"
+#include "ridge/format.hpp"
+#include "ridge/sweep.hpp"
+#include "ridge/writers.hpp"
+
+namespace ridge::detail {
+
+const std::vector<ReportSection>& report_sections() {
+  // Report order. Later sections read what earlier ones left in the context: the ceilings feed
+  // the matmul knee, the roofline and the decode ceiling; every measurement feeds the predictions.
+  static const std::vector<ReportSection> all{
+      {"info", "Device", SectionMode::gpu, info_section},
+      {"timing", "Timing: three clocks, one matmul", SectionMode::gpu, timing_section},
+      {"ceilings", "Measured ceilings", SectionMode::gpu, ceilings_section},
+      {"bandwidth", "Bandwidth: x + y from 2^10 to 2^28", SectionMode::gpu, bandwidth_section},
+      {"matmul", "Matmul: BF16, speed at a size", SectionMode::gpu, matmul_section},
+      {"roofline", "Roofline", SectionMode::gpu, roofline_section},
+      {"decode", "Decode: GPT-2 eager vs CUDA graph", SectionMode::gpu, decode_section},
+      {"profile", "Profile of one decode step", SectionMode::gpu, profile_section},
+      {"model_roofline", "Roofline (datasheet model)", SectionMode::model_only, model_roofline_section},
+      {"decode_ceilings", "Decode ceilings", SectionMode::always, decode_ceilings_section},
+      {"amdahl", "Amdahl's law", SectionMode::always, amdahl_section},
+      {"predictions", "Predictions", SectionMode::always, predictions_section},
+  };
+  return all;
+}
+
+std::string records_markdown(const std::vector<Record>& records) {
+  std::string out =
+      "| record | params | dtype | method | median | min | max | CV | GB/s | TFLOP/s | check |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& r : records) {
+    const auto& s = r.summary;
+    out += fmt::format("| {} | {} | {} | `{}` | {} | {} | {} | {:.1f}% | {} | {} | {} |\n", r.name,
+                       params_text(r.params), r.dtype, r.method, format_ms(s.median), format_ms(s.min),
+                       format_ms(s.max), s.cv * 100,
+                       r.bytes > 0 ? fmt::format("{:.1f}", r.bytes_per_s() / 1e9) : "",
+                       r.flops > 0 ? fmt::format("{:.2f}", r.flops_per_s() / 1e12) : "", r.verification);
+  }
+  return out + "\n";
+}
+
+std::string warnings_markdown(const std::vector<Record>& records) {
+  std::string out;
+  for (const auto& r : records)
+    for (const auto& w : r.warnings)
+      out += fmt::format("- **{} `{}`** ({}): {}\n", r.name, r.method, params_text(r.params), w);
+  return out.empty() ? out : "Warnings:\n\n" + out + "\n";
+}
+
+std::string findings_markdown(const std::vector<Finding>& findings) {
+  std::string md;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    md += f.level > 0 ? fmt::format("- {}\n", f.text) : fmt::format("{}\n", f.text);
+    const bool next_is_detail = i + 1 < findings.size() && findings[i + 1].level > 0;
+    if (f.level == 0 && next_is_detail) md += "\n";
+    if (!next_is_detail) md += "\n";
+  }
+  return md;
+}
+
+}  // namespace ridge::detail

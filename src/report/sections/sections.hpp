@@ -1,0 +1,120 @@
+#pragma once
+// The sections of the report (ridge::run_report), internal to the library. Each section is a
+// function of the report's context that returns Markdown, records and SVG plots; run_report runs
+// the list that report_sections() returns, in its order, and writes the folder.
+//
+// To add a section: write `SectionOutput my_section(ReportContext&)` in one of this folder's files,
+// declare it below and add it to the list in sections.cpp. Sections call the library functions
+// that the commands call (run_bandwidth_sweep, gpt2::run_decode, ...), never the CLI.
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ridge/catalog.hpp"
+#include "ridge/ceilings.hpp"
+#include "ridge/plot.hpp"
+#include "ridge/report.hpp"
+#include "ridge/result.hpp"
+#include "ridge/sweep.hpp"
+
+namespace ridge::detail {
+
+/// Testing aids of `ridge report`: not measurements, so they stay out of ReportOptions.
+struct ReportTestingAids {
+  /// Slows the timing section's large matmul by this GPU busy-wait per call (microseconds), so
+  /// `ridge compare` can be shown to flag it. 0 in real reports.
+  double inject_slowdown_us = 0;
+  /// Waits this many seconds after each section (stopping early when a stop is requested), so a
+  /// test can interrupt a report between sections.
+  double pause_between_sections_s = 0;
+};
+
+/// run_report with testing aids (the CLI's testing flags); ridge::run_report is this with none.
+ReportResult run_report_with_testing_aids(const ReportOptions& options, const ReportCallbacks& callbacks,
+                                          const ReportTestingAids& aids);
+
+/// What every section can read, and what sections leave for later ones.
+struct ReportContext {
+  int device = 0;
+  bool gpu = false;  ///< false: model-only report (no usable GPU)
+  bool quick = false;
+  double inject_slowdown_us = 0;  ///< see ReportTestingAids
+  std::filesystem::path folder;
+  /// A transient status line for the user ("" clears it): ReportCallbacks::on_status, or nothing.
+  std::function<void(const std::string&)> status = [](const std::string&) {};
+  ResultSet* results = nullptr;  ///< context and every record of the sections run so far
+
+  /// The datasheet entry: the model-only device, or the running device's match. nullopt when none matched.
+  std::optional<CatalogEntry> datasheet;
+  /// Ceilings the roofline and decode sections use: measured when the ceilings section ran,
+  /// else the datasheet's (source_text says which); 0/empty = unknown.
+  DeviceCeilings ceilings;
+  double memory_bytes = 0;  ///< device memory, for "does it fit" checks
+
+  /// Values that predictions are compared with (keys: prediction_keys(), constants in ridge::prediction).
+  std::map<std::string, double> measured;
+};
+
+struct ReportSvg {
+  std::string file;     ///< file name inside the report folder, e.g. "roofline.svg"
+  std::string content;  ///< a complete SVG document
+};
+
+struct SectionOutput {
+  std::string markdown;         ///< body of the section (the report writes its "## title")
+  std::vector<Record> records;  ///< appended to results.json
+  std::vector<ReportSvg> svgs;  ///< written to the folder; reference them as ![caption](file.svg)
+  std::string trace_json;       ///< a Chrome/Perfetto trace; written as trace.json when non-empty
+  nlohmann::json data = nullptr;  ///< model values etc., stored under report.sections[].data
+};
+
+enum class SectionMode {
+  gpu,         ///< runs only with a usable GPU
+  model_only,  ///< runs only without one
+  always,
+};
+
+struct ReportSection {
+  std::string key;
+  std::string title;
+  SectionMode mode = SectionMode::gpu;
+  SectionOutput (*run)(ReportContext&) = nullptr;
+};
+
+/// Every section, in report order.
+const std::vector<ReportSection>& report_sections();
+
+/// Sets ctx's ceilings from a datasheet entry (used when nothing was measured).
+void use_datasheet_ceilings(ReportContext& ctx, const CatalogEntry& entry);
+
+// ---- the sections (gpu.cpp, workloads.cpp, model.cpp) -------------------------------------------
+
+SectionOutput info_section(ReportContext& ctx);
+SectionOutput timing_section(ReportContext& ctx);
+SectionOutput ceilings_section(ReportContext& ctx);
+SectionOutput bandwidth_section(ReportContext& ctx);
+SectionOutput matmul_section(ReportContext& ctx);
+SectionOutput roofline_section(ReportContext& ctx);
+SectionOutput decode_section(ReportContext& ctx);
+SectionOutput profile_section(ReportContext& ctx);
+SectionOutput model_roofline_section(ReportContext& ctx);
+SectionOutput decode_ceilings_section(ReportContext& ctx);
+SectionOutput amdahl_section(ReportContext& ctx);
+SectionOutput predictions_section(ReportContext& ctx);
+
+// ---- helpers sections share (common.cpp) ---------------------------------------------------------
+
+/// Markdown table of records: params, dtype, method, median/min/max, CV, GB/s, TFLOP/s, check.
+std::string records_markdown(const std::vector<Record>& records);
+/// Warnings of the records as a Markdown list (empty string when none).
+std::string warnings_markdown(const std::vector<Record>& records);
+/// Findings as Markdown: each headline a paragraph, its details a list under it.
+std::string findings_markdown(const std::vector<Finding>& findings);
+
+}  // namespace ridge::detail
