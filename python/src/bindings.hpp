@@ -16,6 +16,7 @@ inline nanobind::str message_text(std::string_view text) {
 
 void bind_measure(nanobind::module_& m);  // timers, Measurement, Summary
 void bind_model(nanobind::module_& m);    // roofline, decode ceiling, Amdahl: no GPU needed
+void bind_report(nanobind::module_& m);   // the report: what `ridge report` writes
 void bind_results(nanobind::module_& m);  // result files, writers, compare, device queries
 void bind_roofline(nanobind::module_& m);  // catalog, ceilings, shape placement, roofline plot
 void bind_trace(nanobind::module_& m);    // the CUPTI tracer, NVTX ranges, saved-trace analysis

@@ -175,8 +175,9 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
   // The profile section traces NVTX ranges; earlier sections already call NVTX, so route it to
   // CUPTI before the first call initialises it.
   if (r.gpu) enable_nvtx_capture();
-  if (r.gpu && o.device >= count)
-    throw UsageError(fmt::format("device {}: this machine has {} usable GPU(s), numbered from 0", o.device, count));
+  if (o.device < 0 || (r.gpu && o.device >= count))
+    throw UsageError(fmt::format("device index {} does not exist: this machine has {} usable GPU(s), numbered from 0",
+                                 o.device, count));
   const CatalogEntry& model = catalog_entry(o.model);  // throws UsageError listing the known keys
 
   if (!(aids.pause_between_sections_s >= 0))
