@@ -71,7 +71,8 @@ def _default_ceilings(device: DeviceLike, caller: str) -> DeviceCeilings:
     return ceilings(0)
 
 
-def place_matmul(m: float, n: float, k: float, dtype: str = "bf16", device: DeviceLike = None):
+def place_matmul(m: float, n: float, k: float, dtype: str = "bf16",
+                 device: DeviceLike = None) -> "_ridge.ShapePlacement":
     """Places [m,k] @ [k,n] on a device's roofline without running it: ``.intensity_flop_per_byte``,
     ``.attainable_flops_per_s``, ``.ridge_point``, ``.bound`` ("memory" or "compute"), ``.floor_s``,
     ``.placed_on`` (the ceilings used); ``print()`` shows them in one line, as ``ridge roofline

@@ -149,7 +149,7 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
     the file system allows. ``all_api_calls``: record every CUDA call, not only launches, copies,
     syncs and allocations. ``sync_records``: CUPTI's records of the host's waits; off by default,
     as in ``ridge trace``, because CUPTI then hooks every CUDA runtime call, which PyTorch makes
-    several of per operator (the waits still come from the recorded *Synchronize calls). Raises
+    several of per operator (the waits still come from the recorded ``cuda*Synchronize`` calls). Raises
     ridge.Error if another profiler (torch.profiler, Nsight) holds CUPTI. The trace is written even
     when the block raises. ``api_calls``: which CUDA calls become records, as ``ridge trace --api``:
     "selected" (the default), "most" (all but trivial queries), "all" (= ``all_api_calls=True``),

@@ -14,9 +14,9 @@ using namespace nb::literals;
 namespace {
 // A new exception class ridge._ridge.NAME deriving from `bases` (a class or a tuple of classes).
 // The reference returned is kept for the life of the process (the translator below uses it).
-PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases) {
+PyObject* new_exception(nb::module_& m, const char* name, const char* doc, PyObject* bases) {
   const std::string qualified = std::string("ridge._ridge.") + name;
-  PyObject* type = PyErr_NewException(qualified.c_str(), bases, nullptr);
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
   if (!type) throw nb::python_error();
   m.attr(name) = nb::borrow(type);
   return type;
@@ -44,11 +44,17 @@ NB_MODULE(_ridge, m) {
   // One Python exception per ridge error class. UsageError is also a ValueError, so code that
   // catches ValueError for bad arguments keeps working; NoGpuError is what GPU functions raise on
   // a machine without a usable GPU.
-  static PyObject* error = new_exception(m, "Error", PyExc_RuntimeError);
-  static PyObject* usage_error =
-      new_exception(m, "UsageError", nb::make_tuple(nb::handle(error), nb::handle(PyExc_ValueError)).ptr());
-  static PyObject* verification_error = new_exception(m, "VerificationError", error);
-  static PyObject* no_gpu_error = new_exception(m, "NoGpuError", error);
+  static PyObject* error = new_exception(
+      m, "Error", "The base of ridge's errors (a RuntimeError): a failure the message explains.", PyExc_RuntimeError);
+  static PyObject* usage_error = new_exception(
+      m, "UsageError", "An argument is wrong (also a ValueError); the message names it and says what is accepted.",
+      nb::make_tuple(nb::handle(error), nb::handle(PyExc_ValueError)).ptr());
+  static PyObject* verification_error = new_exception(
+      m, "VerificationError",
+      "A kernel's output failed its check against a host reference: its timing would be of wrong work.", error);
+  static PyObject* no_gpu_error = new_exception(
+      m, "NoGpuError", "The work needs a GPU and none is usable; the message says why and what works without one.",
+      error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
