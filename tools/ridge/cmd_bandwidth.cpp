@@ -5,7 +5,14 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "commands.hpp"
+#include "ridge/bandwidth.hpp"
+#include "ridge/device.hpp"
+#include "ridge/gpt2/decode.hpp"
+#include "ridge/gpt2/profile.hpp"
+#include "ridge/matmul.hpp"
+#include "ridge/result.hpp"
+#include "ridge/roofline.hpp"
+#include "ridge/timing.hpp"
 #include "ridge/bandwidth.hpp"
 #include "ridge/format.hpp"
 #include "sweep_support.hpp"
@@ -71,8 +78,6 @@ struct BandwidthCommand {
   ExportOptions exports;
 };
 
-}  // namespace
-
 BandwidthSweep run_bandwidth_printed(const BandwidthSweepOptions& options, std::FILE* out, const std::string& svg) {
   const BandwidthSetup setup = prepare_bandwidth_sweep(options);
   print_setup(out, setup);
@@ -87,8 +92,6 @@ BandwidthSweep run_bandwidth_printed(const BandwidthSweepOptions& options, std::
   fmt::print(out, "{} measurements in {:.1f} s\n", sweep.records.size(), sweep.seconds);
   return sweep;
 }
-
-namespace {
 
 RIDGE_REGISTER_COMMAND(Command{
     "bandwidth", "x + y, copy, scale, triad and a read-only sum over sizes: GB/s, % of ceilings, where launches dominate",

@@ -6,7 +6,14 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "commands.hpp"
+#include "ridge/bandwidth.hpp"
+#include "ridge/device.hpp"
+#include "ridge/gpt2/decode.hpp"
+#include "ridge/gpt2/profile.hpp"
+#include "ridge/matmul.hpp"
+#include "ridge/result.hpp"
+#include "ridge/roofline.hpp"
+#include "ridge/timing.hpp"
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
@@ -62,8 +69,6 @@ void write_plots(const gpt2::DecodeRun& run, const std::string& path, std::FILE*
   fmt::print(out, "plots written: {} (roofline), {} (tokens/s vs batch)\n", path, tokens_path);
 }
 
-}  // namespace
-
 gpt2::DecodeRun run_decode(const gpt2::DecodeOptions& o, const std::string& svg, std::FILE* out) {
   gpt2::DecodeCallbacks callbacks;
   callbacks.on_progress = [](const std::string& line) { line.empty() ? progress_done() : progress(line); };
@@ -86,8 +91,6 @@ gpt2::DecodeRun run_decode(const gpt2::DecodeOptions& o, const std::string& svg,
   if (!svg.empty()) write_plots(run, svg, out);
   return run;
 }
-
-namespace {
 
 // The options as typed on the command line; converted to gpt2::DecodeOptions when the command runs.
 struct DecodeCommand {

@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "commands.hpp"
 #include "ridge/device.hpp"
 #include "ridge/format.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::cli {
+namespace {
 
 DeviceInfo run_info(int device, std::FILE* out) {
   const DeviceInfo info = device_info(device);
@@ -44,7 +44,6 @@ DeviceInfo run_info(int device, std::FILE* out) {
   return info;
 }
 
-namespace {
 
 struct InfoCommand {
   int device = 0;

@@ -4,7 +4,14 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "commands.hpp"
+#include "ridge/bandwidth.hpp"
+#include "ridge/device.hpp"
+#include "ridge/gpt2/decode.hpp"
+#include "ridge/gpt2/profile.hpp"
+#include "ridge/matmul.hpp"
+#include "ridge/result.hpp"
+#include "ridge/roofline.hpp"
+#include "ridge/timing.hpp"
 #include "ridge/format.hpp"
 #include "ridge/matmul.hpp"
 #include "ridge/roofline.hpp"
@@ -62,8 +69,6 @@ struct MatmulCommand {
   ExportOptions exports;
 };
 
-}  // namespace
-
 MatmulSweep run_matmul_printed(const MatmulSweepOptions& options, std::FILE* out, const std::string& svg_prefix) {
   const MatmulSetup setup = prepare_matmul_sweep(options);
   print_setup(out, setup);
@@ -78,8 +83,6 @@ MatmulSweep run_matmul_printed(const MatmulSweepOptions& options, std::FILE* out
   fmt::print(out, "{} measurements in {:.1f} s\n", sweep.records.size(), sweep.seconds);
   return sweep;
 }
-
-namespace {
 
 RIDGE_REGISTER_COMMAND(Command{
     "matmul", "GEMM TFLOP/s over sizes, placed on the roofline; the size that reaches 70% of peak", 40,

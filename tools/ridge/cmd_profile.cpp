@@ -5,7 +5,14 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "commands.hpp"
+#include "ridge/bandwidth.hpp"
+#include "ridge/device.hpp"
+#include "ridge/gpt2/decode.hpp"
+#include "ridge/gpt2/profile.hpp"
+#include "ridge/matmul.hpp"
+#include "ridge/result.hpp"
+#include "ridge/roofline.hpp"
+#include "ridge/timing.hpp"
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
@@ -15,8 +22,6 @@ namespace ridge::cli {
 namespace {
 
 double ms(trace::Nanoseconds ns) { return static_cast<double>(ns) / 1e6; }
-
-}  // namespace
 
 gpt2::ProfileRun run_profile(const gpt2::ProfileOptions& o, std::FILE* out) {
   o.validate();
@@ -85,8 +90,6 @@ gpt2::ProfileRun run_profile(const gpt2::ProfileOptions& o, std::FILE* out) {
 
   return run;
 }
-
-namespace {
 
 struct ProfileCommand {
   gpt2::ProfileOptions options;

@@ -7,7 +7,14 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "commands.hpp"
+#include "ridge/bandwidth.hpp"
+#include "ridge/device.hpp"
+#include "ridge/gpt2/decode.hpp"
+#include "ridge/gpt2/profile.hpp"
+#include "ridge/matmul.hpp"
+#include "ridge/result.hpp"
+#include "ridge/roofline.hpp"
+#include "ridge/timing.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
 #include "ridge/plot.hpp"
@@ -17,6 +24,12 @@
 namespace ridge::cli {
 
 namespace {
+
+/// `ridge roofline`'s options: the library's (ridge::RooflineOptions) plus where the plot goes.
+struct RooflineCommandOptions {
+  RooflineOptions roofline;
+  std::string svg = "runs/roofline.svg";
+};
 
 std::string rate_or_dash(double v, bool bandwidth) {
   if (!(v > 0)) return "-";
@@ -92,8 +105,6 @@ void print_placements(std::FILE* out, const RooflineAnalysis& a) {
                p.above_roof() ? "  (above the roof: check the measurement)" : "");
 }
 
-}  // namespace
-
 ResultSet run_roofline(const RooflineCommandOptions& o, std::FILE* out) {
   if (o.svg.empty()) throw UsageError("--svg needs a file name");
   const RooflineAnalysis a = run_roofline(o.roofline, [](const std::string& line) {
@@ -124,8 +135,6 @@ ResultSet run_roofline(const RooflineCommandOptions& o, std::FILE* out) {
   finish_result_set(set, a.device ? a.device->index : -1);
   return set;
 }
-
-namespace {
 
 struct RooflineCommand {
   RooflineCommandOptions options;

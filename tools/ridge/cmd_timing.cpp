@@ -4,7 +4,14 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "commands.hpp"
+#include "ridge/bandwidth.hpp"
+#include "ridge/device.hpp"
+#include "ridge/gpt2/decode.hpp"
+#include "ridge/gpt2/profile.hpp"
+#include "ridge/matmul.hpp"
+#include "ridge/result.hpp"
+#include "ridge/roofline.hpp"
+#include "ridge/timing.hpp"
 #include "ridge/format.hpp"
 #include "ridge/timing.hpp"
 
@@ -64,8 +71,6 @@ void print_demo(std::FILE* out, const TimingDemo& d) {
              format_ms(d.launch_overhead_ms), d.events_over_launch_free);
 }
 
-}  // namespace
-
 TimingDemo run_timing_printed(const TimingDemoOptions& options, std::FILE* out) {
   const TimingDemo demo = run_timing_demo(options, [](const std::string& line) {
     if (line.empty())
@@ -76,8 +81,6 @@ TimingDemo run_timing_printed(const TimingDemoOptions& options, std::FILE* out) 
   print_demo(out, demo);
   return demo;
 }
-
-namespace {
 
 ResultSet run_timing(const TimingDemoOptions& options, std::FILE* out) {
   options.validate();  // usage errors exit 2 before anything else
