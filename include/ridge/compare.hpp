@@ -90,6 +90,13 @@ struct RecordComparison {
   double noise_band = 0;
   std::string noise_band_source;  ///< which term set it: "threshold", "producer", "run-to-run", "resolution" or "clock"
   std::string gate_reason;        ///< the producer's reason, when a gate set the verdict or the band
+  /// The smallest slowdown this comparison could have flagged for the record: its noise band, or
+  /// the half-width of the ratio's 95% interval when that is wider (a change inside the sampling
+  /// noise is not significant). 0 for rows never judged.
+  double smallest_flagged_slowdown = 0;
+  /// Relative SM clock difference of the record between the runs: from the median clock of its
+  /// samples where both sides recorded them, else from its start and end readings; -1 unknown.
+  double clock_difference = -1;
 };
 
 struct Comparison {

@@ -44,6 +44,11 @@ struct Measurement {
   /// Samples taken below CudaOptions::throttle_threshold and dropped (not in samples_ms).
   int throttled_samples_dropped = 0;
   double rest_before_sample_s = 0;  ///< CudaOptions::rest_before_sample_s it was taken with
+  /// Launch-free methods: how long the work ran back to back before sampling, until the SM clock
+  /// stopped moving (CudaOptions::settle_max_s), in ms; 0 when not settled (no NVML, or off).
+  double settle_ms = 0;
+  double settled_sm_mhz = -1;  ///< the SM clock sampling started at; -1 when not read
+  bool settle_reached_steady = false;  ///< false: settle_max_s ran out with the clock still moving
   /// cuda_events: the host's time to queue one operation (median over samples of the wall time from
   /// the start event's record to the end event's, over repeats_per_sample), in ms; -1 when not timed.
   /// Near the median it says the GPU waited on the host (see launch_bound_warning).
@@ -83,6 +88,14 @@ struct CudaOptions {
   /// 8192^3 matmul). A power-limited kernel then runs at the clocks it gets after a pause, not
   /// under sustained load: 9% faster for that matmul on the H200. 0: back to back.
   double rest_before_sample_s = 0;
+  /// Settle (launch-free methods: spin, graph): before sampling, run the work back to back until
+  /// the SM clock stops moving, at most this long. A GPU coming from idle ramps its clock over tens
+  /// of ms; a few microseconds of work sampled during the ramp reads up to 20% slow and widens
+  /// every comparison of it (nvbench warms up for the same reason). 0: off. Needs NVML.
+  double settle_max_s = 0.25;
+  /// Settled: the last settle_readings SM clock readings lie within settle_tolerance of each other.
+  double settle_tolerance = 0.01;
+  int settle_readings = 4;
 };
 
 using HostFn = std::function<void()>;

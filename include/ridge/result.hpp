@@ -53,6 +53,13 @@ struct RunContext {
   nlohmann::json predictions = nlohmann::json::object();  ///< user's --predict KEY=VALUE
 };
 
+/// Keys of Record::extra that one part of ridge writes and another reads, spelled once.
+namespace extra_key {
+inline constexpr const char* sample_sm_mhz = "sample_sm_mhz";    ///< the SM clock of each sample, MHz
+inline constexpr const char* settle_ms = "settle_ms";            ///< time spent settling the clock first
+inline constexpr const char* settled_sm_mhz = "settled_sm_mhz";  ///< the SM clock sampling started at
+}  // namespace extra_key
+
 /// How `ridge compare` may judge a record, as the code that measured it says. A record without
 /// one is judged by the comparison's threshold alone.
 struct RecordGate {

@@ -31,7 +31,7 @@ RowClocks analyze_row_clocks(const std::vector<double>& sample_sm_mhz, double ra
 }
 
 RowClocks record_clocks(const Record& r, double rated_sm_mhz, const ClockDropOptions& o) {
-  const auto it = r.extra.find("sample_sm_mhz");
+  const auto it = r.extra.find(extra_key::sample_sm_mhz);
   if (it == r.extra.end() || !it->is_array()) return {};
   std::vector<double> mhz;
   for (const auto& v : *it) mhz.push_back(v.is_number() ? v.get<double>() : -1.0);

@@ -25,7 +25,15 @@ Record to_record(const Measurement& m, const std::string& name, const std::strin
   r.bytes = bytes;
   r.flops = flops;
   if (!m.stop_reason.empty()) r.extra["stop_reason"] = m.stop_reason;
-  if (!m.sample_sm_mhz.empty()) r.extra["sample_sm_mhz"] = m.sample_sm_mhz;
+  if (!m.sample_sm_mhz.empty()) r.extra[extra_key::sample_sm_mhz] = m.sample_sm_mhz;
+  if (m.settle_ms > 0) {
+    r.extra[extra_key::settle_ms] = m.settle_ms;
+    r.extra[extra_key::settled_sm_mhz] = m.settled_sm_mhz;
+    if (!m.settle_reached_steady)
+      r.warnings.push_back(fmt::format("the SM clock was still moving after {:.0f} ms of settling (last read {:.0f} "
+                                       "MHz): samples may span a clock ramp",
+                                       m.settle_ms, m.settled_sm_mhz));
+  }
   if (auto w = launch_bound_warning(m)) r.warnings.push_back(std::move(*w));
   return r;
 }

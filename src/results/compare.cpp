@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
@@ -79,6 +80,25 @@ double relative_clock_difference(const A& a, const B& b) {
       if (x->sm_mhz > 0 && y->sm_mhz > 0)
         worst = std::max(worst, std::abs(x->sm_mhz - y->sm_mhz) / std::max(x->sm_mhz, y->sm_mhz));
   return worst;
+}
+
+// The median SM clock a record's samples ran at (extra.sample_sm_mhz); -1 when not recorded.
+double median_sample_clock(const Record& r) {
+  const auto it = r.extra.find(extra_key::sample_sm_mhz);
+  if (it == r.extra.end() || !it->is_array() || it->empty()) return -1;
+  std::vector<double> mhz;
+  for (const auto& v : *it)
+    if (v.is_number() && v.get<double>() > 0) mhz.push_back(v.get<double>());
+  return mhz.size() == it->size() ? median_of(mhz) : -1;
+}
+
+// A record's SM clock difference between runs: the clocks its samples ran at where both sides
+// recorded them (the start and end readings of a short record may catch the GPU idle), else the
+// start and end readings; -1 when unknown.
+double record_clock_difference(const Record& base, const Record& next) {
+  const double b = median_sample_clock(base), n = median_sample_clock(next);
+  if (b > 0 && n > 0) return std::abs(b - n) / std::max(b, n);
+  return relative_clock_difference(base, next);
 }
 
 // Smallest two-sided p-value any outcome can reach with these sample sizes (exact test).
@@ -366,6 +386,26 @@ void set_noise_band(RecordComparison& row, const CompareOptions& options, double
   if (options.widen_by_clock && clock_difference > 0) widen(row.noise_band + clock_difference, "clock");
 }
 
+// A band widened by a clock change lets a slowdown of that size through: never silent. Names the
+// records (the first few) whose band the clock set; "" when none.
+std::string clock_widened_rows(const Comparison& c) {
+  std::vector<std::string> names;
+  double widest = 0;
+  for (const auto& r : c.rows)
+    if (r.noise_band_source == "clock") {
+      names.push_back(fmt::format("{} {} {}", r.name, r.method, params_text(r.params)));
+      widest = std::max(widest, r.noise_band);
+    }
+  if (names.empty()) return "";
+  constexpr std::size_t shown = 5;
+  const std::size_t more = names.size() > shown ? names.size() - shown : 0;
+  if (more) names.resize(shown);
+  return fmt::format(
+      "{} record(s) ran at different SM clocks in the two runs, so their noise band was widened by the clock change "
+      "(up to {:.0f}%): a slowdown that small passes for them. {}{}. Compare runs taken at the same clocks",
+      names.size() + more, widest * 100, fmt::join(names, "; "), more ? fmt::format(" and {} more", more) : "");
+}
+
 // Judges one record of the new run against the baselines that hold it (`runs`, first baseline
 // first): ratio, rank test, interval, noise band and verdict, counted into `c`. Returns log(ratio)
 // when the pair enters the geometric mean.
@@ -400,7 +440,8 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
     row.ratio_ci_low /= shift;
     row.ratio_ci_high /= shift;
   }
-  const double record_clocks = relative_clock_difference(b, n);
+  const double record_clocks = record_clock_difference(b, n);
+  row.clock_difference = record_clocks;
   if (record_clocks > options.clock_tolerance)
     row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
   if (b.method == "wall_naive") {
@@ -426,6 +467,8 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
   }
   row.run_to_run_spread = run_to_run_spread(medians, row.base_median_ms);
   set_noise_band(row, options, record_clocks);
+  row.smallest_flagged_slowdown =
+      std::max(row.noise_band, row.ratio > 0 ? (row.ratio_ci_high - row.ratio_ci_low) / (2 * row.ratio) : 0.0);
   if (row.noise_band_source == "producer" && row.note.empty()) row.note = row.gate_reason;
   const bool significant = row.test.p_value < options.alpha;
   if (significant && row.ratio > 1 + row.noise_band) {
@@ -521,6 +564,7 @@ Comparison compare_results(std::span<const ResultSet> baselines, const ResultSet
   }
   if (duplicates)
     c.warnings.push_back("some records share name, method, dtype and params; they were matched in file order");
+  if (const std::string widened = clock_widened_rows(c); !widened.empty()) c.warnings.push_back(widened);
   if (c.geomean_count > 0) c.geomean_ratio = std::exp(log_sum / double(c.geomean_count));
   return c;
 }
@@ -578,6 +622,10 @@ std::string noise_band_text(const RecordComparison& r) {
 
 namespace {
 
+std::string flagged_text(const RecordComparison& r) {
+  return r.smallest_flagged_slowdown > 0 ? fmt::format("{:.1f}%", r.smallest_flagged_slowdown * 100) : "-";
+}
+
 std::string ci_text(const RecordComparison& r) {
   if (r.ratio <= 0) return "-";
   return fmt::format("{:.3f}-{:.3f}", r.ratio_ci_low, r.ratio_ci_high);
@@ -594,14 +642,15 @@ std::string to_markdown(const Comparison& c) {
   out << band_rule(c) << "\n\n";
   out << summary_line(c) << ".\n\n";
   for (const auto& w : c.warnings) out << "> **warning:** " << w << "\n\n";
-  out << "| name | method | dtype | params | base median | new median | ratio | change | 95% CI | p | noise band | verdict | note |\n";
-  out << "|---|---|---|---|---:|---:|---:|---:|---|---:|---|---|---|\n";
+  out << "| name | method | dtype | params | base median | new median | ratio | change | 95% CI | p | noise band | "
+         "flags a slowdown of | verdict | note |\n";
+  out << "|---|---|---|---|---:|---:|---:|---:|---|---:|---|---:|---|---|\n";
   for (const auto& r : c.rows) {
     const bool has_base = r.verdict != Verdict::missing_in_base, has_new = r.verdict != Verdict::missing_in_new;
-    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.method,
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.method,
                        r.dtype, params_text(r.params), has_base ? format_ms(r.base_median_ms) : "-",
                        has_new ? format_ms(r.new_median_ms) : "-", format_ratio(r.ratio), format_change(r.ratio),
-                       ci_text(r), r.ratio > 0 ? format_p(r.test) : "-", noise_band_text(r),
+                       ci_text(r), r.ratio > 0 ? format_p(r.test) : "-", noise_band_text(r), flagged_text(r),
                        r.verdict == Verdict::regression ? "**REGRESSION**" : to_string(r.verdict), r.note);
   }
   return out.str();
@@ -619,17 +668,18 @@ std::string to_text(const Comparison& c) {
   params_w = std::min<std::size_t>(params_w, 40);
   std::size_t band_w = 10;
   for (const auto& r : c.rows) band_w = std::max(band_w, noise_band_text(r).size());
-  out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {:<{}}  {}\n", "record", name_w, "params",
-                     params_w, "base", "new", "ratio", "change", "95% CI", "p", "noise band", band_w, "verdict");
+  out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {:<{}}  {:>7}  {}\n", "record", name_w,
+                     "params", params_w, "base", "new", "ratio", "change", "95% CI", "p", "noise band", band_w, "flags",
+                     "verdict");
   for (const auto& r : c.rows) {
     std::string params = params_text(r.params);
     if (params.size() > params_w) params = params.substr(0, params_w - 1) + "~";
     const bool has_base = r.verdict != Verdict::missing_in_base, has_new = r.verdict != Verdict::missing_in_new;
-    out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {:<{}}  {}{}\n",
+    out << fmt::format("{:<{}}  {:<{}}  {:>10} {:>10} {:>7} {:>8} {:>13} {:>9}  {:<{}}  {:>7}  {}{}\n",
                        r.name + " " + r.method + " " + r.dtype, name_w, params, params_w,
                        has_base ? format_ms(r.base_median_ms) : "-", has_new ? format_ms(r.new_median_ms) : "-",
                        format_ratio(r.ratio), format_change(r.ratio), ci_text(r), r.ratio > 0 ? format_p(r.test) : "-",
-                       noise_band_text(r), band_w, to_string(r.verdict),
+                       noise_band_text(r), band_w, flagged_text(r), to_string(r.verdict),
                        r.note.empty() ? "" : " (" + r.note + ")");
   }
   out << "\n" << band_rule(c) << "\n" << summary_line(c) << "\n";
@@ -661,7 +711,9 @@ nlohmann::json to_json(const Comparison& c) {
                     {"min_threshold", r.min_threshold},
                     {"noise_band", r.noise_band},
                     {"noise_band_source", r.noise_band_source},
-                    {"gate_reason", r.gate_reason}});
+                    {"gate_reason", r.gate_reason},
+                    {"smallest_flagged_slowdown", r.smallest_flagged_slowdown},
+                    {"clock_difference", r.clock_difference}});
   }
   return {{"schema", "ridge.compare"},
           {"schema_version", 1},

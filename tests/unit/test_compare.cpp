@@ -606,3 +606,48 @@ TEST(LaunchBound, EventsThatMostlyTimedTheHostSaySo) {
   m.method = Method::spin_hold;  // launch-free methods never carry it
   EXPECT_FALSE(launch_bound_warning(m));
 }
+
+// Settled clocks (issue: a gate that cannot fail): a record's clock is the clock its samples ran
+// at. A short record whose start reading caught the GPU idle is not "at another clock".
+TEST(CompareBands, TheSamplesClockDecidesNotTheIdleReadingAtTheStart) {
+  auto one = [](double median_ms, unsigned seed, double start_mhz, double sample_mhz) {
+    ResultSet s;
+    s.context.device = h200();
+    Record r = record("add", "graph_replay", 1 << 20, noisy(median_ms, 0.005, 60, seed));
+    r.clocks_start.sm_mhz = start_mhz;
+    r.clocks_end.sm_mhz = sample_mhz;
+    r.extra[extra_key::sample_sm_mhz] = std::vector<double>(r.samples_ms.size(), sample_mhz);
+    s.records.push_back(r);
+    return s;
+  };
+  // Idle 345 MHz at the start of one run, both sampled at 1980 MHz: no clock term, and +10% flags.
+  Comparison c = compare_results(one(0.02, 1, 1980, 1980), one(0.022, 2, 345, 1980));
+  EXPECT_NEAR(c.rows[0].clock_difference, 0, 1e-12);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::regression);
+  EXPECT_NEAR(c.rows[0].smallest_flagged_slowdown, 0.05, 0.01);
+  for (const auto& w : c.warnings) EXPECT_EQ(w.find("different SM clocks"), std::string::npos) << w;
+  // Sampled 19% apart: the band widens, and the comparison names the record rather than staying quiet.
+  c = compare_results(one(0.02, 1, 1980, 1980), one(0.022, 2, 1980, 1600));
+  EXPECT_EQ(c.rows[0].noise_band_source, "clock");
+  EXPECT_NE(c.rows[0].verdict, Verdict::regression);
+  EXPECT_GE(c.rows[0].smallest_flagged_slowdown, c.rows[0].noise_band);
+  bool named = false;
+  for (const auto& w : c.warnings) named |= w.find("different SM clocks") != std::string::npos && w.find("add") != std::string::npos;
+  EXPECT_TRUE(named);
+  EXPECT_NE(to_text(c).find("flags"), std::string::npos);
+  EXPECT_TRUE(to_json(c)["rows"][0].contains("smallest_flagged_slowdown"));
+}
+
+// The smallest flaggable slowdown is never below what the sampling noise allows.
+TEST(CompareBands, TheSmallestFlaggedSlowdownCoversTheIntervalOfNoisySamples) {
+  auto one = [](double cv, unsigned seed) {
+    ResultSet s;
+    s.context.device = h200();
+    s.records.push_back(record("noisy", "cuda_events", 4096, noisy(1.0, cv, 20, seed)));
+    return s;
+  };
+  const Comparison quiet = compare_results(one(0.005, 1), one(0.005, 2));
+  const Comparison loud = compare_results(one(0.3, 1), one(0.3, 2));
+  EXPECT_NEAR(quiet.rows[0].smallest_flagged_slowdown, 0.05, 1e-9);
+  EXPECT_GT(loud.rows[0].smallest_flagged_slowdown, 0.1);
+}

@@ -1,4 +1,5 @@
 // The timers. Each one returns raw per-operation samples; callers summarize and label them.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -38,6 +39,12 @@ void validate(const CudaOptions& o) {
     throw UsageError(fmt::format("throttle_recovery_s must be in [0, 60] seconds, got {}", o.throttle_recovery_s));
   if (!(o.rest_before_sample_s >= 0 && o.rest_before_sample_s <= 10))
     throw UsageError(fmt::format("rest_before_sample_s must be in [0, 10] seconds, got {}", o.rest_before_sample_s));
+  if (!(o.settle_max_s >= 0 && o.settle_max_s <= 60))
+    throw UsageError(fmt::format("settle_max_s must be in [0, 60] seconds, got {}", o.settle_max_s));
+  if (!(o.settle_tolerance > 0 && o.settle_tolerance < 1))
+    throw UsageError(fmt::format("settle_tolerance must be a fraction in (0, 1), got {}", o.settle_tolerance));
+  if (o.settle_readings < 2 || o.settle_readings > 1000)
+    throw UsageError(fmt::format("settle_readings must be in [2, 1000], got {}", o.settle_readings));
 }
 
 /// The methods that time every launch (events, wall) cannot drop a throttled sample after the fact
@@ -203,6 +210,45 @@ class StreamHold {
   cuda_stream held_stream_ = nullptr;
 };
 
+/// The SM clock now (NVML), or -1 when NVML cannot read it.
+double sm_clock_mhz(int device) {
+  const ClockReading c = read_clocks(device);
+  return c.source == "nvml" && c.sm_mhz > 0 ? c.sm_mhz : -1;
+}
+
+/// Settle (CudaOptions::settle_max_s): runs the work back to back, in chunks of about 2 ms of GPU
+/// time, reading the SM clock after each, until the last `settle_readings` readings agree within
+/// `settle_tolerance` or the time is up. Fills m.settle_ms, settled_sm_mhz, settle_reached_steady.
+void settle_sm_clock(const std::function<void(cuda_stream)>& enqueue_work, cuda_stream stream, int device,
+                     const CudaOptions& o, Measurement& m) {
+  if (o.settle_max_s <= 0 || sm_clock_mhz(device) < 0) return;
+  const auto t0 = clock_type::now();
+  Event a, b;
+  RIDGE_CHECK(cudaEventRecord(a.e, stream));
+  enqueue_work(stream);
+  RIDGE_CHECK(cudaEventRecord(b.e, stream));
+  RIDGE_CHECK(cudaEventSynchronize(b.e));
+  constexpr double chunk_ms = 2.0;
+  const int chunk = static_cast<int>(std::clamp(chunk_ms / std::max(1e-4, static_cast<double>(elapsed_ms(a, b))), 1.0, 256.0));
+  std::vector<double> readings;
+  while (true) {
+    for (int i = 0; i < chunk; ++i) enqueue_work(stream);
+    RIDGE_CHECK(cudaStreamSynchronize(stream));
+    readings.push_back(sm_clock_mhz(device));
+    const auto n = static_cast<std::size_t>(o.settle_readings);
+    if (readings.size() >= n) {
+      const auto [lo, hi] = std::minmax_element(readings.end() - static_cast<std::ptrdiff_t>(n), readings.end());
+      if (*lo > 0 && *hi <= *lo * (1 + o.settle_tolerance)) {
+        m.settle_reached_steady = true;
+        break;
+      }
+    }
+    if (ms_since(t0) >= o.settle_max_s * 1e3) break;
+  }
+  m.settle_ms = ms_since(t0);
+  m.settled_sm_mhz = readings.back();
+}
+
 // Runs samples in batches behind a held stream: hold, queue [ev0][work][ev1] per sample, release,
 // synchronize. `ops_per_sample` bounds how many launches one batch queues, so the driver's launch
 // queue never fills while the GPU is held. A cold sample is a batch of its own, flushed and
@@ -218,6 +264,11 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
   m.rest_before_sample_s = o.rest_before_sample_s;
   std::unique_ptr<L2Flusher> flusher;
   if (o.flush_l2) flusher = std::make_unique<L2Flusher>();
+  int device = 0;
+  RIDGE_CHECK(cudaGetDevice(&device));
+  settle_sm_clock(enqueue_work, stream, device, o, m);
+  // Every batch's clock is kept with its samples when NVML reads it (compare judges clocks).
+  bool clock_readable = m.settle_ms > 0 || sm_clock_mhz(device) > 0;
   StreamHold hold;
   ThrottleWatch throttle(o);
   StopRule rule(o);
@@ -256,6 +307,14 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
         continue;
       }
       m.sample_sm_mhz.insert(m.sample_sm_mhz.end(), count, mhz);
+    } else if (clock_readable) {
+      const double mhz = sm_clock_mhz(device);
+      if (mhz > 0) {
+        m.sample_sm_mhz.insert(m.sample_sm_mhz.end(), count, mhz);
+      } else {  // NVML stopped answering: no clock rather than a clock for some samples only
+        clock_readable = false;
+        m.sample_sm_mhz.clear();
+      }
     }
     for (int i = 0; i < count; ++i) m.samples_ms.push_back(elapsed_ms(*starts[i], *ends[i]) / repeats);
   }
