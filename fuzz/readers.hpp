@@ -15,7 +15,9 @@
 #include "ridge/errors.hpp"
 #include "ridge/gpt2/safetensors.hpp"
 #include "ridge/sweep.hpp"
-#include "ridge/trace.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/events.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::fuzz {

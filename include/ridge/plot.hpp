@@ -1,6 +1,6 @@
 #pragma once
 // SVG plots with no dependencies: log or linear axes, lines and labelled points. Used by the
-// roofline, the size sweeps and the report. (Implementation: src/core/plot.cpp.)
+// roofline, the size sweeps and the report. (Implementation: src/report/plot.cpp.)
 #include <string>
 #include <vector>
 

@@ -11,6 +11,7 @@
 #include "ridge/clocks.hpp"
 #include "ridge/dtype.hpp"
 #include "ridge/gemm.hpp"
+#include "ridge/measure.hpp"
 #include "ridge/result.hpp"
 
 namespace ridge {

@@ -10,8 +10,10 @@
 
 #include "bindings.hpp"
 #include "ridge/errors.hpp"
-#include "ridge/trace.hpp"
-#include "ridge/tracer.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/events.hpp"
+#include "ridge/trace/tracer.hpp"
+#include "ridge/trace/window.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -144,7 +144,7 @@ std::vector<DType> parse_collective_dtypes(const std::string& spec) {
   return out;
 }
 
-double collective_fill_value(int rank, std::int64_t index) { return collective_formula::fill(rank, index); }
+double collective_fill_value(int rank, std::int64_t index) { return detail::collective_formula::fill(rank, index); }
 
 std::optional<double> collective_expected_value(CollectiveOp op, int rank, int ranks, std::int64_t chunk,
                                                 std::int64_t index) {
@@ -152,7 +152,7 @@ std::optional<double> collective_expected_value(CollectiveOp op, int rank, int r
     throw UsageError(fmt::format("collective_expected_value: rank {} of {}, chunk {}, index {} is out of range", rank,
                                  ranks, chunk, index));
   bool defined = false;
-  const double v = collective_formula::expected(static_cast<int>(op), rank, ranks, chunk, index, &defined);
+  const double v = detail::collective_formula::expected(static_cast<int>(op), rank, ranks, chunk, index, &defined);
   if (!defined) return std::nullopt;
   return v;
 }

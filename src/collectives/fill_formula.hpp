@@ -9,7 +9,7 @@
 #define RIDGE_HOST_DEVICE
 #endif
 
-namespace ridge::collective_formula {
+namespace ridge::detail::collective_formula {
 
 // Same order as ridge::CollectiveOp.
 enum Op : int { all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, send_recv };
@@ -63,4 +63,4 @@ RIDGE_HOST_DEVICE inline double expected(int op, int rank, int ranks, std::int64
   return 0;
 }
 
-}  // namespace ridge::collective_formula
+}  // namespace ridge::detail::collective_formula

@@ -9,7 +9,7 @@
 
 #include "ridge/errors.hpp"
 
-namespace ridge::nccl {
+namespace ridge::detail::nccl {
 
 namespace {
 
@@ -130,4 +130,4 @@ DataType data_type(DType dtype) {
   }
 }
 
-}  // namespace ridge::nccl
+}  // namespace ridge::detail::nccl

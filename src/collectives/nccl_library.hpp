@@ -10,7 +10,7 @@
 
 struct ncclComm;  // opaque, as nccl.h declares it
 
-namespace ridge::nccl {
+namespace ridge::detail::nccl {
 
 using Comm = ::ncclComm*;
 inline constexpr std::size_t unique_id_bytes = 128;  // NCCL_UNIQUE_ID_BYTES
@@ -79,6 +79,6 @@ const std::string& nvls_note();
 /// NCCL's element type for a ridge dtype (fp32, fp16, bf16, fp64); throws UsageError otherwise.
 DataType data_type(DType dtype);
 
-}  // namespace ridge::nccl
+}  // namespace ridge::detail::nccl
 
 #define RIDGE_NCCL_CHECK(lib, call, comm) (lib).check((call), #call, (comm))

@@ -18,10 +18,12 @@
 #include <fmt/format.h>
 
 #include "ridge/errors.hpp"
-#include "ridge/trace.hpp"
-#include "ridge/trace_ranks.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/launch.hpp"
+#include "ridge/trace/ranks.hpp"
 #include "ridge/writers.hpp"
 #include "trace/cupti/inject_env.hpp"
+#include "trace/model/rank_finish.hpp"
 #include "trace/model/signals.hpp"
 
 extern char** environ;
@@ -31,7 +33,7 @@ namespace ridge::trace {
 namespace {
 
 namespace fs = std::filesystem;
-namespace env = ridge::inject_env;
+namespace env = ridge::detail::inject_env;
 
 /// libridge_inject.so ships beside the tool: ../lib (build tree, install) or the same folder.
 fs::path find_inject_library(const std::string& given) {
@@ -126,7 +128,7 @@ void forward_signal(int sig, siginfo_t* info, void*) {
   if (pid <= 0) return;
   const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
   const bool own_group = ::getpgid(pid) == pid;  // asked now: the program may have called setsid
-  if (!trace_detail::forward_to_program(sig, from_terminal, own_group)) return;
+  if (!detail::forward_to_program(sig, from_terminal, own_group)) return;
   g_forwarded_signal = sig;
   ::kill(own_group ? -pid : pid, sig);
 }
@@ -134,7 +136,7 @@ void forward_signal(int sig, siginfo_t* info, void*) {
 /// Installs forward_signal for the forwarded signals, and puts the previous dispositions back
 /// when destroyed. Installed before fork, so no signal slips between the fork and the wait.
 struct SignalForwarding {
-  struct sigaction previous[std::size(trace_detail::forwarded_signals)] {};
+  struct sigaction previous[std::size(detail::forwarded_signals)] {};
   SignalForwarding() {
     g_program_pid = 0;
     g_forwarded_signal = 0;
@@ -143,7 +145,7 @@ struct SignalForwarding {
     forward.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&forward.sa_mask);
     for (std::size_t i = 0; i < std::size(previous); ++i) {
-      const int sig = trace_detail::forwarded_signals[i];
+      const int sig = detail::forwarded_signals[i];
       sigaction(sig, nullptr, &previous[i]);
       // An ignored signal stays ignored, for the program too (nohup's SIGHUP).
       const bool ignored = !(previous[i].sa_flags & SA_SIGINFO) && previous[i].sa_handler == SIG_IGN;
@@ -152,7 +154,7 @@ struct SignalForwarding {
   }
   ~SignalForwarding() {
     for (std::size_t i = 0; i < std::size(previous); ++i)
-      sigaction(trace_detail::forwarded_signals[i], &previous[i], nullptr);
+      sigaction(detail::forwarded_signals[i], &previous[i], nullptr);
     g_program_pid = 0;
   }
   SignalForwarding(const SignalForwarding&) = delete;
@@ -333,30 +335,17 @@ ProgramTrace trace_program(const ProgramTraceOptions& o) {
                                          result.program.forwarded_signal, strsignal(result.program.forwarded_signal)));
     return result;
   }
-  if (std::string note = trace_detail::partial_trace_note(result.end, result.program.signal != 0 ? result.program.signal
+  if (std::string note = detail::partial_trace_note(result.end, result.program.signal != 0 ? result.program.signal
                                                                                                    : result.end_signal,
                                                            result.program.forwarded_signal);
       !note.empty())
     result.notes.push_back(std::move(note));
   if (!output.empty()) result.other_traces = sibling_traces(output);
-  finish_rank_traces(o, rank, started, result);
+  detail::finish_rank_traces(o, rank, started, result);
   result.summary["program"] = {
       {"command", o.command}, {"exit_code", result.program.exit_code}, {"signal", result.program.signal},
       {"forwarded_signal", result.program.forwarded_signal}};
   return result;
-}
-
-TraceFileAnalysis analyze_trace_file(const std::string& path, const Window& window, const AnalysisOptions& options) {
-  Trace t = load_chrome_trace(path);
-  if (!window.empty()) t = apply_window(t, window);
-  return {path, t.command, analyze(t, options)};
-}
-
-nlohmann::json to_json(const TraceFileAnalysis& f) {
-  nlohmann::json j = to_json(f.analysis);
-  j["trace_file"] = f.file;
-  j["command"] = f.command;
-  return j;
 }
 
 }  // namespace ridge::trace

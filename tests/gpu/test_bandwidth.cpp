@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "gpu_test_util.hpp"
+#include "ridge/detail/gemm.hpp"
+#include "ridge/detail/stream_bench.hpp"
 #include "ridge/bandwidth.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/gemm.hpp"
@@ -11,6 +13,10 @@
 #include "measure/cuda/probes.hpp"
 
 using namespace ridge;
+using ridge::detail::StreamBench;
+using ridge::detail::StreamCheck;
+using ridge::detail::Gemm;
+using ridge::detail::GemmCheck;
 
 namespace {
 

@@ -17,7 +17,7 @@ namespace {
 #define RIDGE_REQUIRE_NCCL()                                                         \
   do {                                                                               \
     try {                                                                            \
-      nccl::load();                                                                  \
+      detail::nccl::load();                                                                  \
     } catch (const MissingLibraryError& e) {                                         \
       GTEST_SKIP() << "NCCL not loadable (" << e.what() << "): skipped";             \
     }                                                                                \

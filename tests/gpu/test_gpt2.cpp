@@ -18,7 +18,7 @@
 #include "ridge/gpt2/model.hpp"
 #include "ridge/gpt2/profile.hpp"
 #include "ridge/gpt2/reference.hpp"
-#include "ridge/trace.hpp"
+#include "ridge/trace/analysis.hpp"
 
 using namespace ridge;
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "gpu_test_util.hpp"
+#include "ridge/detail/gemm.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/gemm.hpp"
 #include "ridge/measure.hpp"
@@ -12,6 +13,7 @@
 #include "measure/cuda/probes.hpp"
 
 using namespace ridge;
+using ridge::detail::Gemm;
 
 TEST(Measure, WallWorksWithoutGpuWork) {
   // CPU-only work: measure_wall must time it on any machine.

@@ -19,7 +19,10 @@
 
 #include "gpu_test_util.hpp"
 #include "ridge/errors.hpp"
-#include "ridge/tracer.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/events.hpp"
+#include "ridge/trace/tracer.hpp"
 #include "ridge/writers.hpp"
 #include "trace_workload.hpp"
 

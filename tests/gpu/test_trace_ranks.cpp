@@ -10,7 +10,9 @@
 #include <string>
 
 #include "gpu_test_util.hpp"
-#include "ridge/trace_ranks.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/events.hpp"
+#include "ridge/trace/ranks.hpp"
 #include "ridge/writers.hpp"
 #include "trace_workload.hpp"
 

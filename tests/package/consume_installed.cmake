@@ -27,7 +27,8 @@ foreach(want bin/ridge */cmake/ridge/ridgeConfig.cmake */cmake/ridge/ridgeConfig
     message(FATAL_ERROR "the installed package lacks ${want} (prefix ${prefix})")
   endif()
 endforeach()
-if(NOT EXISTS ${prefix}/include/ridge/measure.hpp OR NOT EXISTS ${prefix}/include/ridge/roofline.hpp)
+if(NOT EXISTS ${prefix}/include/ridge/measure.hpp OR NOT EXISTS ${prefix}/include/ridge/roofline.hpp
+   OR NOT EXISTS ${prefix}/include/ridge/trace/events.hpp)
   message(FATAL_ERROR "the public headers are not installed under ${prefix}/include/ridge")
 endif()
 run("installed ridge --version" ${prefix}/bin/ridge --version)

@@ -215,12 +215,12 @@ TEST(CollectivesLibraries, NcclLookupOrder) {
 
 #ifdef RIDGE_HAVE_NCCL_H
 // ridge declares the NCCL ABI it calls itself; where nccl.h exists, the two must agree.
-static_assert(sizeof(nccl::UniqueId) == sizeof(ncclUniqueId));
-static_assert(sizeof(ncclResult_t) == sizeof(nccl::Result) && sizeof(ncclDataType_t) == sizeof(int));
-static_assert(int{nccl::float32} == int{ncclFloat32} && int{nccl::float16} == int{ncclFloat16} &&
-              int{nccl::bfloat16} == int{ncclBfloat16} && int{nccl::float64} == int{ncclFloat64});
-static_assert(int{nccl::sum} == int{ncclSum} && int{nccl::max} == int{ncclMax} && nccl::in_progress == int{ncclInProgress});
-static_assert(std::is_same_v<nccl::Comm, ncclComm_t>);
+static_assert(sizeof(detail::nccl::UniqueId) == sizeof(ncclUniqueId));
+static_assert(sizeof(ncclResult_t) == sizeof(detail::nccl::Result) && sizeof(ncclDataType_t) == sizeof(int));
+static_assert(int{detail::nccl::float32} == int{ncclFloat32} && int{detail::nccl::float16} == int{ncclFloat16} &&
+              int{detail::nccl::bfloat16} == int{ncclBfloat16} && int{detail::nccl::float64} == int{ncclFloat64});
+static_assert(int{detail::nccl::sum} == int{ncclSum} && int{detail::nccl::max} == int{ncclMax} && detail::nccl::in_progress == int{ncclInProgress});
+static_assert(std::is_same_v<detail::nccl::Comm, ncclComm_t>);
 #endif
 
 TEST(CollectivesRecords, CombinesRanksAndAddsBandwidths) {
@@ -403,7 +403,7 @@ TEST(CollectivesNcclLoad, MissingLibraryIsExitCodeSeven) {
   // NCCL is loaded once per process: this test owns the first load in the unit-test binary.
   ::setenv("RIDGE_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
   try {
-    nccl::load();
+    detail::nccl::load();
     FAIL() << "loading a missing NCCL succeeded";
   } catch (const MissingLibraryError& e) {
     EXPECT_EQ(e.code(), ExitCode::missing_library);

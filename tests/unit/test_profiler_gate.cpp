@@ -6,11 +6,12 @@
 #include <set>
 #include <string>
 
-#include "ridge/trace.hpp"
+#include "ridge/trace/events.hpp"
+#include "ridge/trace/window.hpp"
 #include "trace/cupti/profiler_gate.hpp"
 
-using ridge::trace_detail::ProfilerCallNesting;
-using ridge::trace_detail::ProfilerWindows;
+using ridge::detail::ProfilerCallNesting;
+using ridge::detail::ProfilerWindows;
 using namespace ridge::trace;
 
 TEST(ProfilerGate, TheRuntimeCallAndTheDriverCallInsideItActOnce) {

@@ -14,7 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "ridge/errors.hpp"
-#include "ridge/trace.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/events.hpp"
+#include "ridge/trace/launch.hpp"
+#include "ridge/trace/what_if.hpp"
+#include "ridge/trace/window.hpp"
 #include "trace/model/record_times.hpp"
 #include "trace/model/signals.hpp"
 
@@ -888,17 +893,17 @@ TEST(TraceChrome, NegativeTimestampsAreValidAndShiftedToZero) {
 }
 
 TEST(TraceModel, CuptiRecordTimesAreCompleteMissingOrReversed) {
-  using ridge::trace_detail::RecordTimes;
-  using ridge::trace_detail::classify_record_times;
+  using ridge::detail::RecordTimes;
+  using ridge::detail::classify_record_times;
   EXPECT_EQ(classify_record_times(100, 200), RecordTimes::complete);
   EXPECT_EQ(classify_record_times(100, 100), RecordTimes::complete);
   EXPECT_EQ(classify_record_times(0, 200), RecordTimes::missing);
   EXPECT_EQ(classify_record_times(100, 0), RecordTimes::missing);
   EXPECT_EQ(classify_record_times(200, 100), RecordTimes::reversed);
   Trace t;
-  t.count_rejected(ridge::trace_detail::reversed_gpu_records);
-  t.count_rejected(ridge::trace_detail::reversed_host_records, 2);
-  t.count_rejected(ridge::trace_detail::reversed_gpu_records, 4);
+  t.count_rejected(ridge::detail::reversed_gpu_records);
+  t.count_rejected(ridge::detail::reversed_host_records, 2);
+  t.count_rejected(ridge::detail::reversed_gpu_records, 4);
   ASSERT_EQ(t.rejected_events.size(), 2u);
   EXPECT_EQ(t.rejected_events[0].count, 5u);
   EXPECT_EQ(t.rejected_events[1].count, 2u);
@@ -1057,9 +1062,9 @@ std::filesystem::path fresh_ready_file(const std::string& name) {
 }  // namespace
 
 TEST(TraceSignals, FatalSignalsAreFlushedAndRaisedAgainEvenWhenTheProgramHandlesThem) {
-  using ridge::trace_detail::action_for;
-  using ridge::trace_detail::PreviousHandler;
-  using ridge::trace_detail::SignalAction;
+  using ridge::detail::action_for;
+  using ridge::detail::PreviousHandler;
+  using ridge::detail::SignalAction;
   for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL})
     for (auto previous : {PreviousHandler::default_action, PreviousHandler::function, PreviousHandler::ignored})
       EXPECT_EQ(action_for(sig, previous), SignalAction::flush_and_reraise) << sig;
@@ -1067,13 +1072,13 @@ TEST(TraceSignals, FatalSignalsAreFlushedAndRaisedAgainEvenWhenTheProgramHandles
   EXPECT_EQ(action_for(SIGTERM, PreviousHandler::ignored), SignalAction::ignore);
   EXPECT_EQ(action_for(SIGTERM, PreviousHandler::default_action), SignalAction::flush_and_reraise);
   EXPECT_EQ(action_for(SIGINT, PreviousHandler::default_action), SignalAction::flush_and_reraise);
-  EXPECT_STREQ(ridge::trace_detail::end_reason(SIGSEGV), "crash");
-  EXPECT_STREQ(ridge::trace_detail::end_reason(SIGABRT), "crash");
-  EXPECT_STREQ(ridge::trace_detail::end_reason(SIGTERM), "signal");
+  EXPECT_STREQ(ridge::detail::end_reason(SIGSEGV), "crash");
+  EXPECT_STREQ(ridge::detail::end_reason(SIGABRT), "crash");
+  EXPECT_STREQ(ridge::detail::end_reason(SIGTERM), "signal");
 }
 
 TEST(TraceSignals, ACtrlCAtTheTerminalIsForwardedOnlyToAProgramInAGroupOfItsOwn) {
-  using ridge::trace_detail::forward_to_program;
+  using ridge::detail::forward_to_program;
   EXPECT_TRUE(forward_to_program(SIGTERM, false, false));  // kill <ridge>: the program never saw it
   EXPECT_TRUE(forward_to_program(SIGINT, false, false));
   EXPECT_FALSE(forward_to_program(SIGINT, true, false));  // the terminal sent it to the program already
@@ -1084,7 +1089,7 @@ TEST(TraceSignals, ACtrlCAtTheTerminalIsForwardedOnlyToAProgramInAGroupOfItsOwn)
 }
 
 TEST(TraceSignals, APartialTraceSaysWhyItEndedEarly) {
-  using ridge::trace_detail::partial_trace_note;
+  using ridge::detail::partial_trace_note;
   EXPECT_EQ(partial_trace_note("exit", 0, 0), "");
   const std::string crash = partial_trace_note("crash", SIGSEGV, 0);
   EXPECT_NE(crash.find("crashed"), std::string::npos) << crash;

@@ -12,7 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "ridge/errors.hpp"
-#include "ridge/trace_ranks.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/events.hpp"
+#include "ridge/trace/ranks.hpp"
+#include "ridge/trace/window.hpp"
 #include "ridge/writers.hpp"
 
 using namespace ridge::trace;

@@ -9,7 +9,8 @@
 #include "cli.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/roofline.hpp"
-#include "ridge/trace.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/what_if.hpp"
 
 namespace ridge::cli {
 

@@ -7,8 +7,10 @@
 
 #include "cli.hpp"
 #include "ridge/errors.hpp"
-#include "ridge/trace.hpp"
-#include "ridge/trace_ranks.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/events.hpp"
+#include "ridge/trace/launch.hpp"
+#include "ridge/trace/ranks.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::cli {

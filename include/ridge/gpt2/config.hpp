@@ -1,7 +1,7 @@
 #pragma once
 // GPT-2's shape, its presets, the tensors it is made of, and what one decode step costs.
-// Host-only and CPU-only: shared by the CPU reference (src/core) and the CUDA workload
-// (src/workloads/gpt2), which is why the weight-initialisation hash below also compiles for the GPU.
+// Host-only and CPU-only: shared by the CPU reference (src/workloads/gpt2) and the CUDA workload
+// (src/workloads/gpt2/cuda), which is why the weight-initialisation hash below also compiles for the GPU.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,8 +34,6 @@ struct Config {
 /// "small" (124M), "medium" (355M), "large" (774M), "xl" (1.5B), or "tiny" (2 layers, width 128,
 /// vocabulary 512, context 256: for tests). Throws UsageError for other names.
 Config preset(const std::string& name);
-/// Names of the presets, in size order.
-std::vector<std::string> preset_names();
 
 /// What a tensor is, which decides how it is stored on the GPU and how it is initialised.
 enum class TensorKind {

@@ -8,7 +8,7 @@
 #include "ridge/dtype.hpp"
 #include "ridge/gpt2/model.hpp"
 #include "ridge/result.hpp"
-#include "ridge/trace.hpp"
+#include "ridge/trace/analysis.hpp"
 
 namespace ridge::gpt2 {
 

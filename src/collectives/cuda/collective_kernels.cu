@@ -5,7 +5,7 @@
 #include "collectives/cuda/collective_kernels.hpp"
 #include "collectives/fill_formula.hpp"
 
-namespace ridge::collective_kernels {
+namespace ridge::detail::collective_kernels {
 
 namespace {
 
@@ -36,7 +36,7 @@ template <typename T>
 __global__ void fill_kernel(T* data, std::int64_t count, int rank) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x)
-    data[i] = from_double<T>(collective_formula::fill(rank, i));
+    data[i] = from_double<T>(detail::collective_formula::fill(rank, i));
 }
 
 template <typename T>
@@ -46,7 +46,7 @@ __global__ void check_kernel(const T* data, std::int64_t count, int op, int rank
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     bool defined = false;
-    const double want = collective_formula::expected(op, rank, ranks, chunk, i, &defined);
+    const double want = detail::collective_formula::expected(op, rank, ranks, chunk, i, &defined);
     if (!defined) continue;
     const double got = to_double(data[i]);
     if (!(got == want)) {  // NaN (the poison) counts as wrong
@@ -144,4 +144,4 @@ void launch_sm_copy(void* dst, const void* src, std::int64_t bytes, int blocks, 
                                                  bytes / 4);
 }
 
-}  // namespace ridge::collective_kernels
+}  // namespace ridge::detail::collective_kernels

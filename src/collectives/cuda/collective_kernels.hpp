@@ -5,7 +5,7 @@
 
 #include "ridge/measure.hpp"
 
-namespace ridge::collective_kernels {
+namespace ridge::detail::collective_kernels {
 
 /// Element kinds, kept apart from ridge::DType so the .cu file needs no other ridge header.
 enum Elem : int { f32 = 0, f16 = 1, bf16 = 2, f64 = 3 };
@@ -31,4 +31,4 @@ void launch_pattern_check(const std::uint32_t* words, std::int64_t count, std::u
 /// peer GPU's memory).
 void launch_sm_copy(void* dst, const void* src, std::int64_t bytes, int blocks, cuda_stream stream);
 
-}  // namespace ridge::collective_kernels
+}  // namespace ridge::detail::collective_kernels

@@ -29,10 +29,10 @@ using Clock = std::chrono::steady_clock;
 
 int elem_of(DType d) {
   switch (d) {
-    case DType::fp32: return collective_kernels::f32;
-    case DType::fp16: return collective_kernels::f16;
-    case DType::bf16: return collective_kernels::bf16;
-    default: return collective_kernels::f64;
+    case DType::fp32: return detail::collective_kernels::f32;
+    case DType::fp16: return detail::collective_kernels::f16;
+    case DType::bf16: return detail::collective_kernels::bf16;
+    default: return detail::collective_kernels::f64;
   }
 }
 
@@ -71,7 +71,7 @@ std::pair<std::size_t, std::size_t> buffer_bytes(const std::vector<Point>& point
 
 class RankRunner {
  public:
-  RankRunner(const nccl::Library& lib, nccl::Comm comm, int device, int rank, int ranks, const CollectivesPlan& plan,
+  RankRunner(const detail::nccl::Library& lib, detail::nccl::Comm comm, int device, int rank, int ranks, const CollectivesPlan& plan,
              std::pair<std::size_t, std::size_t> bytes)
       : lib_(lib), comm_(comm), device_(device), rank_(rank), ranks_(ranks), plan_(plan) {
     RIDGE_CHECK(cudaSetDevice(device_));
@@ -147,24 +147,24 @@ class RankRunner {
   }
 
   void issue(const Point& p, const void* send, void* recv, cuda_stream s) {
-    const int dt = nccl::data_type(p.dtype);
+    const int dt = detail::nccl::data_type(p.dtype);
     const auto count = static_cast<std::size_t>(p.shape.send_count);
     const auto chunk = static_cast<std::size_t>(p.shape.chunk);
     switch (p.op) {
       case CollectiveOp::all_reduce:
-        RIDGE_NCCL_CHECK(lib_, lib_.all_reduce(send, recv, count, dt, nccl::sum, comm_, s), comm_);
+        RIDGE_NCCL_CHECK(lib_, lib_.all_reduce(send, recv, count, dt, detail::nccl::sum, comm_, s), comm_);
         return;
       case CollectiveOp::all_gather:
         RIDGE_NCCL_CHECK(lib_, lib_.all_gather(send, recv, chunk, dt, comm_, s), comm_);
         return;
       case CollectiveOp::reduce_scatter:
-        RIDGE_NCCL_CHECK(lib_, lib_.reduce_scatter(send, recv, chunk, dt, nccl::sum, comm_, s), comm_);
+        RIDGE_NCCL_CHECK(lib_, lib_.reduce_scatter(send, recv, chunk, dt, detail::nccl::sum, comm_, s), comm_);
         return;
       case CollectiveOp::broadcast:
         RIDGE_NCCL_CHECK(lib_, lib_.broadcast(send, recv, count, dt, 0, comm_, s), comm_);
         return;
       case CollectiveOp::reduce:
-        RIDGE_NCCL_CHECK(lib_, lib_.reduce(send, recv, count, dt, nccl::sum, 0, comm_, s), comm_);
+        RIDGE_NCCL_CHECK(lib_, lib_.reduce(send, recv, count, dt, detail::nccl::sum, 0, comm_, s), comm_);
         return;
       case CollectiveOp::alltoall: {
         const std::size_t block = chunk * static_cast<std::size_t>(bytes_per_element(p.dtype));
@@ -192,12 +192,12 @@ class RankRunner {
     const std::size_t poisoned =
         std::max(p.shape.recv_count, p.placement == Placement::in_place ? p.shape.send_count : 0) * element;
     RIDGE_CHECK(cudaMemsetAsync(p.placement == Placement::in_place ? recv_ : recv, 0xFF, poisoned, stream_));
-    collective_kernels::launch_fill(send, p.shape.send_count, elem_of(p.dtype), rank_, stream_);
+    detail::collective_kernels::launch_fill(send, p.shape.send_count, elem_of(p.dtype), rank_, stream_);
     RIDGE_CHECK_LAUNCH();
     issue(p, send, recv, stream_);
     RIDGE_CHECK(cudaMemsetAsync(counters_, 0, sizeof(unsigned long long), stream_));
     RIDGE_CHECK(cudaMemsetAsync(counters_ + 1, 0xFF, sizeof(unsigned long long), stream_));
-    collective_kernels::launch_check(recv, p.shape.recv_count, elem_of(p.dtype), static_cast<int>(p.op), rank_, ranks_,
+    detail::collective_kernels::launch_check(recv, p.shape.recv_count, elem_of(p.dtype), static_cast<int>(p.op), rank_, ranks_,
                                      p.shape.chunk, counters_, stream_);
     RIDGE_CHECK_LAUNCH();
     unsigned long long host[2] = {0, 0};
@@ -237,14 +237,14 @@ class RankRunner {
   /// The largest of every rank's `value` (an all_reduce of one double).
   double agree_max(double value) {
     RIDGE_CHECK(cudaMemcpyAsync(agree_, &value, sizeof value, cudaMemcpyHostToDevice, stream_));
-    RIDGE_NCCL_CHECK(lib_, lib_.all_reduce(agree_, agree_, 1, nccl::float64, nccl::max, comm_, stream_), comm_);
+    RIDGE_NCCL_CHECK(lib_, lib_.all_reduce(agree_, agree_, 1, detail::nccl::float64, detail::nccl::max, comm_, stream_), comm_);
     RIDGE_CHECK(cudaMemcpyAsync(&value, agree_, sizeof value, cudaMemcpyDeviceToHost, stream_));
     RIDGE_CHECK(cudaStreamSynchronize(stream_));
     return value;
   }
 
-  const nccl::Library& lib_;
-  nccl::Comm comm_;
+  const detail::nccl::Library& lib_;
+  detail::nccl::Comm comm_;
   int device_, rank_, ranks_;
   const CollectivesPlan& plan_;
   cudaStream_t stream_ = nullptr;
@@ -274,7 +274,7 @@ struct Combiner {
   }
 };
 
-void run_threads(CollectivesRun& run, const nccl::Library& lib, const SweepCallbacks& callbacks) {
+void run_threads(CollectivesRun& run, const detail::nccl::Library& lib, const SweepCallbacks& callbacks) {
   const int visible = device_count();
   const int gpus = run.plan.options.gpus == 0 ? visible : run.plan.options.gpus;
   if (gpus > visible)
@@ -283,11 +283,11 @@ void run_threads(CollectivesRun& run, const nccl::Library& lib, const SweepCallb
   const auto rank_points = sweep_points_of(run.plan, gpus);
   std::vector<int> devices(gpus);
   for (int i = 0; i < gpus; ++i) devices[i] = i;
-  std::vector<nccl::Comm> comms(gpus, nullptr);
+  std::vector<detail::nccl::Comm> comms(gpus, nullptr);
   RIDGE_NCCL_CHECK(lib, lib.comm_init_all(comms.data(), gpus, devices.data()), nullptr);
   struct Destroy {
-    const nccl::Library& lib;
-    std::vector<nccl::Comm>& comms;
+    const detail::nccl::Library& lib;
+    std::vector<detail::nccl::Comm>& comms;
     ~Destroy() {
       for (auto c : comms)
         if (c) lib.comm_destroy(c);
@@ -343,20 +343,20 @@ void run_threads(CollectivesRun& run, const nccl::Library& lib, const SweepCallb
   for (int r = 0; r < gpus; ++r) run.rank_info[r].clocks_end = read_clocks(r);
 }
 
-void run_processes(CollectivesRun& run, const nccl::Library& lib, Rendezvous& rendezvous,
+void run_processes(CollectivesRun& run, const detail::nccl::Library& lib, Rendezvous& rendezvous,
                    const SweepCallbacks& callbacks) {
   run.ranks = rendezvous.size();
   const int visible = device_count();
   const int device = run.launch.local_rank % visible;
   RIDGE_CHECK(cudaSetDevice(device));
-  nccl::UniqueId id{};
+  detail::nccl::UniqueId id{};
   if (rendezvous.rank() == 0) RIDGE_NCCL_CHECK(lib, lib.get_unique_id(&id), nullptr);
   rendezvous.broadcast(&id, sizeof id);
-  nccl::Comm comm = nullptr;
+  detail::nccl::Comm comm = nullptr;
   RIDGE_NCCL_CHECK(lib, lib.comm_init_rank(&comm, run.ranks, id, rendezvous.rank()), nullptr);
   struct Destroy {
-    const nccl::Library& lib;
-    nccl::Comm comm;
+    const detail::nccl::Library& lib;
+    detail::nccl::Comm comm;
     ~Destroy() { lib.comm_destroy(comm); }
   } destroy{lib, comm};
   RankInfo me = describe_rank(rendezvous.rank(), run.launch.local_rank, device);
@@ -396,10 +396,10 @@ CollectivesRun run_collectives(const CollectivesOptions& options, const SweepCal
     rendezvous = mpi_rendezvous(run.launch);
   else if (run.launch.kind == LaunchKind::env)
     rendezvous = file_rendezvous(run.plan.options.rendezvous, environment_run_key(environment_map()), run.launch);
-  const nccl::Library& lib = nccl::load();
+  const detail::nccl::Library& lib = detail::nccl::load();
   run.nccl_library = lib.path;
   run.nccl_version = nccl_version_text(lib.version);
-  run.nvls_note = nccl::nvls_note();
+  run.nvls_note = detail::nccl::nvls_note();
   run.root = run.launch.rank == 0;
   try {
     require_gpu(0);

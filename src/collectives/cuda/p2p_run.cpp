@@ -17,10 +17,10 @@ namespace ridge {
 
 namespace {
 
-using collective_kernels::launch_pattern_check;
-using collective_kernels::launch_pattern_fill;
-using collective_kernels::launch_sm_copy;
-using collective_kernels::pattern_word;
+using detail::collective_kernels::launch_pattern_check;
+using detail::collective_kernels::launch_pattern_fill;
+using detail::collective_kernels::launch_sm_copy;
+using detail::collective_kernels::pattern_word;
 
 std::uint32_t salt_of(int gpu) { return 0x51ED0000u + static_cast<std::uint32_t>(gpu); }
 std::uint32_t host_salt(int gpu) { return 0x40570000u + static_cast<std::uint32_t>(gpu); }

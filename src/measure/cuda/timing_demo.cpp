@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "measure/cuda/probes.hpp"
+#include "ridge/detail/gemm.hpp"
 #include "ridge/checks.hpp"
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
@@ -17,15 +18,15 @@ namespace ridge {
 
 namespace {
 
-GemmCheck checked(Gemm& gemm) {
-  GemmCheck check = gemm.verify();
+detail::GemmCheck checked(detail::Gemm& gemm) {
+  detail::GemmCheck check = gemm.verify();
   if (!check.passed)
     throw VerificationError(fmt::format("the {} GEMM {}x{}x{} gave wrong results: {}", to_string(gemm.dtype()),
                                         gemm.shape().m, gemm.shape().n, gemm.shape().k, check.summary()));
   return check;
 }
 
-TimingCase describe_case(const Gemm& gemm, const GemmCheck& check) {
+TimingCase describe_case(const detail::Gemm& gemm, const detail::GemmCheck& check) {
   TimingCase c;
   c.shape = gemm.shape();
   c.dtype = gemm.dtype();
@@ -48,7 +49,7 @@ double nvml_sm_mhz(int device) {
 
 // Times a case's rows interleaved (one sample of each in turn, the SM clock read between turns)
 // while a ClockMonitor watches the clocks, and makes their records.
-std::vector<TimedMethod> timed_interleaved(int device, Gemm& gemm, const GemmCheck& check, const char* which,
+std::vector<TimedMethod> timed_interleaved(int device, detail::Gemm& gemm, const detail::GemmCheck& check, const char* which,
                                            std::vector<RowPlan> plan, int samples, int warmup) {
   std::vector<InterleavedMethod> methods;
   for (const auto& row : plan) methods.push_back(row.method);
@@ -96,8 +97,8 @@ TimingDemo run_timing_demo(const TimingDemoOptions& o, const std::function<void(
   demo.rated_sm_mhz = describe_device(o.device).max_sm_clock_mhz;
 
   // --- the large case: naive vs synchronized wall clock vs events ---------------------------
-  Gemm gemm({o.n, o.n, o.n}, dtype, 1, backend);
-  const GemmCheck check = checked(gemm);
+  detail::Gemm gemm({o.n, o.n, o.n}, dtype, 1, backend);
+  const detail::GemmCheck check = checked(gemm);
   demo.large = describe_case(gemm, check);
   const double slowdown_ns = o.inject_slowdown_us * 1e3;
   auto run = [&](cuda_stream s) {
@@ -122,8 +123,8 @@ TimingDemo run_timing_demo(const TimingDemoOptions& o, const std::function<void(
   demo.large.methods = timed_interleaved(o.device, gemm, check, "large", std::move(large_rows), o.samples, o.warmup);
 
   // --- the small case: per-sample events vs the launch-free methods --------------------------
-  Gemm small({o.small_n, o.small_n, o.small_n}, small_dtype, 7, backend);
-  const GemmCheck small_check = checked(small);
+  detail::Gemm small({o.small_n, o.small_n, o.small_n}, small_dtype, 7, backend);
+  const detail::GemmCheck small_check = checked(small);
   demo.small = describe_case(small, small_check);
   auto run_small = [&](cuda_stream s) { small.run(s); };
   status("timing: small case, interleaved");

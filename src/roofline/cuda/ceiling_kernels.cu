@@ -9,7 +9,7 @@
 #include "measure/cuda/cuda_check.hpp"
 #include "ridge/errors.hpp"
 
-namespace ridge::ceiling {
+namespace ridge::detail::ceiling {
 
 namespace {
 
@@ -292,4 +292,4 @@ void launch_count_differences(const void* x, const void* y, std::int64_t words, 
   RIDGE_CHECK_LAUNCH();
 }
 
-}  // namespace ridge::ceiling
+}  // namespace ridge::detail::ceiling

@@ -5,7 +5,7 @@
 
 #include "ridge/measure.hpp"
 
-namespace ridge::ceiling {
+namespace ridge::detail::ceiling {
 
 /// Launch shape of a streaming kernel: `unroll` independent 16-byte loads in flight per thread,
 /// `streaming` = evict-first cache hints (ld/st .cs), `threads` per block.
@@ -54,4 +54,4 @@ float fma_start_value(std::int64_t thread, int chain);
 void launch_count_differences(const void* x, const void* y, std::int64_t words, unsigned long long* counter,
                               cuda_stream stream);
 
-}  // namespace ridge::ceiling
+}  // namespace ridge::detail::ceiling

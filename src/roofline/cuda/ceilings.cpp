@@ -1,5 +1,6 @@
 // Measured ceilings: the host side. Each probe's output is checked against a host reference
 // before it is timed; times are launch-free (stream held by a spin kernel) medians.
+#include "ridge/detail/gemm.hpp"
 #include "ridge/ceilings.hpp"
 
 #include <algorithm>
@@ -30,7 +31,7 @@ namespace ridge {
 
 namespace {
 
-using ceiling::StreamVariant;
+using detail::ceiling::StreamVariant;
 
 // Inputs are uniform in [0.5, 1.5): never zero, and with a range width of exactly 1 the fill's
 // lo + (hi - lo) * u is exact, so host references reproduce the device's values bit for bit
@@ -201,12 +202,12 @@ class Prober {
     // copy: a = b
     best_stream_kernel(
         "ceiling.hbm.copy", variants, 2.0 * bytes, ws, "reads b, writes a: bytes = 2 x array",
-        [&](const StreamVariant& v) { return blocks_for(ceiling::copy_blocks_per_sm(v)); },
+        [&](const StreamVariant& v) { return blocks_for(detail::ceiling::copy_blocks_per_sm(v)); },
         [&](const StreamVariant& v, int blocks) {
           RIDGE_CHECK(cudaMemset(a.get(), 0xff, bytes));  // NaN: a skipped element cannot pass
           RIDGE_CHECK(cudaMemset(counter.get(), 0, sizeof(unsigned long long)));
-          ceiling::launch_copy(b.get(), a.get(), n4, v, blocks, nullptr);
-          ceiling::launch_count_differences(a.get(), b.get(), n4 * 4, counter.get<unsigned long long>(), nullptr);
+          detail::ceiling::launch_copy(b.get(), a.get(), n4, v, blocks, nullptr);
+          detail::ceiling::launch_count_differences(a.get(), b.get(), n4 * 4, counter.get<unsigned long long>(), nullptr);
           unsigned long long differ = 0;
           RIDGE_CHECK(cudaMemcpy(&differ, counter.get(), sizeof differ, cudaMemcpyDeviceToHost));
           if (differ)
@@ -221,14 +222,14 @@ class Prober {
                                                     random_value(seed_b, first + i, fill_lo, fill_hi)));
           }
         },
-        [&](const StreamVariant& v, int blocks, cuda_stream s) { ceiling::launch_copy(b.get(), a.get(), n4, v, blocks, s); });
+        [&](const StreamVariant& v, int blocks, cuda_stream s) { detail::ceiling::launch_copy(b.get(), a.get(), n4, v, blocks, s); });
 
     // read-only reduction of b
     best_stream_kernel(
         "ceiling.hbm.read", variants, 1.0 * bytes, ws, "reads b once (sum): bytes = 1 x array",
-        [&](const StreamVariant& v) { return blocks_for(ceiling::read_blocks_per_sm(v)); },
+        [&](const StreamVariant& v) { return blocks_for(detail::ceiling::read_blocks_per_sm(v)); },
         [&](const StreamVariant& v, int blocks) {
-          ceiling::launch_read(b.get(), n4, partials.get<double>(), v, blocks, nullptr);
+          detail::ceiling::launch_read(b.get(), n4, partials.get<double>(), v, blocks, nullptr);
           const double got = device_partials_sum(partials, blocks), want = b_sum.get();
           // Terms are >= 1 each and only the double summation order differs: a dropped or doubled
           // vector moves the sum by >= 1, rounding by far less than 0.25.
@@ -237,16 +238,16 @@ class Prober {
                                                 variant_name(v), got, want));
         },
         [&](const StreamVariant& v, int blocks, cuda_stream s) {
-          ceiling::launch_read(b.get(), n4, partials.get<double>(), v, blocks, s);
+          detail::ceiling::launch_read(b.get(), n4, partials.get<double>(), v, blocks, s);
         });
 
     // triad: a = b + s * c
     best_stream_kernel(
         "ceiling.hbm.triad", variants, 3.0 * bytes, ws, "reads b and c, writes a: bytes = 3 x array",
-        [&](const StreamVariant& v) { return blocks_for(ceiling::triad_blocks_per_sm(v)); },
+        [&](const StreamVariant& v) { return blocks_for(detail::ceiling::triad_blocks_per_sm(v)); },
         [&](const StreamVariant& v, int blocks) {
           RIDGE_CHECK(cudaMemset(a.get(), 0xff, bytes));
-          ceiling::launch_triad(a.get(), b.get(), c.get(), triad_scalar, n4, v, blocks, nullptr);
+          detail::ceiling::launch_triad(a.get(), b.get(), c.get(), triad_scalar, n4, v, blocks, nullptr);
           RIDGE_CHECK(cudaDeviceSynchronize());
           for (auto [first, count] : spot_ranges(n4 * 4)) {
             const auto got = copy_to_host(a.get(), first, count);
@@ -260,7 +261,7 @@ class Prober {
           }
         },
         [&](const StreamVariant& v, int blocks, cuda_stream s) {
-          ceiling::launch_triad(a.get(), b.get(), c.get(), triad_scalar, n4, v, blocks, s);
+          detail::ceiling::launch_triad(a.get(), b.get(), c.get(), triad_scalar, n4, v, blocks, s);
         });
 
     for (const auto& r : c_.records)
@@ -321,21 +322,21 @@ class Prober {
         // the grid shrinks when a full one would need more vectors than the working set holds.
         const std::int64_t per_sm_quantum = std::int64_t(d_.sm_count) * threads * unroll;
         const int blocks_per_sm = static_cast<int>(
-            std::min<std::int64_t>(ceiling::l2_read_blocks_per_sm(v), target_n4 / per_sm_quantum));
+            std::min<std::int64_t>(detail::ceiling::l2_read_blocks_per_sm(v), target_n4 / per_sm_quantum));
         if (blocks_per_sm < 1) continue;
         const int blocks = std::min(blocks_per_sm * d_.sm_count, 65536);
         const std::int64_t quantum = std::int64_t(blocks) * threads * unroll;
         const std::int64_t n4 = target_n4 / quantum * quantum;
         const double ws_bytes = double(n4) * 16;
         const int passes = static_cast<int>(std::clamp(8e9 / ws_bytes, 8.0, 20000.0));
-        ceiling::launch_l2_read(b.get(), n4, passes, partials.get<double>(), v, blocks, nullptr);
+        detail::ceiling::launch_l2_read(b.get(), n4, passes, partials.get<double>(), v, blocks, nullptr);
         const double got = device_partials_sum(partials, blocks);
         const double want = passes * host_group_sum(seed_b, 0, n4);
         if (!(std::abs(got - want) <= 0.25 + 1e-12 * want))
           throw VerificationError(fmt::format("L2 read kernel ({}): sum {:.3f} over {} passes, host reference {:.3f}",
                                               variant_name(v), got, passes, want));
         const Measurement m = measure_spin(
-            [&](cuda_stream s) { ceiling::launch_l2_read(b.get(), n4, passes, partials.get<double>(), v, blocks, s); },
+            [&](cuda_stream s) { detail::ceiling::launch_l2_read(b.get(), n4, passes, partials.get<double>(), v, blocks, s); },
             timing(9));
         const double rate = ws_bytes * passes / (m.summary.median * 1e-3);
         const nlohmann::json params{{"working_set_bytes", ws_bytes}, {"passes", passes}, {"l2_bytes", l2},
@@ -371,17 +372,17 @@ class Prober {
     double best_flops = 0;
     for (int chains : {8, 16})
       for (int threads : {256, 512, 1024}) {
-        const int blocks = ceiling::fma_blocks_per_sm(chains, threads) * d_.sm_count;
+        const int blocks = detail::ceiling::fma_blocks_per_sm(chains, threads) * d_.sm_count;
         const std::int64_t total_threads = std::int64_t(blocks) * threads;
         const int iterations = work_per_thread / chains;
         DeviceBuffer out(total_threads * sizeof(float), "the FMA probe's output");
         RIDGE_CHECK(cudaMemset(out.get(), 0xff, total_threads * sizeof(float)));
-        ceiling::launch_fma(out.get<float>(), iterations, a, b, chains, threads, blocks,
+        detail::ceiling::launch_fma(out.get<float>(), iterations, a, b, chains, threads, blocks,
                             clock_info.get<unsigned long long>(), nullptr);
         check_fma(out, total_threads, iterations, a, b, chains, threads);
         const Measurement m = measure_spin(
             [&](cuda_stream s) {
-              ceiling::launch_fma(out.get<float>(), iterations, a, b, chains, threads, blocks,
+              detail::ceiling::launch_fma(out.get<float>(), iterations, a, b, chains, threads, blocks,
                                   clock_info.get<unsigned long long>(), s);
             },
             timing(9));
@@ -423,7 +424,7 @@ class Prober {
       RIDGE_CHECK(cudaMemcpy(&got, out.get<float>() + t, sizeof got, cudaMemcpyDeviceToHost));
       float sum = 0;
       for (int c = 0; c < chains; ++c) {
-        float x = ceiling::fma_start_value(t, c);
+        float x = detail::ceiling::fma_start_value(t, c);
         for (int i = 0; i < iterations; ++i) x = std::fma(x, a, b);
         sum += x;
       }
@@ -439,14 +440,14 @@ class Prober {
   void tensor() {
     const std::int64_t n = 8192;
     for (DType dtype : {DType::bf16, DType::fp16, DType::tf32, DType::fp8_e4m3}) {
-      std::unique_ptr<Gemm> gemm;
+      std::unique_ptr<detail::Gemm> gemm;
       try {
-        gemm = std::make_unique<Gemm>(GemmShape{n, n, n}, dtype);
+        gemm = std::make_unique<detail::Gemm>(GemmShape{n, n, n}, dtype);
       } catch (const UsageError& e) {
         c_.notes.push_back(fmt::format("{}: not measured ({})", to_string(dtype), e.what()));
         continue;
       }
-      const GemmCheck check = gemm->verify();
+      const detail::GemmCheck check = gemm->verify();
       if (!check.passed)
         throw VerificationError(fmt::format("the {} GEMM {}^3 gave wrong results: {}", to_string(dtype), n,
                                             check.summary()));

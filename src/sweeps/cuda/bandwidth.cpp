@@ -1,5 +1,5 @@
 // Host side of the streaming kernels: buffers, dispatch, and the check against a host reference.
-#include "ridge/bandwidth.hpp"
+#include "ridge/detail/stream_bench.hpp"
 
 #include <cmath>
 #include <map>
@@ -15,7 +15,7 @@
 #include "measure/cuda/launchers.hpp"
 #include "sweeps/cuda/stream_kernels.hpp"
 
-namespace ridge {
+namespace ridge::detail {
 
 namespace sk = stream_kernels;
 
@@ -239,4 +239,4 @@ StreamCheck StreamBench::verify(StreamOp op, StreamVariant variant, std::int64_t
   return check;
 }
 
-}  // namespace ridge
+}  // namespace ridge::detail

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "ridge/detail/stream_bench.hpp"
 #include "ridge/bandwidth.hpp"
 #include "ridge/checks.hpp"
 #include "ridge/device.hpp"
@@ -37,7 +38,7 @@ BandwidthSweep run_bandwidth_sweep(const BandwidthSetup& setup, const SweepCallb
   const std::int64_t capacity = *std::max_element(p.sizes.begin(), p.sizes.end());
   if (callbacks.on_status)
     callbacks.on_status(fmt::format("bandwidth: allocating and filling {} of buffers", format_bytes(12.0 * double(capacity))));
-  StreamBench bench(capacity);
+  detail::StreamBench bench(capacity);
   if (callbacks.on_status) callbacks.on_status("");
 
   std::vector<std::string> op_names, variant_names;
@@ -49,7 +50,7 @@ BandwidthSweep run_bandwidth_sweep(const BandwidthSetup& setup, const SweepCallb
   const CudaOptions base{.warmup = o.warmup, .samples = o.samples, .repeats = o.cold ? 1 : 0, .flush_l2 = o.cold};
   auto measure_point = [&](const SweepPoint& pt) {
     const StreamPoint point{stream_op_from_string(pt.op), stream_variant_from_string(pt.variant), pt.size};
-    const StreamCheck check = bench.verify(point.op, point.variant, point.n);
+    const detail::StreamCheck check = bench.verify(point.op, point.variant, point.n);
     if (!check.passed)
       throw VerificationError(fmt::format("bandwidth {} {} at n={} gave wrong results: {}", pt.op, pt.variant, point.n,
                                           check.summary()));

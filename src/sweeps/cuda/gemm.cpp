@@ -1,4 +1,4 @@
-#include "ridge/gemm.hpp"
+#include "ridge/detail/gemm.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +19,7 @@
 #include "measure/cuda/random_fill.hpp"
 #include "measure/cuda/launchers.hpp"
 
-namespace ridge {
+namespace ridge::detail {
 
 namespace {
 
@@ -338,4 +338,4 @@ std::string Gemm::algorithm() const {
   return fmt::format("cublasLt algo {} tile {} stages {} workspace {} B", id, tile, stages, h.workspaceSize);
 }
 
-}  // namespace ridge
+}  // namespace ridge::detail

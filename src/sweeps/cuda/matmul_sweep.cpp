@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ridge/detail/gemm.hpp"
 #include "ridge/checks.hpp"
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
@@ -36,9 +37,9 @@ MatmulSweep run_matmul_sweep(const MatmulSetup& setup, const SweepCallbacks& cal
   auto measure_point = [&](const SweepPoint& pt) {
     const DType dtype = dtype_from_string(pt.dtype);
     const GemmShape shape{pt.shape.m, pt.shape.n, pt.shape.k};
-    Gemm gemm(shape, dtype, 1 + pt.index);
+    detail::Gemm gemm(shape, dtype, 1 + pt.index);
     if (o.tune_candidates > 1) gemm.tune(o.tune_candidates);
-    const GemmCheck check = gemm.verify();
+    const detail::GemmCheck check = gemm.verify();
     if (!check.passed)
       throw VerificationError(fmt::format("the {} GEMM {}x{}x{} gave wrong results: {}", pt.dtype, shape.m, shape.n,
                                           shape.k, check.summary()));

@@ -8,7 +8,7 @@
 #include "ridge/errors.hpp"
 #include "sweeps/cuda/stream_kernels.hpp"
 
-namespace ridge::stream_kernels {
+namespace ridge::detail::stream_kernels {
 
 namespace {
 
@@ -259,4 +259,4 @@ void launch_read(int variant, const float* a, float* partials, double* result, s
   RIDGE_CHECK_LAUNCH();
 }
 
-}  // namespace ridge::stream_kernels
+}  // namespace ridge::detail::stream_kernels

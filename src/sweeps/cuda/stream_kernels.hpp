@@ -5,7 +5,7 @@
 
 #include "ridge/measure.hpp"
 
-namespace ridge::stream_kernels {
+namespace ridge::detail::stream_kernels {
 
 /// Kernel ids, kept apart from the public enums so the .cu file needs no ridge headers beyond this.
 enum Op : int { op_add = 0, op_copy = 1, op_scale = 2, op_triad = 3, op_read = 4 };
@@ -30,4 +30,4 @@ void launch_elementwise(int op, int variant, const float* a, const float* b, flo
 void launch_read(int variant, const float* a, float* partials, double* result, std::int64_t n, int grid_stride_blocks,
                  cuda_stream stream);
 
-}  // namespace ridge::stream_kernels
+}  // namespace ridge::detail::stream_kernels

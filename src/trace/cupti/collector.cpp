@@ -43,7 +43,7 @@ std::string status_text(CUptiResult status) {
 
 }  // namespace ridge::detail
 
-namespace ridge::trace_detail {
+namespace ridge::detail {
 
 namespace {
 
@@ -939,4 +939,4 @@ trace::Trace collector_stop() {
   return out;
 }
 
-}  // namespace ridge::trace_detail
+}  // namespace ridge::detail

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "ridge/trace.hpp"
+#include "ridge/trace/events.hpp"
 
-namespace ridge::trace_detail {
+namespace ridge::detail {
 
 /// Which CUDA runtime and driver API calls become records. Every recorded call costs the traced
 /// thread time, so the default records only the calls a trace is read for.
@@ -99,4 +99,4 @@ std::vector<std::string> loaded_cupti_libraries();
 /// Throws ridge::Error when more than one CUPTI is loaded: the two would each hook the driver.
 void require_one_cupti();
 
-}  // namespace ridge::trace_detail
+}  // namespace ridge::detail

@@ -22,8 +22,11 @@
 #include <nlohmann/json.hpp>
 
 #include "ridge/errors.hpp"
-#include "ridge/trace.hpp"
-#include "ridge/trace_ranks.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/events.hpp"
+#include "ridge/trace/ranks.hpp"
+#include "ridge/trace/window.hpp"
 #include "ridge/writers.hpp"
 #include "trace/cupti/collector.hpp"
 #include "trace/cupti/inject_env.hpp"
@@ -31,14 +34,14 @@
 
 namespace {
 
-namespace env = ridge::inject_env;
+namespace env = ridge::detail::inject_env;
 using namespace ridge;
 
 struct Config {
   std::string output, summary, command, step_range;
   trace::Window window;
   std::size_t top = 10;
-  trace_detail::CollectorOptions collector;
+  detail::CollectorOptions collector;
   trace::DistributedInfo distributed;
 };
 
@@ -66,8 +69,8 @@ Config read_config() {
   c.window.nvtx_range = getenv_or(env::nvtx_range);
   c.window.from_range = getenv_or(env::from_range);
   c.window.profiler_range = getenv_or(env::profiler_range) == "1";
-  c.collector.api_calls = trace_detail::parse_api_calls(getenv_or(env::api, "selected"));
-  if (getenv_or(env::all_api) == "1") c.collector.api_calls = trace_detail::ApiCalls::all;
+  c.collector.api_calls = detail::parse_api_calls(getenv_or(env::api, "selected"));
+  if (getenv_or(env::all_api) == "1") c.collector.api_calls = detail::ApiCalls::all;
   // Opt-in: the synchronization kind makes CUPTI hook every runtime call (bench/trace_overhead_cpp.sh).
   c.collector.synchronization = getenv_or(env::sync) == "1";
   c.collector.nvtx = getenv_or(env::nvtx) != "0";
@@ -148,7 +151,7 @@ void finish(const char* reason, int sig = 0) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
     synchronize_context();
-    trace::Trace t = trace_detail::collector_stop();
+    trace::Trace t = detail::collector_stop();
     t.command = c.command;
     t.distributed = c.distributed;
     if (!c.window.empty()) t = trace::apply_window(t, c.window);
@@ -167,7 +170,7 @@ void finish(const char* reason, int sig = 0) {
       j["events"] = t.event_count();
       j["collect_seconds"] = std::chrono::duration<double>(t1 - t0).count();
       j["write_seconds"] = std::chrono::duration<double>(t2 - t1).count();
-      const trace_detail::CollectorStats stats = trace_detail::collector_stats();
+      const detail::CollectorStats stats = detail::collector_stats();
       j["collector_stats"] = {{"buffers_requested", stats.buffers_requested},
                               {"buffers_completed", stats.buffers_completed},
                               {"records", stats.records},
@@ -207,11 +210,11 @@ void at_exit() {
   finish("exit");
 }
 
-trace_detail::PreviousHandler previous_handler(const struct sigaction& a) {
+detail::PreviousHandler previous_handler(const struct sigaction& a) {
   if (a.sa_flags & SA_SIGINFO)
-    return a.sa_sigaction != nullptr ? trace_detail::PreviousHandler::function : trace_detail::PreviousHandler::default_action;
-  if (a.sa_handler == SIG_IGN) return trace_detail::PreviousHandler::ignored;
-  return a.sa_handler == SIG_DFL ? trace_detail::PreviousHandler::default_action : trace_detail::PreviousHandler::function;
+    return a.sa_sigaction != nullptr ? detail::PreviousHandler::function : detail::PreviousHandler::default_action;
+  if (a.sa_handler == SIG_IGN) return detail::PreviousHandler::ignored;
+  return a.sa_handler == SIG_DFL ? detail::PreviousHandler::default_action : detail::PreviousHandler::function;
 }
 
 void call_previous(int sig, siginfo_t* info, void* context) {
@@ -228,14 +231,14 @@ void call_previous(int sig, siginfo_t* info, void* context) {
 // SIGALRM deadline, then the program's own disposition is restored and the signal raised again,
 // so the process ends exactly as it would have without us.
 void on_signal(int sig, siginfo_t* info, void* context) {
-  switch (trace_detail::action_for(sig, previous_handler(g_previous[sig]))) {
-    case trace_detail::SignalAction::chain:
+  switch (detail::action_for(sig, previous_handler(g_previous[sig]))) {
+    case detail::SignalAction::chain:
       // The program handles this signal itself (Python turns SIGINT into KeyboardInterrupt):
       // let it; the trace is written at its exit.
       call_previous(sig, info, context);
       return;
-    case trace_detail::SignalAction::ignore: return;
-    case trace_detail::SignalAction::flush_and_reraise: break;
+    case detail::SignalAction::ignore: return;
+    case detail::SignalAction::flush_and_reraise: break;
   }
   // The deadline borrows SIGALRM; the program's own alarm and handler are put back afterwards, for
   // a program whose fault handler recovers.
@@ -245,7 +248,7 @@ void on_signal(int sig, siginfo_t* info, void* context) {
   sigaction(SIGALRM, &alarm_default, &program_alarm);
   const unsigned program_alarm_left = alarm(flush_deadline_seconds);
   wait_for_other_writer(flush_deadline_seconds);
-  finish(trace_detail::end_reason(sig), sig);
+  finish(detail::end_reason(sig), sig);
   alarm(0);
   sigaction(SIGALRM, &program_alarm, nullptr);
   if (program_alarm_left != 0) alarm(program_alarm_left);
@@ -275,7 +278,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   try {
     config = read_config();
     g_config = new Config(config);
-    trace_detail::collector_start(config.collector);
+    detail::collector_start(config.collector);
     g_pid = getpid();
     g_tracing = true;
     std::atexit(at_exit);
@@ -293,7 +296,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void* get_export_table) {
   using Init = int (*)(const void*);
   static const Init init = []() -> Init {
-    const std::string path = trace_detail::cupti_library_path();
+    const std::string path = detail::cupti_library_path();
     void* handle = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
     return handle != nullptr ? reinterpret_cast<Init>(dlsym(handle, "InitializeInjectionNvtx2")) : nullptr;
   }();

@@ -1,7 +1,7 @@
 #pragma once
 // Environment variables through which `ridge trace` configures libridge_inject.so in the traced
 // program (the injection library has no command line of its own).
-namespace ridge::inject_env {
+namespace ridge::detail::inject_env {
 
 inline constexpr const char* output = "RIDGE_TRACE_OUTPUT";        ///< Chrome trace path ("" = none)
 inline constexpr const char* summary = "RIDGE_TRACE_SUMMARY";      ///< analysis JSON path
@@ -35,4 +35,4 @@ inline constexpr const char* profiler_gate = "RIDGE_TRACE_PROFILER_GATE";
 inline constexpr const char* gate_flush = "RIDGE_TRACE_GATE_FLUSH";
 inline constexpr const char* gate_sync = "RIDGE_TRACE_GATE_SYNC";  ///< "0": a stop does not wait for the GPU
 
-}  // namespace ridge::inject_env
+}  // namespace ridge::detail::inject_env

@@ -1,7 +1,7 @@
 // NVTX v3 (header-only, from the CUDA toolkit): ranges and marks that CUPTI records.
 #include <nvtx3/nvToolsExt.h>
 
-#include "ridge/tracer.hpp"
+#include "ridge/trace/tracer.hpp"
 
 namespace ridge {
 

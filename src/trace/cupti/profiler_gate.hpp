@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace ridge::trace_detail {
+namespace ridge::detail {
 
 /// One thread's profiler calls. The runtime's cudaProfilerStart calls the driver's
 /// cuProfilerStart, and CUPTI calls back for both, nested (runtime enter, driver enter, driver
@@ -76,4 +76,4 @@ class ProfilerWindows {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> windows_;
 };
 
-}  // namespace ridge::trace_detail
+}  // namespace ridge::detail

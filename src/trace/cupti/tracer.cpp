@@ -8,7 +8,10 @@
 #include "measure/cuda/cuda_check.hpp"
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
-#include "ridge/tracer.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/tracer.hpp"
+#include "ridge/trace/window.hpp"
 #include "trace/cupti/collector.hpp"
 
 namespace ridge {
@@ -24,17 +27,17 @@ Tracer::~Tracer() {
 }
 
 void Tracer::start() {
-  trace_detail::require_one_cupti();
+  detail::require_one_cupti();
   // Without a GPU CUPTI fails with an error code of its own; say plainly what is missing instead.
   if (const std::string reason = no_gpu_reason(); !reason.empty())
     throw NoGpuError("tracing needs a CUDA GPU, and none is usable: " + reason);
   enable_nvtx_capture();
-  trace_detail::CollectorOptions o;
-  o.api_calls = options_.all_api_calls ? trace_detail::ApiCalls::all : trace_detail::parse_api_calls(options_.api_calls);
+  detail::CollectorOptions o;
+  o.api_calls = options_.all_api_calls ? detail::ApiCalls::all : detail::parse_api_calls(options_.api_calls);
   o.buffer_bytes = options_.buffer_bytes;
   o.synchronization = options_.synchronization_records;
   o.launch_calls = options_.launch_calls;
-  trace_detail::collector_start(o);
+  detail::collector_start(o);
   running_ = true;
 }
 
@@ -49,7 +52,7 @@ void Tracer::stop() {
   } catch (...) {
     sync_error = std::current_exception();
   }
-  trace_ = trace_detail::collector_stop();
+  trace_ = detail::collector_stop();
   if (sync_error) std::rethrow_exception(sync_error);
 }
 
@@ -60,9 +63,9 @@ trace::Analysis Tracer::summary(const trace::AnalysisOptions& options, const tra
 }
 
 bool enable_nvtx_capture() {
-  trace_detail::require_one_cupti();
+  detail::require_one_cupti();
   if (std::getenv("NVTX_INJECTION64_PATH") != nullptr) return true;
-  const std::string path = trace_detail::cupti_library_path();
+  const std::string path = detail::cupti_library_path();
   if (path.empty()) return false;
   return setenv("NVTX_INJECTION64_PATH", path.c_str(), 0) == 0;
 }

@@ -14,7 +14,7 @@
 
 #include "ridge/errors.hpp"
 
-namespace ridge::trace::detail {
+namespace ridge::detail {
 
 /// `j[key]` as T, or `fallback` when j has no such key. Anything but an integer that fits T is a
 /// UsageError naming `where.key`.
@@ -61,4 +61,4 @@ inline std::int64_t id_field(const nlohmann::json& j, const char* key, std::int6
   return fallback;
 }
 
-}  // namespace ridge::trace::detail
+}  // namespace ridge::detail

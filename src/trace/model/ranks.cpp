@@ -18,10 +18,14 @@
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
 #include "ridge/stats.hpp"
-#include "ridge/trace_ranks.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/launch.hpp"
+#include "ridge/trace/ranks.hpp"
 #include "ridge/version.hpp"
 #include "ridge/writers.hpp"
 #include "trace/model/json_fields.hpp"
+#include "trace/model/rank_finish.hpp"
 
 extern char** environ;
 
@@ -388,6 +392,12 @@ std::vector<std::string> rank_files_beside(const std::string& output, double not
 
 }  // namespace
 
+}  // namespace ridge::trace
+
+namespace ridge::detail {
+
+using namespace ridge::trace;
+
 void finish_rank_traces(const ProgramTraceOptions& o, const std::optional<DistributedInfo>& rank, double started,
                         ProgramTrace& result) {
   if (o.output.empty()) return;
@@ -426,6 +436,10 @@ void finish_rank_traces(const ProgramTraceOptions& o, const std::optional<Distri
     result.notes.push_back(fmt::format("no merged trace: {}", e.what()));
   }
 }
+
+}  // namespace ridge::detail
+
+namespace ridge::trace {
 
 // ---- analysis ----------------------------------------------------------------------------------
 

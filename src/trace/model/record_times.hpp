@@ -2,9 +2,9 @@
 // it is unit-tested without a GPU (cupti/collector.cpp uses it).
 #pragma once
 
-#include "ridge/trace.hpp"
+#include "ridge/trace/events.hpp"
 
-namespace ridge::trace_detail {
+namespace ridge::detail {
 
 enum class RecordTimes {
   complete,  ///< both timestamps set, end >= start
@@ -20,4 +20,4 @@ inline constexpr const char* reversed_gpu_records =
 inline constexpr const char* reversed_host_records =
     "kept with zero duration: CUPTI API, synchronization or NVTX records that end before they begin";
 
-}  // namespace ridge::trace_detail
+}  // namespace ridge::detail

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace ridge::trace_detail {
+namespace ridge::detail {
 
 static_assert(forwarded_signals[0] == SIGINT && forwarded_signals[1] == SIGTERM && forwarded_signals[2] == SIGHUP &&
               forwarded_signals[3] == SIGQUIT);
@@ -49,4 +49,4 @@ std::string partial_trace_note(const std::string& end, int signal, int forwarded
   return "";
 }
 
-}  // namespace ridge::trace_detail
+}  // namespace ridge::detail

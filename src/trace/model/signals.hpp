@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace ridge::trace_detail {
+namespace ridge::detail {
 
 /// The program's own disposition of a signal, read with sigaction before ours is installed.
 enum class PreviousHandler { default_action, ignored, function };
@@ -43,4 +43,4 @@ inline constexpr int forwarded_signals[] = {2 /*SIGINT*/, 15 /*SIGTERM*/, 1 /*SI
 /// passed on); "" for a complete trace.
 std::string partial_trace_note(const std::string& end, int signal, int forwarded);
 
-}  // namespace ridge::trace_detail
+}  // namespace ridge::detail

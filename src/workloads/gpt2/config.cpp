@@ -48,8 +48,6 @@ Config preset(const std::string& name) {
   return c;
 }
 
-std::vector<std::string> preset_names() { return {"tiny", "small", "medium", "large", "xl"}; }
-
 std::int64_t TensorSpec::numel() const {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;

@@ -3,7 +3,10 @@
 
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
-#include "ridge/tracer.hpp"
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/tracer.hpp"
+#include "ridge/trace/window.hpp"
 
 namespace ridge::gpt2 {
 

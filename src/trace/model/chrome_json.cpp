@@ -15,7 +15,8 @@
 #include <fmt/format.h>
 
 #include "ridge/errors.hpp"
-#include "ridge/trace.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/events.hpp"
 #include "ridge/version.hpp"
 #include "ridge/writers.hpp"
 #include "trace/model/json_fields.hpp"

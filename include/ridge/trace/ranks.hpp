@@ -1,7 +1,8 @@
 #pragma once
-// Multi-rank traces: which rank a process is (from its launcher's environment), the per-rank file
-// names, the merged Perfetto trace with one process track per rank, and the analysis across ranks
-// (communication against computation per rank, the slowest rank of each step). CPU-only.
+// Multi-rank traces (src/trace/model/ranks.cpp): which rank a process is (from its launcher's
+// environment), the per-rank file names, the merged Perfetto trace with one process track per rank,
+// and the analysis across ranks (communication against computation per rank, the slowest rank of
+// each step). CPU-only.
 #include <map>
 #include <optional>
 #include <string>
@@ -9,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ridge/trace.hpp"
+#include "ridge/trace/events.hpp"
 
 namespace ridge::trace {
 
@@ -80,14 +81,6 @@ std::string format_merge_result(const MergeResult& merge, const std::string& out
 /// (seconds since the epoch; older files are from an earlier run). Returns the files found.
 std::vector<std::string> wait_for_rank_files(const std::string& output, int world_size, double timeout_seconds,
                                              double not_before);
-
-/// What trace_program does at the end for a job of several ranks: the rank's own file name, and
-/// the merged trace: rank 0 waits up to options.merge_timeout_seconds for the other ranks' files
-/// (not older than `started`, seconds since the epoch, less 2 s of launch skew), or, when the
-/// program was the launcher (`ridge trace -- mpirun ...`), the rank files it left. Merge problems
-/// become notes, never errors: the rank files stay and `ridge trace --merge` can merge them later.
-void finish_rank_traces(const ProgramTraceOptions& options, const std::optional<DistributedInfo>& rank, double started,
-                        ProgramTrace& result);
 
 // ---- analysis across ranks ---------------------------------------------------------------------
 

@@ -1,0 +1,100 @@
+#pragma once
+// ridge::Tracer: in-process tracing of CUDA work (CUPTI activity API) and NVTX ranges
+// (src/trace/cupti/tracer.cpp, nvtx.cpp). Host-only header: no CUDA or CUPTI types. Link ridge::ridge.
+//
+//   ridge::Tracer tracer;
+//   tracer.start();
+//   { ridge::NvtxRange step("step"); run_my_step(); }
+//   tracer.stop();                       // synchronizes the device, flushes CUPTI
+//   tracer.write("runs/trace.json");     // open in https://ui.perfetto.dev
+//   std::puts(ridge::trace::format_analysis(tracer.summary({.step_range = "step"})).c_str());
+#include <cstdint>
+#include <string>
+
+#include "ridge/trace/analysis.hpp"
+#include "ridge/trace/events.hpp"
+#include "ridge/trace/window.hpp"
+
+namespace ridge {
+
+struct TracerOptions {
+  /// Record every CUDA runtime/driver call. Default false: trivial queries (cudaGetDevice,
+  /// cudaGetLastError, cuCtxGetCurrent, cudaStreamIsCapturing, ...) are not recorded, which keeps
+  /// the tracing overhead of framework code (PyTorch calls them constantly) low.
+  bool all_api_calls = false;
+  /// Which CUDA API calls become records, as `ridge trace --api`: "selected" (launches, copies,
+  /// memsets, syncs, event records, allocations, graph and module calls), "most" (all but trivial
+  /// queries), "all", or "none" (kernels then have no launch call). all_api_calls means "all".
+  std::string api_calls = "selected";
+  /// CUPTI synchronization records (the host's waits, each joined to its call). With them on CUPTI
+  /// hooks every CUDA runtime call of the process (cudaGetDevice 36 -> 217 ns on the H200 host),
+  /// which framework code pays per operator; without them the waits come from the recorded
+  /// *Synchronize calls. On for ridge's own few calls; ridge.trace (Python) and `ridge trace` turn it off.
+  bool synchronization_records = true;
+  /// With api_calls "selected": record the kernel launch calls (cudaLaunchKernel, cuLaunchKernel,
+  /// ...) too, as CUPTI callbacks on the launching thread (~0.6 us per launch from Python on the
+  /// H200). false: not recorded; each kernel carries the time its launch was queued instead
+  /// (~0.07 us per launch), which places it in steps and ranges, attributes idle gaps and times
+  /// launch latency from the queue time, but gives no launch-call events or flow arrows in the
+  /// timeline, and a kernel counts in a range of any thread that was open when it was queued.
+  /// ridge.trace (Python) turns it off; ridge's own few calls keep it.
+  bool launch_calls = true;
+  /// Size of each activity buffer handed to CUPTI, in bytes (CUPTI asks for as many as it needs).
+  std::size_t buffer_bytes = 8u << 20;
+};
+
+/// Traces this process's CUDA activity between start() and stop(): kernels (concurrent kind,
+/// which never serializes them), memcpy, memset, runtime and driver calls, synchronization, NVTX
+/// ranges and external correlations, all on CUPTI's clock. One tracer may run at a time in a
+/// process, and none while another CUPTI client (Nsight Systems/Compute, PyTorch's profiler) is
+/// attached: start() then throws ridge::Error saying so (ridge::NoGpuError when no GPU is usable).
+class Tracer {
+ public:
+  explicit Tracer(TracerOptions options = {});
+  ~Tracer();  ///< stops a running trace (errors swallowed)
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  /// Begins recording. Throws Error when CUPTI cannot start (another subscriber, no CUPTI).
+  void start();
+  /// Synchronizes the current device (when a GPU is present), stops recording, flushes every
+  /// CUPTI buffer and makes the events available. Events of a previous start/stop are replaced.
+  void stop();
+  bool running() const { return running_; }
+
+  /// The events recorded by the last start/stop (finalized: sorted, nesting computed).
+  const trace::Trace& events() const { return trace_; }
+  /// Writes the Chrome/Perfetto trace JSON atomically.
+  void write(const std::string& path) const;
+  /// Top kernels, GPU busy and idle, launch latency, steps: see trace::analyze. `window` (e.g. the
+  /// steady state from the first step on) limits what is analysed; its description is in the result.
+  trace::Analysis summary(const trace::AnalysisOptions& options = {}, const trace::Window& window = {}) const;
+  /// Records CUPTI dropped for lack of buffer space during the last trace (reported, never hidden).
+  std::uint64_t dropped_records() const { return trace_.dropped_records; }
+
+ private:
+  TracerOptions options_;
+  trace::Trace trace_;
+  bool running_ = false;
+};
+
+/// RAII NVTX range: pushed on construction, popped on destruction (NVTX v3, header-only from the
+/// CUDA toolkit). Costs a few nanoseconds when no tool listens.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name);
+  explicit NvtxRange(const std::string& name) : NvtxRange(name.c_str()) {}
+  ~NvtxRange();
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+/// An instantaneous NVTX marker.
+void nvtx_mark(const char* name);
+
+/// Routes this process's NVTX calls to CUPTI by setting NVTX_INJECTION64_PATH to the loaded CUPTI
+/// library, unless it is already set. NVTX reads the variable at the process's first NVTX call,
+/// so this must run before it; Tracer::start() calls it. Returns false if CUPTI's path is unknown.
+bool enable_nvtx_capture();
+
+}  // namespace ridge

@@ -1,0 +1,42 @@
+# cmake -DSOURCE_DIR=<repo> -P check_header_table.cmake
+# docs/architecture.md's "Public headers" table must list every header under include/ridge/, and
+# every file a row names must exist: a new header without a row, or a renamed source, fails here.
+cmake_minimum_required(VERSION 3.25)
+
+file(STRINGS ${SOURCE_DIR}/docs/architecture.md lines)
+set(listed)
+set(problems)
+foreach(line IN LISTS lines)
+  if(NOT line MATCHES "^\\| `include/(ridge/[^`]+\\.hpp)` \\|")
+    continue()
+  endif()
+  set(header ${CMAKE_MATCH_1})
+  list(APPEND listed ${header})
+  # The files the row names: every `path` under src/, cmake/, tools/, python/ or include/.
+  string(REGEX MATCHALL "`(src|cmake|tools|python|include)/[^` ]+`" named "${line}")
+  foreach(path IN LISTS named)
+    string(REPLACE "`" "" path "${path}")
+    if(NOT EXISTS ${SOURCE_DIR}/${path})
+      list(APPEND problems "the row of ${header} names ${path}, which does not exist")
+    endif()
+  endforeach()
+endforeach()
+
+file(GLOB_RECURSE headers RELATIVE ${SOURCE_DIR}/include ${SOURCE_DIR}/include/ridge/*.hpp)
+foreach(header IN LISTS headers)
+  if(NOT header IN_LIST listed)
+    list(APPEND problems "include/${header} has no row in the table of docs/architecture.md: add one naming its sources")
+  endif()
+endforeach()
+foreach(header IN LISTS listed)
+  if(NOT EXISTS ${SOURCE_DIR}/include/${header})
+    list(APPEND problems "docs/architecture.md lists include/${header}, which does not exist: remove its row")
+  endif()
+endforeach()
+
+if(problems)
+  list(JOIN problems "\n  " text)
+  message(FATAL_ERROR "docs/architecture.md's header table is out of date:\n  ${text}")
+endif()
+list(LENGTH headers count)
+message(STATUS "docs/architecture.md lists all ${count} headers under include/ridge/")
