@@ -103,5 +103,15 @@ echo
 echo "$runs reports, $pairs pairwise compares; slowdown $slowdown_us us ($percent% of run 1's large matmul)"
 printf '%-22s %7s %4s %4s  %-22s %s\n' "step" "wall s" "want" "exit" "verdict" "flagged records"
 for r in "${rows[@]}"; do echo "$r"; done
+# Each judged record's band on identical code and the smallest slowdown it could flag (bench/gate_bands.py).
+python3 bench/gate_bands.py "$out" >"$out/gate_bands.md" 2>&1 || failures=$((failures + 1))
+python3 - "$out"/run-*/results.json <<'EOF' >"$out/settle.txt"
+import json, sys
+# Time the launch-free timers spent settling the SM clock, per report, against the report's wall time.
+for path in sys.argv[1:]:
+    doc = json.load(open(path))
+    settle = sum(r.get("extra", {}).get("settle_ms", 0) for r in doc["records"]) / 1e3
+    print(f"{path}: settling {settle:.2f} s of {doc['report']['wall_seconds']:.2f} s")
+EOF
 echo "outputs: $out; failures: $failures"
 [ "$failures" = 0 ]

@@ -19,10 +19,11 @@ namespace {
 struct CompareCommand {
   std::vector<std::string> files;  // BASE... NEW
   std::string threshold = "5%";
-  double spread_factor = 3;
-  double min_change_us = 0.5;
+  // The library's defaults (CompareOptions), written once there.
+  double spread_factor = CompareOptions{}.spread_factor;
+  double min_change_us = CompareOptions{}.min_change_us;
   bool ignore_clocks = false;
-  double alpha = 0.01;
+  double alpha = CompareOptions{}.alpha;
   std::string clock_tolerance = "10%";
   std::string json, markdown;
 };
@@ -97,15 +98,15 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--threshold", c->threshold,
                      "relative change of the median that counts, as a percentage (5%) or fraction (0.05)")
           ->default_val("5%");
-      app.add_option("--alpha", c->alpha, "significance level of the two-sided rank test")->default_val(0.01);
+      app.add_option("--alpha", c->alpha, "significance level of the two-sided rank test")->capture_default_str();
       app.add_option("--spread-factor", c->spread_factor,
                      "with several baselines, a change must exceed this many times the relative standard deviation "
                      "of their medians")
-          ->default_val(3);
+          ->capture_default_str();
       app.add_option("--min-change-us", c->min_change_us,
                      "a change smaller than this many microseconds is never a regression (kernels of a few "
                      "microseconds move this much between processes)")
-          ->default_val(0.5);
+          ->capture_default_str();
       app.add_flag("--ignore-clocks", c->ignore_clocks,
                    "do not widen a record's noise band by its SM clock change between the runs");
       app.add_option("--clock-tolerance", c->clock_tolerance, "SM clock difference reported as a warning")

@@ -15,7 +15,7 @@
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/report.hpp"
-#include "ridge/tracer.hpp"
+#include "ridge/trace/tracer.hpp"
 #include "ridge/writers.hpp"
 #include "report/sections/sections.hpp"
 

@@ -64,8 +64,18 @@ trace::Analysis Tracer::summary(const trace::AnalysisOptions& options, const tra
 
 bool enable_nvtx_capture() {
   detail::require_one_cupti();
-  if (std::getenv("NVTX_INJECTION64_PATH") != nullptr) return true;
   const std::string path = detail::cupti_library_path();
+  if (const char* set = std::getenv("NVTX_INJECTION64_PATH")) {
+    // Inherited from a parent that traces with another CUPTI (e.g. Python's, from NVIDIA's wheels,
+    // running `ridge report` as a child): NVTX would load that second copy here. Ours replaces it;
+    // any other injection library (a profiler's) is left alone.
+    const std::string inherited = set;
+    const auto slash = inherited.rfind('/');
+    const bool other_cupti = inherited.compare(slash == std::string::npos ? 0 : slash + 1, 11, "libcupti.so") == 0 &&
+                             !path.empty() && inherited != path;
+    if (!other_cupti) return true;
+    return setenv("NVTX_INJECTION64_PATH", path.c_str(), 1) == 0;
+  }
   if (path.empty()) return false;
   return setenv("NVTX_INJECTION64_PATH", path.c_str(), 0) == 0;
 }
