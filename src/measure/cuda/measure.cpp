@@ -231,7 +231,7 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
       throw Error(fmt::format(
           "the spin kernel holding the stream timed out after {} s before the host finished queuing a batch; "
           "the work may launch too many kernels or synchronize inside the timed function. Use fewer repeats, or "
-          "the events method (--method events; measure_cuda in Python)",
+          "the events method (method events; measure_cuda in Python)",
           o.spin_timeout_s));
     if (throttle.on()) {
       const double mhz = throttle.sm_mhz();
