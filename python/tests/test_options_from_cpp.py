@@ -87,3 +87,15 @@ def test_names_the_library_refuses_python_refuses(name):
     with pytest.raises(ridge.UsageError) as cpp:
         _ridge.method_from_string(name)
     assert str(python.value) == str(cpp.value)
+
+
+@pytest.mark.gpu
+def test_automatic_graph_repeats_with_pytorch_stay_within_the_libraries_cap():
+    if ridge.device_count() == 0:
+        pytest.skip("needs a GPU")
+    torch = pytest.importorskip("torch")
+    x = torch.ones(16, device="cuda")
+    # One second per sample wants far more calls of a microsecond kernel than the cap allows: the
+    # count is the cap's (PyTorch's path once stopped at 1,000, the C++ timers at 10,000).
+    m = ridge.measure_graph(lambda: x.add_(1), repeats="auto", samples=3, target_sample_ms=1000)
+    assert m.repeats_per_sample == _ridge.CudaOptions.max_auto_repeats
