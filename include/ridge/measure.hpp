@@ -25,7 +25,10 @@ enum class Method {
   graph_replay,  ///< the repetitions captured in one CUDA graph; events around its replay
 };
 std::string to_string(Method m);
-/// Parses "wall_sync", "events", "spin", "graph", ... Throws UsageError on an unknown name.
+/// Every name method_from_string accepts, each with its method: the full names and the short
+/// aliases ("events", "spin", "graph", "wall", "sync", "naive"). The one list of them.
+const std::vector<std::pair<std::string, Method>>& method_names();
+/// Parses a name of method_names(). Throws UsageError on an unknown name.
 Method method_from_string(const std::string& name);
 /// One sentence saying what the method's number means.
 std::string describe(Method m);
@@ -63,7 +66,16 @@ struct WallOptions {
 };
 
 /// Options of the GPU-side timers; defaults as in the usual Python helper: warmup=5, samples=20, repeats=1.
+/// The Python timers read these defaults and limits through the binding.
 struct CudaOptions {
+  /// The most operations per sample repeats == 0 chooses (auto_repeats).
+  static constexpr int max_auto_repeats = 10000;
+  /// Calls captured in one graph where the caller gives no count (Python's measure_graph): one
+  /// replay's launch then spreads over enough calls to vanish.
+  static constexpr int graph_repeats = 10;
+  static constexpr double max_throttle_recovery_s = 60;
+  static constexpr double max_rest_before_sample_s = 10;
+
   int warmup = 5;
   int samples = 20;  ///< samples taken at least (and exactly, unless adaptive)
   /// Operations per sample. 0 = choose automatically so a sample lasts about `target_sample_ms`.
@@ -96,7 +108,18 @@ struct CudaOptions {
   /// Settled: the last settle_readings SM clock readings lie within settle_tolerance of each other.
   double settle_tolerance = 0.01;
   int settle_readings = 4;
+
+  /// Throws UsageError naming the first field out of its range (NaN and infinity included):
+  /// samples < 1, warmup < 0, repeats < 0, max_samples < samples, target_ci_relative < 0,
+  /// time_budget_s, target_sample_ms or spin_timeout_s <= 0, throttle_threshold outside [0, 1],
+  /// throttle_recovery_s outside [0, max_throttle_recovery_s], rest_before_sample_s outside
+  /// [0, max_rest_before_sample_s]. Every timer calls it first.
+  void validate() const;
 };
+
+/// Operations per sample for repeats == 0: enough calls of `per_call_ms` to last about
+/// `target_sample_ms`, within [1, CudaOptions::max_auto_repeats].
+int auto_repeats(double per_call_ms, double target_sample_ms);
 
 using HostFn = std::function<void()>;
 using StreamFn = std::function<void(cuda_stream)>;
@@ -108,7 +131,7 @@ Measurement measure_wall(const HostFn& fn, WallOptions options = {});
 
 /// The wrong way, kept for the demonstration: wall clock around fn() with no synchronization.
 /// For asynchronous GPU work this measures how long it took to queue the work.
-Measurement measure_naive(const HostFn& fn, int samples = 10, int warmup = 3);
+Measurement measure_naive(const HostFn& fn, int samples = WallOptions{}.samples, int warmup = WallOptions{}.warmup);
 
 /// GPU-side milliseconds between two CUDA events around `repeats` calls of fn on the stream.
 Measurement measure_cuda(const StreamFn& fn, CudaOptions options = {});

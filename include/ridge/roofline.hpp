@@ -185,7 +185,7 @@ struct RooflineOptions {
   std::string matmul_dtype = "bf16";     ///< their dtype
   /// True when `device` is a catalog key rather than a GPU index.
   bool model_only() const;
-  /// Throws UsageError for --refresh with a catalog key, or a GPU index that cannot be one.
+  /// Throws UsageError for refresh with a catalog key, or a GPU index that cannot be one.
   void validate() const;
 };
 

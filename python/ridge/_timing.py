@@ -19,8 +19,13 @@ from typing import Any, Callable, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _ridge
+from ._signatures import signature_of
 
 Repeats = Union[int, str]
+
+# The library's defaults and limits, read once from C++ (CudaOptions, WallOptions): never restated here.
+_CUDA = _ridge.CudaOptions()
+_WALL = signature_of(_ridge.measure_wall).parameters  # samples, warmup: WallOptions{}'s
 
 
 class CaptureError(_ridge.UsageError):
@@ -355,55 +360,32 @@ def _warn_if_flagged(m: Measurement) -> Measurement:
 
 # ---- the timers ---------------------------------------------------------------------------------
 
-def measure_wall(function: Callable[[], Any], samples: int = 10, warmup: int = 3,
-                 cuda: Optional[bool] = None) -> Measurement:
+def measure_wall(function: Callable[[], Any], samples: int = _WALL["samples"].default,
+                 warmup: int = _WALL["warmup"].default, cuda: Optional[bool] = None) -> Measurement:
     """Wall-clock ms of ``function()``, the GPU synchronized before and after each sample
     (``cuda=None``: whenever a usable GPU exists). Works without a GPU."""
     _check_callable(function)
     return Measurement(_ridge.measure_wall(function, samples, warmup, cuda))
 
 
-def measure_naive(function: Callable[[], Any], samples: int = 10, warmup: int = 3) -> Measurement:
+def measure_naive(function: Callable[[], Any], samples: int = _WALL["samples"].default,
+                  warmup: int = _WALL["warmup"].default) -> Measurement:
     """The wrong way, kept for the demonstration: no synchronization, so GPU work is only queued."""
     _check_callable(function)
     return Measurement(_ridge.measure_naive(function, samples, warmup))
 
 
-def _check_counts(warmup: int, samples: int, repeats: int, max_samples: int) -> None:
-    """The integer options, checked before any GPU work (the C++ timers check them again)."""
-    for name, value, least in (("warmup", warmup, 0), ("samples", samples, 1), ("repeats", repeats, 0),
-                               ("max_samples", max_samples, 1)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {value!r}")
-        if value < least:
-            raise _ridge.UsageError(f"{name} must be >= {least}, got {value}")
-    if max_samples < samples:
-        raise _ridge.UsageError(f"max_samples ({max_samples}) must be >= samples ({samples})")
+def _cuda_options(warmup: int, samples: int, repeats: Repeats, stream: Any, **fields) -> "_ridge.CudaOptions":
+    """The timers' options, checked (types and ranges, by the library) before any GPU work."""
+    return _ridge.CudaOptions(warmup=warmup, samples=samples, repeats=_repeats_value(repeats),
+                              stream=stream_handle(stream), **fields)
 
 
-def _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms,
-                 throttle_threshold=0.0, throttle_recovery_s=0.05, rest_before_sample_s=0.0) -> dict:
-    for name, value in (("target_ci_relative", target_ci_relative), ("time_budget_s", time_budget_s),
-                        ("target_sample_ms", target_sample_ms), ("throttle_threshold", throttle_threshold),
-                        ("throttle_recovery_s", throttle_recovery_s), ("rest_before_sample_s", rest_before_sample_s)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise _ridge.UsageError(f"{name} must be a finite number, got {value!r}")
-    if target_ci_relative < 0 or time_budget_s <= 0 or target_sample_ms <= 0:
-        raise _ridge.UsageError("target_ci_relative must be >= 0, time_budget_s and target_sample_ms > 0")
-    if not 0 <= throttle_threshold <= 1 or not 0 <= throttle_recovery_s <= 60:
-        raise _ridge.UsageError(f"throttle_threshold must be in [0, 1] (a fraction of the rated SM clock) and "
-                                f"throttle_recovery_s in [0, 60] s, got {throttle_threshold!r} and {throttle_recovery_s!r}")
-    if not 0 <= rest_before_sample_s <= 10:
-        raise _ridge.UsageError(f"rest_before_sample_s must be in [0, 10] s, got {rest_before_sample_s!r}")
-    return dict(stream=stream_handle(stream), flush_l2=bool(flush_l2), target_ci_relative=float(target_ci_relative),
-                time_budget_s=float(time_budget_s), max_samples=max_samples, target_sample_ms=float(target_sample_ms),
-                throttle_threshold=float(throttle_threshold), throttle_recovery_s=float(throttle_recovery_s),
-                rest_before_sample_s=float(rest_before_sample_s))
-
-
-def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,
-                 stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
-                 time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5) -> Measurement:
+def measure_cuda(function: Callable[[], Any], warmup: int = _CUDA.warmup, samples: int = _CUDA.samples,
+                 repeats: Repeats = _CUDA.repeats, *, stream: Any = None, flush_l2: bool = _CUDA.flush_l2,
+                 target_ci_relative: float = _CUDA.target_ci_relative,
+                 time_budget_s: float = _CUDA.time_budget_s, max_samples: int = _CUDA.max_samples,
+                 target_sample_ms: float = _CUDA.target_sample_ms) -> Measurement:
     """GPU ms per call between CUDA events around ``repeats`` calls of ``function`` on the
     caller's stream (PyTorch's current stream by default; ``stream=`` is made PyTorch's current
     stream while timing). Includes the host's launch latency when the GPU was idle;
@@ -418,19 +400,22 @@ def measure_cuda(function: Callable[[], Any], warmup: int = 5, samples: int = 20
     the median, or ``time_budget_s`` (seconds) runs out.
     """
     _check_callable(function)
-    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms)
-    _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
+    options = _cuda_options(warmup, samples, repeats, stream, flush_l2=flush_l2,
+                            target_ci_relative=target_ci_relative, time_budget_s=time_budget_s,
+                            max_samples=max_samples, target_sample_ms=target_sample_ms)
     _require_gpu("measure_cuda")
-    with _timed_stream_current(stream, kwargs["stream"]):
-        return _warn_if_flagged(Measurement(_ridge.measure_cuda(_stream_adapter(function, kwargs["stream"]), warmup,
-                                                                samples, _repeats_value(repeats), **kwargs)))
+    with _timed_stream_current(stream, options.stream):
+        return _warn_if_flagged(Measurement(_ridge.measure_cuda(_stream_adapter(function, options.stream), options)))
 
 
-def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 1, *,
-                 stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
-                 time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5,
-                 throttle_threshold: float = 0.0, throttle_recovery_s: float = 0.05,
-                 rest_before_sample_s: float = 0.0) -> Measurement:
+def measure_spin(function: Callable[[], Any], warmup: int = _CUDA.warmup, samples: int = _CUDA.samples,
+                 repeats: Repeats = _CUDA.repeats, *, stream: Any = None, flush_l2: bool = _CUDA.flush_l2,
+                 target_ci_relative: float = _CUDA.target_ci_relative,
+                 time_budget_s: float = _CUDA.time_budget_s, max_samples: int = _CUDA.max_samples,
+                 target_sample_ms: float = _CUDA.target_sample_ms,
+                 throttle_threshold: float = _CUDA.throttle_threshold,
+                 throttle_recovery_s: float = _CUDA.throttle_recovery_s,
+                 rest_before_sample_s: float = _CUDA.rest_before_sample_s) -> Measurement:
     """Like :func:`measure_cuda`, with the stream held by a spin kernel while each sample is
     queued (nvbench's technique): GPU time only, the launch latency stays out. With ``flush_l2``
     each sample is flushed, synchronized and held on its own, as nvbench's cold measurement does.
@@ -445,19 +430,20 @@ def measure_spin(function: Callable[[], Any], warmup: int = 5, samples: int = 20
     8192^3 BF16 matmul). A power-limited kernel then runs at the clocks it reaches after a pause
     (9% faster for that matmul on an H200) rather than under sustained load (0, the default)."""
     _check_callable(function)
-    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms,
-                          throttle_threshold, throttle_recovery_s, rest_before_sample_s)
-    _check_counts(warmup, samples, _repeats_value(repeats), max_samples)
+    options = _cuda_options(warmup, samples, repeats, stream, flush_l2=flush_l2,
+                            target_ci_relative=target_ci_relative, time_budget_s=time_budget_s,
+                            max_samples=max_samples, target_sample_ms=target_sample_ms,
+                            throttle_threshold=throttle_threshold, throttle_recovery_s=throttle_recovery_s,
+                            rest_before_sample_s=rest_before_sample_s)
     _require_gpu("measure_spin")
-    with _timed_stream_current(stream, kwargs["stream"]):
-        return Measurement(_ridge.measure_spin(_stream_adapter(function, kwargs["stream"]), warmup, samples,
-                                               _repeats_value(repeats), **kwargs))
+    with _timed_stream_current(stream, options.stream):
+        return Measurement(_ridge.measure_spin(_stream_adapter(function, options.stream), options))
 
 
 def _auto_graph_repeats(function, stream: int, target_sample_ms: float) -> int:
-    probe = _ridge.measure_cuda(lambda _s: function(), 1, 3, 1, stream=stream)
-    per_call = max(probe.summary.median, 1e-4)
-    return max(1, min(1000, math.ceil(target_sample_ms / per_call)))
+    """Calls per captured graph for repeats=0, chosen as the C++ timers choose (auto_repeats)."""
+    probe = _ridge.measure_cuda(lambda _s: function(), _ridge.CudaOptions(warmup=1, samples=3, stream=stream))
+    return _ridge.auto_repeats(probe.summary.median, target_sample_ms)
 
 
 _CAPTURE_RULES = ("Graph capture needs GPU work only: no host synchronization (.item(), .cpu(), print of a "
@@ -485,16 +471,17 @@ def _check_no_host_sync(torch, function) -> None:
             torch.cuda.set_sync_debug_mode(previous)
 
 
-def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwargs) -> Measurement:
+def _measure_graph_torch(torch, function, options: "_ridge.CudaOptions") -> Measurement:
     """Captures with torch.cuda.graph, so PyTorch's caching allocator knows about the capture."""
+    stream, repeats = options.stream, options.repeats
     if repeats == 0:
-        repeats = _auto_graph_repeats(function, stream, kwargs["target_sample_ms"])
+        repeats = _auto_graph_repeats(function, stream, options.target_sample_ms)
     torch_stream = torch.cuda.ExternalStream(stream) if stream else torch.cuda.current_stream()
     side = torch.cuda.Stream()
     side.wait_stream(torch_stream)
     with torch.cuda.stream(side):  # warm up outside the capture, as PyTorch requires
         _check_no_host_sync(torch, function)
-        for _ in range(max(1, warmup)):
+        for _ in range(max(1, options.warmup)):
             function()
     torch_stream.wait_stream(side)
     graph = torch.cuda.CUDAGraph()
@@ -515,15 +502,18 @@ def _measure_graph_torch(torch, function, warmup, samples, repeats, stream, kwar
                                "the GPU), launched on the current stream.")
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     with torch.cuda.stream(torch_stream):
-        raw = _ridge.measure_spin(lambda _s: graph.replay(), warmup, samples, 1, **dict(kwargs, stream=stream))
+        raw = _ridge.measure_spin(lambda _s: graph.replay(), options.replace(repeats=1))
     return Measurement(raw, method="graph_replay", per_call_divisor=repeats)
 
 
-def measure_graph(function: Callable[..., Any], warmup: int = 5, samples: int = 20, repeats: Repeats = 10, *,
-                  stream: Any = None, flush_l2: bool = False, target_ci_relative: float = 0.0,
-                  time_budget_s: float = 10.0, max_samples: int = 10000, target_sample_ms: float = 0.5,
-                  throttle_threshold: float = 0.0, throttle_recovery_s: float = 0.05,
-                  rest_before_sample_s: float = 0.0) -> Measurement:
+def measure_graph(function: Callable[..., Any], warmup: int = _CUDA.warmup, samples: int = _CUDA.samples,
+                  repeats: Repeats = _CUDA.graph_repeats, *, stream: Any = None, flush_l2: bool = _CUDA.flush_l2,
+                  target_ci_relative: float = _CUDA.target_ci_relative,
+                  time_budget_s: float = _CUDA.time_budget_s, max_samples: int = _CUDA.max_samples,
+                  target_sample_ms: float = _CUDA.target_sample_ms,
+                  throttle_threshold: float = _CUDA.throttle_threshold,
+                  throttle_recovery_s: float = _CUDA.throttle_recovery_s,
+                  rest_before_sample_s: float = _CUDA.rest_before_sample_s) -> Measurement:
     """``repeats`` calls captured in one CUDA graph, its replays timed behind a held stream: GPU
     ms per call with no launch cost (``triton.testing.do_bench_cudagraph``'s idea).
 
@@ -534,16 +524,17 @@ def measure_graph(function: Callable[..., Any], warmup: int = 5, samples: int = 
     _check_callable(function)
     if flush_l2:
         raise _ridge.UsageError("flush_l2 cannot apply inside one graph replay; use measure_cuda or measure_spin")
-    kwargs = _cuda_kwargs(stream, flush_l2, target_ci_relative, time_budget_s, max_samples, target_sample_ms,
-                          throttle_threshold, throttle_recovery_s, rest_before_sample_s)
-    repeats = _repeats_value(repeats)
-    _check_counts(warmup, samples, repeats, max_samples)
+    options = _cuda_options(warmup, samples, repeats, stream, flush_l2=flush_l2,
+                            target_ci_relative=target_ci_relative, time_budget_s=time_budget_s,
+                            max_samples=max_samples, target_sample_ms=target_sample_ms,
+                            throttle_threshold=throttle_threshold, throttle_recovery_s=throttle_recovery_s,
+                            rest_before_sample_s=rest_before_sample_s)
     _require_gpu("measure_graph")
     torch = _torch_if_in_use()
     if torch is not None and not _takes_stream(function):
-        return _measure_graph_torch(torch, function, warmup, samples, repeats, kwargs["stream"], kwargs)
+        return _measure_graph_torch(torch, function, options)
     try:
-        return Measurement(_ridge.measure_graph(_stream_adapter(function), warmup, samples, repeats, **kwargs))
+        return Measurement(_ridge.measure_graph(_stream_adapter(function), options))
     except _ridge.NoGpuError:
         raise
     except _ridge.Error as error:
@@ -551,17 +542,20 @@ def measure_graph(function: Callable[..., Any], warmup: int = 5, samples: int = 
                            "function(stream).") from error
 
 
-_METHODS = {"wall_sync": None, "wall_naive": None, "cuda_events": measure_cuda, "events": measure_cuda,
-            "spin_hold": measure_spin, "spin": measure_spin, "graph_replay": measure_graph, "graph": measure_graph}
+def _measure_cpu_wall(function: Callable[[], Any], samples: int = _WALL["samples"].default,
+                      warmup: int = _WALL["warmup"].default) -> Measurement:
+    return measure_wall(function, samples, warmup, cuda=False)
+
+
+# The timer of each Method; the names that select one are the library's (method_names()).
+_TIMERS = {_ridge.Method.cpu_wall: _measure_cpu_wall, _ridge.Method.wall_naive: measure_naive,
+           _ridge.Method.wall_sync: measure_wall, _ridge.Method.cuda_events: measure_cuda,
+           _ridge.Method.spin_hold: measure_spin, _ridge.Method.graph_replay: measure_graph}
 
 
 def measure(method: str, function: Callable[..., Any], *args, **kwargs) -> Measurement:
-    """Dispatches to the timer of ``method``: "events", "spin", "graph", "wall_sync", "wall_naive"."""
-    if method in ("wall_sync", "wall"):
-        return measure_wall(function, *args, **kwargs)
-    if method in ("wall_naive", "naive"):
-        return measure_naive(function, *args, **kwargs)
-    timer = _METHODS.get(method)
-    if timer is None:
-        raise _ridge.UsageError(f"unknown method {method!r}: use events, spin, graph, wall_sync or wall_naive")
-    return timer(function, *args, **kwargs)
+    """Dispatches to the timer of ``method``: any name the library accepts, as the CLI does
+    ("events", "spin", "graph", "wall_sync", "wall_naive", a :class:`Method`'s name, ...)."""
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a str, got {method!r}")
+    return _TIMERS[_ridge.method_from_string(method)](function, *args, **kwargs)

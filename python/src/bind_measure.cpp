@@ -3,6 +3,7 @@
 // std::function would be; a Python exception inside one propagates out of the timer.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -37,32 +39,92 @@ void require_finite(double value, const char* name) {
   if (!std::isfinite(value)) throw UsageError(std::string(name) + " must be a finite number");
 }
 
-// The GPU timers' options from keyword arguments (names and defaults as CudaOptions's).
-CudaOptions cuda_options(int warmup, int samples, int repeats, std::uintptr_t stream, bool flush_l2,
-                         double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms,
-                         double throttle_threshold, double throttle_recovery_s, double rest_before_sample_s) {
-  require_finite(target_ci_relative, "target_ci_relative");
-  require_finite(rest_before_sample_s, "rest_before_sample_s");
-  require_finite(throttle_threshold, "throttle_threshold");
-  require_finite(throttle_recovery_s, "throttle_recovery_s");
-  require_finite(time_budget_s, "time_budget_s");
-  require_finite(target_sample_ms, "target_sample_ms");
-  if (time_budget_s <= 0) throw UsageError("time_budget_s must be > 0");
-  if (target_sample_ms <= 0) throw UsageError("target_sample_ms must be > 0");
-  CudaOptions o;
-  o.warmup = warmup;
-  o.samples = samples;
-  o.repeats = repeats;
-  o.stream = reinterpret_cast<cuda_stream>(stream);
-  o.flush_l2 = flush_l2;
-  o.target_ci_relative = target_ci_relative;
-  o.time_budget_s = time_budget_s;
-  o.max_samples = max_samples;
-  o.target_sample_ms = target_sample_ms;
-  o.throttle_threshold = throttle_threshold;  // range checked by the timers
-  o.throttle_recovery_s = throttle_recovery_s;
-  o.rest_before_sample_s = rest_before_sample_s;  // range checked by the timers
-  return o;
+std::string repr_of(nb::handle value) { return nb::cast<std::string>(nb::repr(value)); }
+
+// CudaOptions from Python keywords. Each value's type is checked here (bool is no number, as
+// before), its range by CudaOptions::validate(): the Python layer restates neither.
+struct IntField {
+  const char* name;
+  int CudaOptions::*member;
+};
+struct NumberField {
+  const char* name;
+  double CudaOptions::*member;
+};
+constexpr IntField int_fields[] = {{"warmup", &CudaOptions::warmup},
+                                   {"samples", &CudaOptions::samples},
+                                   {"repeats", &CudaOptions::repeats},
+                                   {"max_samples", &CudaOptions::max_samples}};
+constexpr NumberField number_fields[] = {{"target_ci_relative", &CudaOptions::target_ci_relative},
+                                         {"time_budget_s", &CudaOptions::time_budget_s},
+                                         {"target_sample_ms", &CudaOptions::target_sample_ms},
+                                         {"spin_timeout_s", &CudaOptions::spin_timeout_s},
+                                         {"throttle_threshold", &CudaOptions::throttle_threshold},
+                                         {"throttle_recovery_s", &CudaOptions::throttle_recovery_s},
+                                         {"rest_before_sample_s", &CudaOptions::rest_before_sample_s}};
+
+long long int_value(nb::handle value, const char* name) {
+  if (PyBool_Check(value.ptr()) || !PyLong_Check(value.ptr()))
+    throw nb::type_error(fmt::format("{} must be an int, got {}", name, repr_of(value)).c_str());
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0) throw UsageError(fmt::format("{} is out of range: {}", name, repr_of(value)));
+  return v;
+}
+
+void set_option(CudaOptions& o, const std::string& name, nb::handle value) {
+  for (const auto& f : int_fields) {
+    if (name != f.name) continue;
+    const long long v = int_value(value, f.name);
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      throw UsageError(fmt::format("{} is out of range: {}", f.name, v));
+    o.*f.member = static_cast<int>(v);
+    return;
+  }
+  for (const auto& f : number_fields) {
+    if (name != f.name) continue;
+    if (PyBool_Check(value.ptr()) || !(PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr())))
+      throw UsageError(fmt::format("{} must be a finite number, got {}", f.name, repr_of(value)));
+    o.*f.member = PyFloat_AsDouble(value.ptr());
+    if (PyErr_Occurred()) throw nb::python_error();  // an int too large for a double
+    return;
+  }
+  if (name == "flush_l2") {
+    o.flush_l2 = PyObject_IsTrue(value.ptr()) == 1;
+  } else if (name == "stream") {
+    const long long v = int_value(value, "stream");
+    if (v < 0) throw UsageError(fmt::format("stream must be a handle >= 0, got {}", v));
+    o.stream = reinterpret_cast<cuda_stream>(static_cast<std::uintptr_t>(v));
+  } else {
+    throw nb::type_error(fmt::format("CudaOptions has no option '{}'", name).c_str());
+  }
+}
+
+// A copy of `base` with the keywords' values, checked.
+CudaOptions with_options(CudaOptions base, const nb::kwargs& changes) {
+  for (auto [key, value] : changes) set_option(base, nb::cast<std::string>(key), value);
+  base.validate();
+  return base;
+}
+
+void bind_cuda_options(nb::module_& m) {
+  nb::class_<CudaOptions> cls(m, "CudaOptions",
+                              "The GPU timers' options: CudaOptions() holds the library's defaults; keywords set "
+                              "fields, each checked for its type and range (UsageError naming the field).");
+  cls.def("__init__",
+          [](CudaOptions* self, const nb::kwargs& fields) { new (self) CudaOptions(with_options({}, fields)); })
+      .def("replace", [](const CudaOptions& self, const nb::kwargs& changes) { return with_options(self, changes); },
+           "A copy with the keywords' fields changed (checked as the constructor checks).")
+      .def_ro("flush_l2", &CudaOptions::flush_l2)
+      .def_prop_ro("stream", [](const CudaOptions& o) { return reinterpret_cast<std::uintptr_t>(o.stream); })
+      .def_ro_static("max_auto_repeats", &CudaOptions::max_auto_repeats)
+      .def_ro_static("graph_repeats", &CudaOptions::graph_repeats)
+      .def_ro_static("max_throttle_recovery_s", &CudaOptions::max_throttle_recovery_s)
+      .def_ro_static("max_rest_before_sample_s", &CudaOptions::max_rest_before_sample_s);
+  for (const auto& f : int_fields) cls.def_ro(f.name, f.member);
+  for (const auto& f : number_fields) cls.def_ro(f.name, f.member);
+  m.def("auto_repeats", &auto_repeats, "per_call_ms"_a, "target_sample_ms"_a,
+        "Calls per sample for repeats=0: about target_sample_ms per sample, within [1, CudaOptions.max_auto_repeats].");
 }
 
 // The callable the C++ timers run: fn(stream_handle). The Python layer adapts a user's
@@ -71,19 +133,9 @@ StreamFn stream_fn(nb::callable fn) {
   return [fn = std::move(fn)](cuda_stream s) { fn(reinterpret_cast<std::uintptr_t>(s)); };
 }
 
-#define RIDGE_CUDA_OPTION_ARGS                                                                       \
-  "fn"_a, "warmup"_a = 5, "samples"_a = 20, "repeats"_a = 1, nb::kw_only(), "stream"_a = 0,          \
-      "flush_l2"_a = false, "target_ci_relative"_a = 0.0, "time_budget_s"_a = 10.0, "max_samples"_a = 10000, \
-      "target_sample_ms"_a = 0.5, "throttle_threshold"_a = 0.0, "throttle_recovery_s"_a = 0.05,              \
-      "rest_before_sample_s"_a = 0.0
-
 template <Measurement (*Timer)(const StreamFn&, CudaOptions)>
-Measurement run_timer(nb::callable fn, int warmup, int samples, int repeats, std::uintptr_t stream, bool flush_l2,
-                      double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms,
-                      double throttle_threshold, double throttle_recovery_s, double rest_before_sample_s) {
-  return Timer(stream_fn(std::move(fn)), cuda_options(warmup, samples, repeats, stream, flush_l2, target_ci_relative,
-                                                      time_budget_s, max_samples, target_sample_ms, throttle_threshold,
-                                                      throttle_recovery_s, rest_before_sample_s));
+Measurement run_timer(nb::callable fn, const CudaOptions& options) {
+  return Timer(stream_fn(std::move(fn)), options);
 }
 
 void bind_summary(nb::module_& m) {
@@ -123,7 +175,8 @@ void bind_measurement(nb::module_& m) {
                              std::pair{"wall_sync", Method::wall_sync}, std::pair{"cuda_events", Method::cuda_events},
                              std::pair{"spin_hold", Method::spin_hold}, std::pair{"graph_replay", Method::graph_replay}})
     method.value(name, value, describe(value).c_str());
-  m.def("method_from_string", &method_from_string, "name"_a, "Parses 'events', 'spin', 'graph', 'wall_sync', ...");
+  m.def("method_from_string", &method_from_string, "name"_a, "Parses a name of method_names() (UsageError otherwise).");
+  m.def("method_names", &method_names, "Every timing method name the library accepts, with its Method.");
   m.def("describe_method", [](Method method) { return describe(method); }, "method"_a,
         "One sentence saying what the method's number means.");
   m.def("method_name", [](Method method) { return to_string(method); }, "method"_a);
@@ -180,29 +233,26 @@ void bind_timers(nb::module_& m) {
       [](nb::callable fn, int samples, int warmup, std::optional<bool> cuda) {
         return measure_wall([&] { fn(); }, WallOptions{samples, warmup, cuda});
       },
-      "fn"_a, "samples"_a = 10, "warmup"_a = 3, "cuda"_a = nb::none(),
+      "fn"_a, "samples"_a = WallOptions{}.samples, "warmup"_a = WallOptions{}.warmup, "cuda"_a = nb::none(),
       "Wall-clock ms of fn(), the GPU synchronized before and after each sample (cuda=None: when a GPU exists).");
   m.def(
       "measure_naive", [](nb::callable fn, int samples, int warmup) { return measure_naive([&] { fn(); }, samples, warmup); },
-      "fn"_a, "samples"_a = 10, "warmup"_a = 3,
+      "fn"_a, "samples"_a = WallOptions{}.samples, "warmup"_a = WallOptions{}.warmup,
       "The wrong way, for the demonstration: wall clock with no synchronization (times the launch queue).");
-  m.def("measure_cuda", &run_timer<static_cast<Measurement (*)(const StreamFn&, CudaOptions)>(&measure_cuda)>,
-        RIDGE_CUDA_OPTION_ARGS, "GPU ms between CUDA events around `repeats` calls of fn on `stream` (repeats=0: automatic).");
-  m.def("measure_spin", &run_timer<&measure_spin>, RIDGE_CUDA_OPTION_ARGS,
+  // The timers take one CudaOptions (checked when it was made); its defaults are CudaOptions{}'s.
+  m.def("measure_cuda", &run_timer<static_cast<Measurement (*)(const StreamFn&, CudaOptions)>(&measure_cuda)>, "fn"_a,
+        "options"_a = CudaOptions{},
+        "GPU ms between CUDA events around `repeats` calls of fn on `stream` (repeats=0: automatic).");
+  m.def("measure_spin", &run_timer<&measure_spin>, "fn"_a, "options"_a = CudaOptions{},
         "Events, with the stream held by a spin kernel while each batch is queued: GPU time only, no launch latency.");
-  m.def("measure_graph", &run_timer<&measure_graph>, RIDGE_CUDA_OPTION_ARGS,
+  m.def("measure_graph", &run_timer<&measure_graph>, "fn"_a, "options"_a = CudaOptions{},
         "`repeats` calls of fn(stream) captured into one CUDA graph on ridge's stream, replays timed: ms per call.");
   m.def(
       "measure",
-      [](Method method, nb::callable fn, int warmup, int samples, int repeats, std::uintptr_t stream, bool flush_l2,
-         double target_ci_relative, double time_budget_s, int max_samples, double target_sample_ms,
-         double throttle_threshold, double throttle_recovery_s, double rest_before_sample_s) {
-        return measure(method, stream_fn(std::move(fn)),
-                       cuda_options(warmup, samples, repeats, stream, flush_l2, target_ci_relative, time_budget_s,
-                                    max_samples, target_sample_ms, throttle_threshold, throttle_recovery_s,
-                                    rest_before_sample_s));
+      [](Method method, nb::callable fn, const CudaOptions& options) {
+        return measure(method, stream_fn(std::move(fn)), options);
       },
-      "method"_a, RIDGE_CUDA_OPTION_ARGS, "Dispatches to the timer of `method`.");
+      "method"_a, "fn"_a, "options"_a = CudaOptions{}, "Dispatches to the timer of `method`.");
 }
 
 // ridge's own probe kernels, for tests and for measuring what the Python layer costs: the same
@@ -220,16 +270,21 @@ void bind_probes(nb::module_& m) {
   m.def(
       "measure_empty_kernel",
       [](Method method, int warmup, int samples, int repeats) {
-        return measure(method, [](cuda_stream s) { launch_empty(s); },
-                       cuda_options(warmup, samples, repeats, 0, false, 0.0, 10.0, 10000, 0.5, 0.0, 0.05, 0.0));
+        CudaOptions o;
+        o.warmup = warmup;
+        o.samples = samples;
+        o.repeats = repeats;
+        return measure(method, [](cuda_stream s) { launch_empty(s); }, o);
       },
-      "method"_a, "warmup"_a = 5, "samples"_a = 20, "repeats"_a = 1,
+      "method"_a, "warmup"_a = CudaOptions{}.warmup, "samples"_a = CudaOptions{}.samples,
+      "repeats"_a = CudaOptions{}.repeats,
       "The empty kernel timed by the C++ timer alone: the baseline of the Python layer's cost.");
 }
 
 }  // namespace
 
 void bind_measure(nb::module_& m) {
+  bind_cuda_options(m);
   bind_summary(m);
   bind_measurement(m);
   bind_timers(m);

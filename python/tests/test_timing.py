@@ -129,15 +129,15 @@ def test_throttle_recovery_is_only_for_the_launch_free_timers():
         ridge.measure_cuda(lambda: None, throttle_threshold=0.5)
     # The C++ timers refuse it too, before any GPU work: a per-launch timer cannot drop a sample.
     with pytest.raises(ridge.UsageError, match="launch-free methods"):
-        ridge._ridge.measure_cuda(lambda _s: None, throttle_threshold=0.5)
+        ridge._ridge.measure_cuda(lambda _s: None, ridge._ridge.CudaOptions(throttle_threshold=0.5))
     with pytest.raises(ridge.UsageError, match="throttle_threshold must be"):
-        ridge._ridge.measure_spin(lambda _s: None, throttle_threshold=2.0)
+        ridge._ridge.CudaOptions(throttle_threshold=2.0)
     with pytest.raises(TypeError):
         ridge.measure_cuda(lambda: None, rest_before_sample_s=0.001)
     with pytest.raises(ridge.UsageError, match="launch-free methods"):
-        ridge._ridge.measure_cuda(lambda _s: None, rest_before_sample_s=0.001)
+        ridge._ridge.measure_cuda(lambda _s: None, ridge._ridge.CudaOptions(rest_before_sample_s=0.001))
     with pytest.raises(ridge.UsageError, match="rest_before_sample_s must be"):
-        ridge._ridge.measure_spin(lambda _s: None, rest_before_sample_s=-1.0)
+        ridge._ridge.CudaOptions(rest_before_sample_s=-1.0)
 
 
 def test_bad_wall_options():
@@ -146,7 +146,7 @@ def test_bad_wall_options():
 
 
 def test_unknown_method():
-    with pytest.raises(ridge.UsageError, match="unknown method"):
+    with pytest.raises(ridge.UsageError, match="unknown timing method 'stopwatch'"):
         ridge.measure("stopwatch", busy)
     assert ridge.measure("wall_sync", busy, 3, 1).method in ("cpu_wall", "wall_sync")
 

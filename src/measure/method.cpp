@@ -17,13 +17,18 @@ std::string to_string(Method m) {
   return "unknown";
 }
 
+const std::vector<std::pair<std::string, Method>>& method_names() {
+  static const std::vector<std::pair<std::string, Method>> names = {
+      {"cpu_wall", Method::cpu_wall},       {"wall_naive", Method::wall_naive},  {"naive", Method::wall_naive},
+      {"wall_sync", Method::wall_sync},     {"wall", Method::wall_sync},         {"sync", Method::wall_sync},
+      {"cuda_events", Method::cuda_events}, {"events", Method::cuda_events},     {"spin_hold", Method::spin_hold},
+      {"spin", Method::spin_hold},          {"graph_replay", Method::graph_replay}, {"graph", Method::graph_replay}};
+  return names;
+}
+
 Method method_from_string(const std::string& name) {
-  if (name == "cpu_wall") return Method::cpu_wall;
-  if (name == "wall_naive" || name == "naive") return Method::wall_naive;
-  if (name == "wall_sync" || name == "wall" || name == "sync") return Method::wall_sync;
-  if (name == "cuda_events" || name == "events") return Method::cuda_events;
-  if (name == "spin_hold" || name == "spin") return Method::spin_hold;
-  if (name == "graph_replay" || name == "graph") return Method::graph_replay;
+  for (const auto& [known, method] : method_names())
+    if (name == known) return method;
   throw UsageError(fmt::format("unknown timing method '{}': use one of naive, wall, events, spin, graph", name));
 }
 

@@ -13,13 +13,13 @@
 namespace ridge {
 
 void TimingDemoOptions::validate() const {
-  if (n <= 0) throw UsageError(fmt::format("--n must be > 0, got {}", n));
-  if (small_n <= 0) throw UsageError(fmt::format("--small-n must be > 0, got {}", small_n));
-  if (samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", samples));
-  if (warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", warmup));
-  if (repeats < 1) throw UsageError(fmt::format("--repeats must be >= 1, got {}", repeats));
+  if (n <= 0) throw UsageError(fmt::format("n must be > 0, got {}", n));
+  if (small_n <= 0) throw UsageError(fmt::format("small_n must be > 0, got {}", small_n));
+  if (samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", samples));
+  if (warmup < 0) throw UsageError(fmt::format("warmup must be >= 0, got {}", warmup));
+  if (repeats < 1) throw UsageError(fmt::format("repeats must be >= 1, got {}", repeats));
   if (!(inject_slowdown_us >= 0) || !std::isfinite(inject_slowdown_us))
-    throw UsageError(fmt::format("--inject-slowdown-us must be a number of microseconds >= 0, got {}", inject_slowdown_us));
+    throw UsageError(fmt::format("inject_slowdown_us must be a number of microseconds >= 0, got {}", inject_slowdown_us));
   dtype_from_string(dtype);
   dtype_from_string(small_dtype);
   gemm_backend_from_string(backend);
@@ -72,7 +72,7 @@ void analyze_timing_demo(TimingDemo& d) {
   if (d.options.inject_slowdown_us > 0)
     for (Record* r : {&naive, &wall, &events})
       r->warnings.push_back(fmt::format(
-          "deliberately slowed by --inject-slowdown-us (a testing aid): {:.1f} us of GPU busy-wait per call",
+          "deliberately slowed by inject_slowdown_us (a testing aid): {:.1f} us of GPU busy-wait per call",
           d.options.inject_slowdown_us));
 
   d.impossible_above_flops_per_s = fastest_known_peak_flops(d.large.dtype);

@@ -240,9 +240,9 @@ double parse_threshold(const std::string& text) {
     used = 0;
   }
   if (s.empty() || used != s.size() || !std::isfinite(value))
-    throw UsageError(fmt::format("--threshold: cannot read '{}'; give a percentage like 5% or a fraction like 0.05", text));
+    throw UsageError(fmt::format("threshold: cannot read '{}'; give a percentage like 5% or a fraction like 0.05", text));
   if (percent) value /= 100;
-  if (value < 0) throw UsageError(fmt::format("--threshold must be >= 0, got '{}'", text));
+  if (value < 0) throw UsageError(fmt::format("threshold must be >= 0, got '{}'", text));
   return value;
 }
 

@@ -373,7 +373,7 @@ CeilingsMode ceilings_mode_from_string(const std::string& mode) {
   if (mode == "measure") return CeilingsMode::measure;
   if (mode == "refresh") return CeilingsMode::refresh;
   if (mode == "none") return CeilingsMode::none;
-  throw UsageError(fmt::format("--ceilings must be auto, measure, refresh or none, got '{}'", mode));
+  throw UsageError(fmt::format("ceilings must be auto, measure, refresh or none, got '{}'", mode));
 }
 
 std::optional<DeviceCeilings> CeilingsLookup::datasheet_ceilings() const {

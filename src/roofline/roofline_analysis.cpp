@@ -138,10 +138,10 @@ bool RooflineOptions::model_only() const {
 
 void RooflineOptions::validate() const {
   if (model_only() && refresh)
-    throw UsageError(fmt::format("--refresh re-measures a GPU; '{}' is a catalog device (model only). "
-                                 "Give a GPU index (--device 0) to measure",
+    throw UsageError(fmt::format("refresh re-measures a GPU; device '{}' is a catalog device (model only). "
+                                 "Set device to a GPU index (e.g. \"0\") to measure",
                                  device));
-  if (!model_only() && device.size() > 4) throw UsageError(fmt::format("--device {}: no such GPU index", device));
+  if (!model_only() && device.size() > 4) throw UsageError(fmt::format("device '{}': no such GPU index", device));
 }
 
 RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device,

@@ -290,7 +290,7 @@ TEST(Gpt2Gpu, RunDecodeChecksTimesAndPlacesEachConfiguration) {
     ++ready;
     EXPECT_TRUE(run.configurations.empty()) << "on_ready comes before any timing";
     EXPECT_EQ(run.ceilings.source, CeilingsSource::user);
-    EXPECT_EQ(run.ceilings.source_text, "--bandwidth");
+    EXPECT_EQ(run.ceilings.source_text, "given (bandwidth_bytes_per_s)");
   };
   callbacks.on_record = [&](const Record& r, const gpt2::DecodeConfiguration& point) {
     ++records;

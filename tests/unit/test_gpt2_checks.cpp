@@ -118,12 +118,14 @@ TEST(Gpt2DecodeOptions, DefaultsAreValidAndBadFieldsAreNamed) {
   EXPECT_TRUE(o.pdl);
   EXPECT_FALSE(o.l2_prefetch);
   EXPECT_TRUE(o.timeline_path.empty());
+  // The fields' names, never a command-line flag: Python users read these too.
   auto expect_usage = [](gpt2::DecodeOptions bad, const std::string& needle) {
     try {
       bad.validate();
       ADD_FAILURE() << "accepted; expected an error naming " << needle;
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
     }
   };
   auto bad = o;
@@ -137,17 +139,20 @@ TEST(Gpt2DecodeOptions, DefaultsAreValidAndBadFieldsAreNamed) {
   expect_usage(bad, "giant");
   bad = o;
   bad.samples = 0;
-  expect_usage(bad, "--samples");
+  expect_usage(bad, "samples must be");
   bad = o;
   bad.modes.clear();
-  expect_usage(bad, "--mode");
+  expect_usage(bad, "modes needs");
+  bad = o;
+  bad.bandwidth_bytes_per_s = std::nan("");  // NaN was let through as "not negative"
+  expect_usage(bad, "bandwidth_bytes_per_s");
   bad = o;
   bad.weights = "/nonexistent.safetensors";
   expect_usage(bad, "does not exist");
   bad = o;
   bad.timeline_path = "t.json";
   bad.batches = {1, 8};
-  expect_usage(bad, "--timeline");
+  expect_usage(bad, "timeline_path");
   bad.batches = {1};
   EXPECT_NO_THROW(bad.validate());
 }

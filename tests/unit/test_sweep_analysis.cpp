@@ -464,7 +464,7 @@ TEST(TimingAnalysis, AnInjectedSlowdownIsLabelledOnEveryLargeRecord) {
   analyze_timing_demo(d);
   for (const auto& m : d.large.methods) {
     ASSERT_FALSE(m.record.warnings.empty());
-    EXPECT_NE(m.record.warnings[0].find("--inject-slowdown-us"), std::string::npos);
+    EXPECT_NE(m.record.warnings[0].find("inject_slowdown_us"), std::string::npos);
   }
   for (const auto& m : d.small.methods)
     for (const auto& w : m.record.warnings) EXPECT_EQ(w.find("inject"), std::string::npos);

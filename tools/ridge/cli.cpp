@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+
+#include <fmt/format.h>
 
 #include "ridge/device.hpp"
 #include "ridge/writers.hpp"
@@ -17,6 +21,23 @@ std::vector<Command>& commands() {
 bool register_command(Command command) {
   commands().push_back(std::move(command));
   return true;
+}
+
+std::string naming_option(const std::string& message, const CLI::App& app, const Command& command) {
+  std::size_t end = 0;
+  while (end < message.size() && (std::islower(static_cast<unsigned char>(message[end])) || message[end] == '_')) ++end;
+  if (end == 0 || (end < message.size() && message[end] != ' ' && message[end] != ':')) return message;
+  const std::string field = message.substr(0, end);
+  std::string option;
+  for (const auto& [name, renamed] : command.renamed_fields)
+    if (name == field) option = renamed;
+  if (option.empty()) {
+    std::string dashed = field;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    if (app.get_option_no_throw("--" + dashed)) option = "--" + dashed;
+  }
+  if (option.empty() || message.find(option) != std::string::npos) return message;
+  return fmt::format("{} (option {})", message, option);
 }
 
 static std::vector<std::string> g_argv;

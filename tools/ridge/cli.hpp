@@ -18,9 +18,18 @@ struct Command {
   std::string summary;
   int order = 100;  ///< position in --help
   std::function<std::function<int()>(CLI::App&)> setup;
+  /// The library's field names whose option is not --field-with-dashes: {"batches", "--batch"}.
+  std::vector<std::pair<std::string, std::string>> renamed_fields = {};
 };
 
 bool register_command(Command command);
+
+/// The library's usage errors name the field or argument, not a flag ("samples must be >= 1"),
+/// as Python users see them too. For the command line this appends the option that sets the
+/// field the message starts with: "samples must be >= 1, got 0 (option --samples)". The option
+/// is --field-with-dashes when `app` has it, else the command's renamed_fields entry; a message
+/// that names no field, or already names the option, is returned as it is.
+std::string naming_option(const std::string& message, const CLI::App& app, const Command& command);
 std::vector<Command>& commands();
 
 #define RIDGE_CONCAT_INNER(a, b) a##b

@@ -167,7 +167,9 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--svg", c->svg, "write the roofline plot here (and <name>-tokens.svg: tokens/s vs batch)");
       c->exports.add_to(app);
       return [c] { return decode_command(*c); };
-    }});
+    },
+    {{"batches", "--batch"}, {"contexts", "--context"}, {"modes", "--mode"}, {"bandwidth_bytes_per_s", "--bandwidth"},
+     {"timeline_path", "--timeline"}, {"pdl", "--no-pdl"}}});
 
 }  // namespace
 }  // namespace ridge::cli

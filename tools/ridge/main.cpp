@@ -24,6 +24,16 @@ std::string version_text() {
                      cuda(driver));
 }
 
+// What to print for a library error: a usage error gets the option that sets the field it names,
+// for the command that was given (the library names fields, not flags).
+using GivenCommands = std::vector<std::pair<CLI::App*, const ridge::cli::Command*>>;
+std::string error_text(const ridge::Error& e, const GivenCommands& given) {
+  if (dynamic_cast<const ridge::UsageError*>(&e) == nullptr) return e.what();
+  for (const auto& [sub, command] : given)
+    if (sub->parsed()) return ridge::cli::naming_option(e.what(), *sub, *command);
+  return e.what();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,9 +53,11 @@ int main(int argc, char** argv) {
   auto& all = ridge::cli::commands();
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
+  GivenCommands given;
   for (auto& command : all) {
     CLI::App* sub = app.add_subcommand(command.name, command.summary);
     runners.emplace_back(sub, command.setup(*sub));
+    given.emplace_back(sub, &command);
   }
   ridge::cli::reject_negative_unsigned(app);
 
@@ -55,7 +67,7 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : static_cast<int>(ridge::ExitCode::usage_error);
   } catch (const ridge::Error& e) {  // a setup step validated something and failed
-    std::fprintf(stderr, "ridge: error: %s\n", e.what());
+    std::fprintf(stderr, "ridge: error: %s\n", error_text(e, given).c_str());
     return static_cast<int>(e.code());
   }
   if (show_version) {
@@ -74,7 +86,7 @@ int main(int argc, char** argv) {
                  e.what());
     return static_cast<int>(e.code());
   } catch (const ridge::Error& e) {
-    std::fprintf(stderr, "ridge: error: %s\n", e.what());
+    std::fprintf(stderr, "ridge: error: %s\n", error_text(e, given).c_str());
     return static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "ridge: error: out of host memory; try smaller sizes\n");

@@ -63,7 +63,7 @@ std::vector<int> parse_positive_ints(const std::string& text, const std::string&
 std::vector<Mode> parse_modes(const std::string& text);
 
 /// The one place the decode step's ceilings come from. `bandwidth_bytes_per_s` > 0: source user,
-/// source_text "--bandwidth", that memory bandwidth and no peaks. Otherwise the device's measured
+/// source_text "given (bandwidth_bytes_per_s)", that memory bandwidth and no peaks. Otherwise the device's measured
 /// ceilings (cached per device; the first measurement takes tens of seconds) with source_text
 /// "measured (<the kernel that reached the HBM bandwidth>)". decode_ceiling divides by
 /// memory_bytes_per_s. Throws Error when the measured bandwidth is missing.

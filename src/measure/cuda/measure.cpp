@@ -26,27 +26,6 @@ double ms_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
 }
 
-void validate(const CudaOptions& o) {
-  if (o.samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", o.samples));
-  if (o.warmup < 0) throw UsageError(fmt::format("warmup must be >= 0, got {}", o.warmup));
-  if (o.repeats < 0) throw UsageError(fmt::format("repeats must be >= 0 (0 = automatic), got {}", o.repeats));
-  if (o.target_ci_relative < 0) throw UsageError("target_ci_relative must be >= 0");
-  if (o.max_samples < o.samples) throw UsageError("max_samples must be >= samples");
-  if (!(o.throttle_threshold >= 0 && o.throttle_threshold <= 1))
-    throw UsageError(fmt::format("throttle_threshold must be a fraction of the rated SM clock in [0, 1], got {}",
-                                 o.throttle_threshold));
-  if (!(o.throttle_recovery_s >= 0 && o.throttle_recovery_s <= 60))
-    throw UsageError(fmt::format("throttle_recovery_s must be in [0, 60] seconds, got {}", o.throttle_recovery_s));
-  if (!(o.rest_before_sample_s >= 0 && o.rest_before_sample_s <= 10))
-    throw UsageError(fmt::format("rest_before_sample_s must be in [0, 10] seconds, got {}", o.rest_before_sample_s));
-  if (!(o.settle_max_s >= 0 && o.settle_max_s <= 60))
-    throw UsageError(fmt::format("settle_max_s must be in [0, 60] seconds, got {}", o.settle_max_s));
-  if (!(o.settle_tolerance > 0 && o.settle_tolerance < 1))
-    throw UsageError(fmt::format("settle_tolerance must be a fraction in (0, 1), got {}", o.settle_tolerance));
-  if (o.settle_readings < 2 || o.settle_readings > 1000)
-    throw UsageError(fmt::format("settle_readings must be in [2, 1000], got {}", o.settle_readings));
-}
-
 /// The methods that time every launch (events, wall) cannot drop a throttled sample after the fact
 /// without changing what they measure; throttle recovery and rests belong to the held batches.
 void refuse_held_batch_options(const CudaOptions& o, const char* method) {
@@ -153,16 +132,15 @@ class StopRule {
 };
 
 // Times one call with events (after the warm-up) and picks repeats so a sample lasts about
-// target_sample_ms, within [1, 10000].
-int auto_repeats(const StreamFn& fn, cuda_stream stream, double target_ms) {
+// target_sample_ms (ridge::auto_repeats).
+int measured_auto_repeats(const StreamFn& fn, cuda_stream stream, double target_ms) {
   Event a, b;
   RIDGE_CHECK(cudaStreamSynchronize(stream));
   RIDGE_CHECK(cudaEventRecord(a.e, stream));
   for (int i = 0; i < 3; ++i) fn(stream);
   RIDGE_CHECK(cudaEventRecord(b.e, stream));
   RIDGE_CHECK(cudaEventSynchronize(b.e));
-  const double one = std::max(1e-4, elapsed_ms(a, b) / 3.0);
-  return static_cast<int>(std::clamp(target_ms / one, 1.0, 10000.0));
+  return auto_repeats(elapsed_ms(a, b) / 3.0, target_ms);
 }
 
 Measurement finish(Measurement m, const std::string& reason) {
@@ -298,7 +276,7 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
       throw Error(fmt::format(
           "the spin kernel holding the stream timed out after {} s before the host finished queuing a batch; "
           "the work may launch too many kernels or synchronize inside the timed function. Use fewer repeats, or "
-          "the events method (--method events; measure_cuda in Python)",
+          "the events method (method events; measure_cuda in Python)",
           o.spin_timeout_s));
     if (throttle.on()) {
       const double mhz = throttle.sm_mhz();
@@ -359,12 +337,12 @@ Measurement measure_naive(const HostFn& fn, int samples, int warmup) {
 }
 
 Measurement measure_cuda(const StreamFn& fn, CudaOptions o) {
-  validate(o);
+  o.validate();
   refuse_held_batch_options(o, "events");
   cuda_stream stream = o.stream;
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));
-  int repeats = o.repeats == 0 ? auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
+  int repeats = o.repeats == 0 ? measured_auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
   if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
   Measurement m;
   m.method = Method::cuda_events;
@@ -427,13 +405,13 @@ int launches_per_call(const StreamFn& fn) {
 }  // namespace
 
 Measurement measure_spin(const StreamFn& fn, CudaOptions o) {
-  validate(o);
+  o.validate();
   cuda_stream stream = o.stream;
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));
   const int launches = launches_per_call(fn);
   constexpr int max_held_launches = 512;
-  int repeats = o.repeats == 0 ? std::min(64, auto_repeats(fn, stream, o.target_sample_ms)) : o.repeats;
+  int repeats = o.repeats == 0 ? std::min(64, measured_auto_repeats(fn, stream, o.target_sample_ms)) : o.repeats;
   if (o.repeats == 0) repeats = std::max(1, std::min(repeats, max_held_launches / launches));
   if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
   if (repeats * launches > max_held_launches)
@@ -448,7 +426,7 @@ Measurement measure_spin(const StreamFn& fn, CudaOptions o) {
 }
 
 Measurement measure_graph(const StreamFn& fn, CudaOptions o) {
-  validate(o);
+  o.validate();
   cudaStream_t stream = o.stream;
   cudaStream_t own = nullptr;
   if (!stream) {
@@ -467,7 +445,7 @@ Measurement measure_graph(const StreamFn& fn, CudaOptions o) {
   } cleanup{own};
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));
-  int repeats = o.repeats == 0 ? auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
+  int repeats = o.repeats == 0 ? measured_auto_repeats(fn, stream, o.target_sample_ms) : o.repeats;
   if (o.flush_l2) repeats = 1;  // the flush must precede every timed call
   RIDGE_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {

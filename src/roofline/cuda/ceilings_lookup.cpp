@@ -22,10 +22,10 @@ CeilingsLookup ceilings_for(int index, const DeviceDescription& device, Ceilings
       std::string problem;
       lookup.measured = cached_ceilings(device.uuid, &problem);
       if (!problem.empty())
-        lookup.note = fmt::format("Ignoring the cached ceilings in {}; use --ceilings refresh to measure again.", problem);
+        lookup.note = fmt::format("Ignoring the cached ceilings in {}; set ceilings to refresh to measure again.", problem);
       else if (!lookup.measured)
         lookup.note = "No measured ceilings cached for this GPU: percentages are of the datasheet only. "
-                      "Add --ceilings measure (tens of seconds, then cached) for % of measured.";
+                      "Set ceilings to measure (tens of seconds, then cached) for % of measured.";
       break;
     }
     case CeilingsMode::measure: lookup.measured = measured_ceilings(index, false); break;

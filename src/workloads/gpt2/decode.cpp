@@ -3,6 +3,7 @@
 #include "ridge/gpt2/decode.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -19,20 +20,22 @@ namespace ridge::gpt2 {
 
 void DecodeOptions::validate() const {
   if (dtype != DType::fp32 && dtype != DType::bf16)
-    throw UsageError(fmt::format("--dtype must be fp32 or bf16 for decode, got {}", to_string(dtype)));
-  if (batches.empty()) throw UsageError("--batch needs at least one value");
-  if (contexts.empty()) throw UsageError("--context needs at least one value");
+    throw UsageError(fmt::format("dtype must be fp32 or bf16 for decode, got {}", to_string(dtype)));
+  if (batches.empty()) throw UsageError("batches needs at least one value");
+  if (contexts.empty()) throw UsageError("contexts needs at least one value");
   for (int b : batches)
-    if (b < 1) throw UsageError(fmt::format("--batch: {} is not a positive integer", b));
+    if (b < 1) throw UsageError(fmt::format("batches: {} is not a positive integer", b));
   for (int c : contexts)
-    if (c < 1) throw UsageError(fmt::format("--context: {} is not a positive integer", c));
-  if (modes.empty()) throw UsageError("--mode needs eager, graph or both");
-  if (samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", samples));
-  if (warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", warmup));
-  if (bandwidth_bytes_per_s < 0) throw UsageError("--bandwidth must be > 0 (GB/s)");
-  if (heads < 0) throw UsageError(fmt::format("--heads must be >= 0 (0: width/64), got {}", heads));
+    if (c < 1) throw UsageError(fmt::format("contexts: {} is not a positive integer", c));
+  if (modes.empty()) throw UsageError("modes needs eager, graph or both");
+  if (samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", samples));
+  if (warmup < 0) throw UsageError(fmt::format("warmup must be >= 0, got {}", warmup));
+  if (!(bandwidth_bytes_per_s >= 0 && std::isfinite(bandwidth_bytes_per_s)))
+    throw UsageError(fmt::format("bandwidth_bytes_per_s must be a finite number >= 0 (0: the measured ceiling), got {}",
+                                 bandwidth_bytes_per_s));
+  if (heads < 0) throw UsageError(fmt::format("heads must be >= 0 (0: width/64), got {}", heads));
   if (!weights.empty() && !std::filesystem::exists(weights))
-    throw UsageError(fmt::format("--weights: file '{}' does not exist", weights));
+    throw UsageError(fmt::format("weights: file '{}' does not exist", weights));
   // The weights file's header is read here, so a malformed file is refused before any GPU work.
   const Config config = weights.empty() ? preset(model)
                                         : check_weights_file(weights, heads > 0 ? std::optional<int>(heads)
@@ -40,12 +43,12 @@ void DecodeOptions::validate() const {
   const std::string model_name = weights.empty() ? "GPT-2 " + config.name : "the weights in '" + weights + "'";
   for (int c : contexts)
     if (c > config.context)
-      throw UsageError(fmt::format("--context {} exceeds {}'s {} positions", c, model_name, config.context));
+      throw UsageError(fmt::format("contexts: {} exceeds {}'s {} positions", c, model_name, config.context));
   if (!check_logits.empty() && !std::filesystem::exists(check_logits))
-    throw UsageError(fmt::format("--check-logits: file '{}' does not exist", check_logits));
+    throw UsageError(fmt::format("check_logits: file '{}' does not exist", check_logits));
   if (!check_logits.empty()) check_reference_logits_file(check_logits, config);
   if (!timeline_path.empty() && batches.size() * contexts.size() != 1)
-    throw UsageError(fmt::format("--timeline records one configuration's step; got {} batches x {} contexts",
+    throw UsageError(fmt::format("timeline_path records one configuration's step; got {} batches x {} contexts",
                                  batches.size(), contexts.size()));
 }
 
@@ -84,7 +87,7 @@ std::vector<Mode> parse_modes(const std::string& text) {
   std::string item;
   while (std::getline(ss, item, ','))
     if (!item.empty()) modes.push_back(mode_from_string(item));
-  if (modes.empty()) throw UsageError("--mode needs eager, graph or both");
+  if (modes.empty()) throw UsageError("modes needs eager, graph or both");
   return modes;
 }
 

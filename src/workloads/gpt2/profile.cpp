@@ -12,10 +12,10 @@ namespace ridge::gpt2 {
 void ProfileOptions::validate() const {
   const Config config = preset(model);
   if (dtype != DType::fp32 && dtype != DType::bf16)
-    throw UsageError(fmt::format("--dtype must be fp32 or bf16 for profile, got {}", to_string(dtype)));
-  if (batch < 1) throw UsageError(fmt::format("--batch must be >= 1, got {}", batch));
+    throw UsageError(fmt::format("dtype must be fp32 or bf16 for profile, got {}", to_string(dtype)));
+  if (batch < 1) throw UsageError(fmt::format("batch must be >= 1, got {}", batch));
   if (context < 1 || context > config.context)
-    throw UsageError(fmt::format("--context must be within [1, {}] for GPT-2 {}, got {}", config.context, model,
+    throw UsageError(fmt::format("context must be within [1, {}] for GPT-2 {}, got {}", config.context, model,
                                  context));
   if (top < 1) throw UsageError(fmt::format("top must be >= 1, got {}", top));
 }

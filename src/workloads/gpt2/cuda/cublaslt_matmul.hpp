@@ -58,8 +58,8 @@ struct LtMatmul {
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, c, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (status != CUBLAS_STATUS_SUCCESS || found == 0)
-      throw Error(fmt::format("cuBLASLt has no algorithm for the GPT-2 {} product ({}x{} by batch {}): {}. Use "
-                              "--gemm gemv",
+      throw Error(fmt::format("cuBLASLt has no algorithm for the GPT-2 {} product ({}x{} by batch {}): {}. Set "
+                              "gemm to gemv",
                               what, n, k, batch, detail::status_text(status)));
     algo = result.algo;
   }

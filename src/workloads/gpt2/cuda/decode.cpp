@@ -23,13 +23,13 @@ DeviceCeilings decode_ceilings(int device, double bandwidth_bytes_per_s) {
   if (bandwidth_bytes_per_s > 0) {
     DeviceCeilings given;
     given.source = CeilingsSource::user;
-    given.source_text = "--bandwidth";
+    given.source_text = "given (bandwidth_bytes_per_s)";
     given.memory_bytes_per_s = bandwidth_bytes_per_s;
     return given;
   }
   const MeasuredCeilings c = measured_ceilings(device);
   if (!(c.ceilings.memory_bytes_per_s > 0))
-    throw Error("the measured HBM bandwidth is missing or zero; pass --bandwidth GB/s");
+    throw Error("the measured HBM bandwidth is missing or zero; give bandwidth_bytes_per_s");
   DeviceCeilings measured = c.ceilings;
   // Decode is bound by the HBM bandwidth: name the kernel that reached it (records keep this text).
   measured.source_text = fmt::format("measured ({})", c.hbm_kernel.empty() ? "ceilings" : c.hbm_kernel);
@@ -219,7 +219,7 @@ DecodeRun run_decode(const DecodeOptions& o, const DecodeCallbacks& callbacks) {
   run.weight_bytes_per_step = step_cost(run.config, element_bytes, element_bytes, 1, 0).weight_bytes;
   for (int c : o.contexts)
     if (c > run.config.context)
-      throw UsageError(fmt::format("--context {} exceeds the model's {} positions", c, run.config.context));
+      throw UsageError(fmt::format("contexts: {} exceeds the model's {} positions", c, run.config.context));
   ReferenceWeights reference(run.config, o.dtype, o.seed, std::move(loaded));
 
   if (!o.check_logits.empty()) run_reference_file_check(*model, o, callbacks, run);

@@ -87,8 +87,8 @@ struct Decoder::Impl {
     gemm = o.gemm;
     if (gemm == GemmPath::automatic) gemm = gemv_fits ? GemmPath::gemv : GemmPath::cublas;
     if (gemm == GemmPath::gemv && !gemv_fits)
-      throw UsageError(fmt::format("the GEMV kernels take batch <= {} with batch * {} <= {}; got batch {}. Use --gemm "
-                                   "cublas or auto",
+      throw UsageError(fmt::format("the GEMV kernels take batch <= {} with batch * {} <= {}; got batch {}. Set gemm "
+                                   "to cublas or auto",
                                    gpt2::gemv_max_batch, c.hidden(), gpt2::gemv_max_staged_floats, B));
     pdl = o.pdl && device_has_pdl();
     gpt2::prepare_kernels();
@@ -147,13 +147,13 @@ struct Decoder::Impl {
       if (o.kernel != StepKernel::chain) fused_blocks = gpt2::fused_grid(m.elem, B, C, H, c.hidden(), S, m.sm_count);
       if (o.kernel == StepKernel::barrier && fused_blocks == 0)
         throw UsageError(fmt::format("the barrier step kernel cannot run GPT-2 {} at batch {} and {} cache slots (its "
-                                     "shared memory does not fit); use --kernel chain or auto",
+                                     "shared memory does not fit); set kernel to chain or auto",
                                      c.name, B, S));
       kernel = fused_blocks > 0 ? StepKernel::barrier : StepKernel::chain;
     }
     if (kernel != StepKernel::barrier && (o.l2_prefetch || o.record_timeline))
       throw UsageError(fmt::format("{} belongs to the barrier step kernel, but this step runs as a chain ({} backend, "
-                                   "batch {}); use --kernel barrier with --gemm gemv or auto",
+                                   "batch {}); set kernel to barrier and gemm to gemv or auto",
                                    o.l2_prefetch ? "the L2 prefetch" : "the phase timeline", to_string(gemm), B));
   }
 
@@ -395,7 +395,7 @@ struct Decoder::Impl {
     if (status != cudaSuccess) {
       cudaGetLastError();
       throw Error(fmt::format("capturing the GPT-2 step into a CUDA graph failed: {}{}", detail::status_text(status),
-                              pdl ? " (try --no-pdl)" : ""));
+                              pdl ? " (try with pdl off)" : ""));
     }
     RIDGE_CHECK(cudaGraphInstantiate(&graph_exec, graph, 0));
   }
