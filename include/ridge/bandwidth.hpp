@@ -53,26 +53,23 @@ StreamPoint stream_point(const Record& record);
 /// Options of run_bandwidth_sweep (`ridge bandwidth`), with its defaults.
 struct BandwidthSweepOptions {
   int device = 0;
-  std::string ops = "add,copy,scale,triad,read";  ///< comma list of add, copy, scale, triad, read
-  std::string variants = "scalar,vec4,grid_stride";
-  std::string sizes = "2^10:2^28:2";  ///< elements per array (see parse_sizes)
-  std::string method = "auto";        ///< auto, events, spin, graph, wall
-  bool cold = false;                  ///< flush the L2 before each sample (one call per sample)
+  std::vector<StreamOp> ops = all_stream_ops();
+  std::vector<StreamVariant> variants = user_stream_variants();  ///< broken_for_tests is refused
+  std::vector<std::int64_t> sizes = geometric_sizes(1 << 10, 1 << 28, 2);  ///< elements per array, 1..2^34
+  std::optional<Method> method;  ///< nullopt: automatic (graph replay under 1 ms, events above)
+  bool cold = false;             ///< flush the L2 before each sample (one call per sample)
   int samples = 20;
   int warmup = 3;
   std::string ceilings = "auto";  ///< measured ceilings: auto (cached only), measure, refresh, none
-  bool quick = false;             ///< report mode: add only, every 4th power of two, at most 10 samples
+  bool quick = false;             ///< report mode: add only, 2^10..2^28 every 4x, at most 10 samples
 };
 
-/// The options checked and parsed: what a sweep runs.
+/// The options checked: what a sweep runs.
 struct BandwidthPlan {
-  BandwidthSweepOptions options;  ///< as given, with --quick applied
-  std::vector<StreamOp> ops;
-  std::vector<StreamVariant> variants;
-  std::vector<std::int64_t> sizes;  ///< elements per array
-  std::optional<Method> method;     ///< nullopt: auto (graph replay under 1 ms, events above)
+  BandwidthSweepOptions options;  ///< as given, with quick applied and repeats removed from the lists
+  std::vector<SweepPoint> points;  ///< ops x variants x sizes, sizes innermost
 };
-/// Checks every option (no GPU needed). Throws UsageError naming the bad option.
+/// Checks every option (no GPU needed). Throws UsageError naming the bad field ("sizes: ...").
 BandwidthPlan plan_bandwidth_sweep(const BandwidthSweepOptions& options);
 
 /// The memory bandwidths a bandwidth sweep compares with, read from CeilingsLookup (ridge/catalog.hpp):

@@ -59,8 +59,8 @@ struct CollectiveShape {
 /// where the op splits its buffer. nullopt when the size holds less than one element per rank.
 std::optional<CollectiveShape> collective_shape(CollectiveOp op, std::int64_t bytes, DType dtype, int ranks);
 
-/// The dtypes collectives accept: fp32, fp16, bf16, fp64. Throws UsageError naming the bad one.
-std::vector<DType> parse_collective_dtypes(const std::string& spec);
+/// The dtypes collectives run: fp32, fp16, bf16, fp64.
+const std::vector<DType>& collective_dtypes();
 
 /// The per-rank fill every check is computed from: rank r's send buffer holds, at element i, an
 /// integer in [-4, 4] hashed from (r, i) (exact in every dtype, and so are sums over up to 512
@@ -142,14 +142,16 @@ std::vector<std::string> mpi_plugin_candidates(const std::map<std::string, std::
 /// rank's block of recv; reduce_scatter's recv is the rank's block of send) or out-of-place.
 enum class Placement { out_of_place, in_place };
 std::string to_string(Placement placement);
+/// "out" (also "out_of_place", "out-of-place") or "in" (also "in_place", "in-place"); throws UsageError.
+Placement placement_from_string(const std::string& name);
 
 /// Options of run_collectives, with the defaults of `ridge collectives`.
 struct CollectivesOptions {
-  std::string ops = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,send_recv";
-  std::string sizes = "2^3:2^29:4";  ///< bytes per call as nccl-tests counts them (see parse_sizes)
-  std::string dtypes = "fp32";       ///< fp32, fp16, bf16, fp64
-  std::string placement = "out,in";  ///< out (out-of-place), in (in-place), or both
-  std::string method = "auto";       ///< auto (graph replay under 1 ms per call, events above), events, graph
+  std::vector<CollectiveOp> ops = all_collective_ops();
+  std::vector<std::int64_t> sizes = geometric_sizes(8, 1 << 29, 4);  ///< bytes per call as nccl-tests counts them, up to 8 GiB
+  std::vector<DType> dtypes = {DType::fp32};                          ///< of collective_dtypes()
+  std::vector<Placement> placements = {Placement::out_of_place, Placement::in_place};
+  std::optional<Method> method;  ///< nullopt: automatic (graph replay under 1 ms per call, events above); else events or graph
   int samples = 20;
   int warmup = 5;
   std::string launcher = "auto";  ///< auto, threads, mpi, env
@@ -158,16 +160,11 @@ struct CollectivesOptions {
   bool quick = false;             ///< all_reduce, all_gather, reduce_scatter; 2^10..2^28 every 16x; 10 samples
 };
 
-/// The options checked and parsed.
+/// The options checked.
 struct CollectivesPlan {
-  CollectivesOptions options;  ///< with --quick applied
-  std::vector<CollectiveOp> ops;
-  std::vector<std::int64_t> sizes;  ///< bytes
-  std::vector<DType> dtypes;
-  std::vector<Placement> placements;
-  std::optional<Method> method;  ///< nullopt: auto
+  CollectivesOptions options;  ///< with quick applied and repeats removed from the lists
 };
-/// Checks every option; needs no GPU. Throws UsageError naming the bad option.
+/// Checks every option; needs no GPU. Throws UsageError naming the bad field ("dtypes: ...").
 CollectivesPlan plan_collectives(const CollectivesOptions& options);
 
 /// One rank, as rank 0 gathered it.

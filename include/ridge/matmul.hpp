@@ -22,11 +22,11 @@ namespace ridge {
 /// Options of run_matmul_sweep (`ridge matmul`), with its defaults.
 struct MatmulSweepOptions {
   int device = 0;
-  std::string dtypes = "bf16";        ///< comma list of fp32, tf32, fp16, bf16, fp8
-  std::string sizes = "256:8192:x2";  ///< square n (ignored when shapes is set)
-  std::string shapes;                 ///< "m,n,k;m,n,k" instead of square sizes
-  std::string method = "auto";        ///< auto, events, spin, graph, wall
-  bool cold = false;                  ///< flush the L2 before each sample
+  std::vector<DType> dtypes = {DType::bf16};  ///< of fp32, tf32, fp16, bf16, fp8
+  std::vector<std::int64_t> sizes = geometric_sizes(256, 8192, 2);  ///< square n (ignored when shapes is set)
+  std::vector<MatmulDims> shapes;  ///< explicit m x n x k shapes instead of square sizes
+  std::optional<Method> method;    ///< nullopt: automatic (graph replay under 1 ms, events above)
+  bool cold = false;               ///< flush the L2 before each sample
   int samples = 20;
   int warmup = 5;
   int tune_candidates = 8;         ///< cuBLASLt heuristic algorithms timed per shape (1 = its first choice)
@@ -34,15 +34,13 @@ struct MatmulSweepOptions {
   bool quick = false;              ///< report mode: 512, 2048, 8192 and at most 10 samples
 };
 
-/// The options checked and parsed.
+/// The options checked.
 struct MatmulPlan {
-  MatmulSweepOptions options;  ///< as given, with --quick applied
-  std::vector<DType> dtypes;
+  MatmulSweepOptions options;  ///< as given, with quick applied and repeats removed from the lists
   std::vector<SweepPoint> points;  ///< dtype x shape
   bool square = true;              ///< square sizes (false: explicit shapes)
-  std::optional<Method> method;    ///< nullopt: auto
 };
-/// Checks every option (no GPU needed). Throws UsageError naming the bad option.
+/// Checks every option (no GPU needed). Throws UsageError naming the bad field ("dtypes: ...").
 MatmulPlan plan_matmul_sweep(const MatmulSweepOptions& options);
 
 struct MatmulSetup {

@@ -3,6 +3,7 @@
 // knee finder ("the smallest size that reaches X% of the ceiling"), and a runner that streams
 // each record as it completes. CPU-only: everything here is unit-tested on any machine.
 // (Implementation: src/sweeps/sweep.cpp.)
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -32,13 +33,37 @@ namespace ridge {
 /// sizes, an end below the start, a zero step, a factor <= 1, or more than `max_count` sizes.
 std::vector<std::int64_t> parse_sizes(const std::string& spec, std::size_t max_count = 4096);
 
-/// Splits "a,b,c" into its items (whitespace trimmed). Throws UsageError, naming `what` (e.g.
-/// "--ops"), for an empty list or an empty item.
+/// The sizes as parse_sizes reads them back: "START:END:xF" for a run of three or more sizes that
+/// each grow by the same integer factor, "START:END:+D" for a constant step, else a comma list;
+/// lists of powers of two reaching 2^16 written as 2^k. parse_sizes(sizes_text(s)) == s for sizes
+/// without repeats.
+std::string sizes_text(const std::vector<std::int64_t>& sizes);
+
+/// first, first x factor, ... up to `last` (included when a step lands on it): the option
+/// structs' default size lists. Throws UsageError for first < 1, last < first or factor < 2.
+std::vector<std::int64_t> geometric_sizes(std::int64_t first, std::int64_t last, std::int64_t factor);
+
+/// Checks a size list of an option struct: not empty, every size > 0 (upper limits are each
+/// sweep's). Throws UsageError naming `field` ("sizes: sizes must be > 0, got 0").
+void validate_sizes(const std::vector<std::int64_t>& sizes, const std::string& field);
+
+/// `values` with repeats removed, the first of each kept in place (the option lists a plan runs).
+template <typename T>
+std::vector<T> without_repeats(const std::vector<T>& values) {
+  std::vector<T> out;
+  for (const T& v : values)
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  return out;
+}
+
+/// Splits "a,b,c" into its items (whitespace trimmed, repeats dropped). Throws UsageError, naming
+/// `what` (e.g. "ops"), for an empty list or an empty item.
 std::vector<std::string> parse_list(const std::string& spec, const std::string& what);
 
 /// One GEMM shape per item of "m,n,k;m,n,k" (also "n" for a square n,n,n). Throws UsageError.
 struct MatmulDims {
   std::int64_t m = 0, n = 0, k = 0;
+  bool operator==(const MatmulDims&) const = default;
 };
 std::vector<MatmulDims> parse_shapes(const std::string& spec);
 
@@ -107,6 +132,8 @@ std::vector<Knee> find_knees(const std::vector<RatePoint>& points, double ceilin
 Method auto_method(double estimated_ms, double launch_free_below_ms = 1.0);
 /// Parses "auto" (nullopt) or a method name (see method_from_string).
 std::optional<Method> parse_method_option(const std::string& name);
+/// The inverse: "auto" for nullopt, else the method's name.
+std::string method_option_text(const std::optional<Method>& method);
 
 // ---- the sweep runner --------------------------------------------------------------------------
 
@@ -140,8 +167,8 @@ std::vector<Record> run_sweep(const std::vector<SweepPoint>& points, const std::
 /// "2^20" for powers of two >= 2^10, else the plain number: compact size labels for tables.
 std::string size_label(std::int64_t n);
 
-/// Human label of a timing method: "CUDA graph replay (launch-free)" etc., with ", chosen by
-/// --method auto" when `automatic`.
+/// Human label of a timing method: "CUDA graph replay (launch-free)" etc., with ", chosen
+/// automatically" when `automatic`.
 std::string method_label(Method method, bool automatic);
 
 /// Checks a measured-ceilings mode: "auto" (the cached measurement if one exists; never starts a

@@ -297,8 +297,10 @@ def test_throttle_recovery_keeps_each_samples_clock():
     assert all(mhz > 0 for mhz in watched.sample_sm_mhz)
     assert 0.018 < float(watched) < 0.040, watched
     assert watched.to_record("busy")["extra"]["sample_sm_mhz"] == watched.sample_sm_mhz
+    # Without a threshold every batch's clock is kept too (compare judges a record by its samples'
+    # clock), after the clock settled.
     plain = ridge.measure_spin(busy, stream=0)
-    assert plain.sample_sm_mhz == [] and "sample_sm_mhz" not in plain.to_record("busy")["extra"]
+    assert len(plain.sample_sm_mhz) == len(plain.samples) and all(mhz > 0 for mhz in plain.sample_sm_mhz)
 
 
 @pytest.mark.gpu

@@ -133,15 +133,9 @@ std::optional<CollectiveShape> collective_shape(CollectiveOp op, std::int64_t by
   return s;
 }
 
-std::vector<DType> parse_collective_dtypes(const std::string& spec) {
-  std::vector<DType> out;
-  for (const auto& item : parse_list(spec, "--dtypes")) {
-    const DType d = dtype_from_string(item);
-    if (d != DType::fp32 && d != DType::fp16 && d != DType::bf16 && d != DType::fp64)
-      throw UsageError(fmt::format("--dtypes: collectives run fp32, fp16, bf16 or fp64, not '{}'", item));
-    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
-  }
-  return out;
+const std::vector<DType>& collective_dtypes() {
+  static const std::vector<DType> dtypes{DType::fp32, DType::fp16, DType::bf16, DType::fp64};
+  return dtypes;
 }
 
 double collective_fill_value(int rank, std::int64_t index) { return detail::collective_formula::fill(rank, index); }
@@ -167,42 +161,43 @@ std::string to_string(Placement placement) {
   return placement == Placement::in_place ? "in_place" : "out_of_place";
 }
 
+Placement placement_from_string(const std::string& name) {
+  if (name == "out" || name == "out_of_place" || name == "out-of-place") return Placement::out_of_place;
+  if (name == "in" || name == "in_place" || name == "in-place") return Placement::in_place;
+  throw UsageError(fmt::format("'{}' is neither 'out' (out-of-place) nor 'in' (in-place)", name));
+}
+
 CollectivesPlan plan_collectives(const CollectivesOptions& options) {
   CollectivesPlan p;
   p.options = options;
   auto& o = p.options;
   if (o.quick) {
-    o.ops = "all_reduce,all_gather,reduce_scatter";
-    o.sizes = "2^10:2^28:16";
+    o.ops = {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter};
+    o.sizes = geometric_sizes(1 << 10, 1 << 28, 16);
     o.samples = std::min(o.samples, 10);
   }
-  for (const auto& item : parse_list(o.ops, "--ops")) {
-    const CollectiveOp op = collective_op_from_string(item);
-    if (std::find(p.ops.begin(), p.ops.end(), op) == p.ops.end()) p.ops.push_back(op);
-  }
-  p.sizes = parse_sizes(o.sizes);
+  o.ops = without_repeats(o.ops);
+  o.sizes = without_repeats(o.sizes);
+  o.dtypes = without_repeats(o.dtypes);
+  o.placements = without_repeats(o.placements);
+  if (o.ops.empty()) throw UsageError("ops: the list is empty; give at least one collective, e.g. all_reduce");
+  validate_sizes(o.sizes, "sizes");
   constexpr std::int64_t largest = 8LL << 30;
-  for (auto s : p.sizes)
-    if (s > largest) throw UsageError(fmt::format("--sizes: {} bytes is above the largest size, 8 GiB", s));
-  p.dtypes = parse_collective_dtypes(o.dtypes);
-  for (const auto& item : parse_list(o.placement, "--placement")) {
-    Placement pl;
-    if (item == "out" || item == "out_of_place" || item == "out-of-place")
-      pl = Placement::out_of_place;
-    else if (item == "in" || item == "in_place" || item == "in-place")
-      pl = Placement::in_place;
-    else
-      throw UsageError(fmt::format("--placement: '{}' is neither 'out' (out-of-place) nor 'in' (in-place)", item));
-    if (std::find(p.placements.begin(), p.placements.end(), pl) == p.placements.end()) p.placements.push_back(pl);
-  }
-  p.method = parse_method_option(o.method);
-  if (p.method && *p.method != Method::cuda_events && *p.method != Method::graph_replay)
-    throw UsageError(fmt::format("--method: collectives are timed with events or graph (or auto), not '{}'", o.method));
-  if (o.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", o.samples));
-  if (o.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
-  if (o.gpus < 0) throw UsageError(fmt::format("--gpus must be >= 0 (0 = every visible GPU), got {}", o.gpus));
+  for (auto s : o.sizes)
+    if (s > largest) throw UsageError(fmt::format("sizes: {} bytes is above the largest size, 8 GiB", s));
+  if (o.dtypes.empty()) throw UsageError("dtypes: the list is empty; give at least one of fp32, fp16, bf16, fp64");
+  for (DType d : o.dtypes)
+    if (std::find(collective_dtypes().begin(), collective_dtypes().end(), d) == collective_dtypes().end())
+      throw UsageError(fmt::format("dtypes: collectives run fp32, fp16, bf16 or fp64, not '{}'", to_string(d)));
+  if (o.placements.empty()) throw UsageError("placements: the list is empty; give out-of-place, in-place or both");
+  if (o.method && *o.method != Method::cuda_events && *o.method != Method::graph_replay)
+    throw UsageError(fmt::format("method: collectives are timed with events or graph (or automatically), not '{}'",
+                                 to_string(*o.method)));
+  if (o.samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", o.samples));
+  if (o.warmup < 0) throw UsageError(fmt::format("warmup must be >= 0, got {}", o.warmup));
+  if (o.gpus < 0) throw UsageError(fmt::format("gpus must be >= 0 (0 = every visible GPU), got {}", o.gpus));
   if (o.launcher != "auto" && o.launcher != "threads" && o.launcher != "mpi" && o.launcher != "env")
-    throw UsageError(fmt::format("--launcher: '{}' is not one of auto, threads, mpi, env", o.launcher));
+    throw UsageError(fmt::format("launcher: '{}' is not one of auto, threads, mpi, env", o.launcher));
   return p;
 }
 

@@ -116,19 +116,19 @@ Env environment_map() {
 }
 
 LaunchInfo detect_launch(const Env& env, const std::string& launcher) {
-  if (launcher == "threads") return LaunchInfo{LaunchKind::threads, 0, 1, 0, "--launcher threads"};
+  if (launcher == "threads") return LaunchInfo{LaunchKind::threads, 0, 1, 0, "launcher threads"};
   if (launcher == "mpi") {
     // The plugin asks MPI itself; the variables only tell which rank prints what before that.
     if (auto info = first_family(env, mpi_families, LaunchKind::mpi)) return *info;
-    return LaunchInfo{LaunchKind::mpi, 0, 1, 0, "--launcher mpi (no launcher variables: a singleton MPI run)"};
+    return LaunchInfo{LaunchKind::mpi, 0, 1, 0, "launcher mpi (no launcher variables: a singleton MPI run)"};
   }
   if (launcher == "env") {
     if (auto info = first_family(env, env_families, LaunchKind::env)) return *info;
-    throw UsageError("--launcher env needs RANK and WORLD_SIZE (torchrun) or SLURM_PROCID and SLURM_NTASKS (srun) "
+    throw UsageError("launcher env needs RANK and WORLD_SIZE (torchrun) or SLURM_PROCID and SLURM_NTASKS (srun) "
                      "in the environment");
   }
   if (launcher != "auto")
-    throw UsageError(fmt::format("--launcher: '{}' is not one of auto, threads, mpi, env", launcher));
+    throw UsageError(fmt::format("launcher: '{}' is not one of auto, threads, mpi, env", launcher));
   if (auto info = first_family(env, mpi_families, LaunchKind::mpi)) return *info;
   if (any_mpi_variable(env)) return LaunchInfo{LaunchKind::mpi, 0, 1, 0, "MPI launcher variables (rank from MPI)"};
   if (auto info = first_family(env, env_families, LaunchKind::env)) {

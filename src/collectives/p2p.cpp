@@ -11,14 +11,14 @@
 namespace ridge {
 
 void validate(const P2pOptions& o) {
-  if (o.gpus < 0) throw UsageError(fmt::format("--gpus must be >= 0 (0 = every visible GPU), got {}", o.gpus));
+  if (o.gpus < 0) throw UsageError(fmt::format("gpus must be >= 0 (0 = every visible GPU), got {}", o.gpus));
   if (o.bytes < 4 || o.bytes % 4 != 0)
-    throw UsageError(fmt::format("--bytes must be a positive multiple of 4, got {}", o.bytes));
-  if (o.bytes > (16LL << 30)) throw UsageError(fmt::format("--bytes: {} is above 16 GiB", o.bytes));
+    throw UsageError(fmt::format("bytes must be a positive multiple of 4, got {}", o.bytes));
+  if (o.bytes > (16LL << 30)) throw UsageError(fmt::format("bytes: {} is above 16 GiB", o.bytes));
   if (o.latency_bytes < 4 || o.latency_bytes % 4 != 0 || o.latency_bytes > o.bytes)
-    throw UsageError(fmt::format("--latency-bytes must be a multiple of 4 within [4, --bytes], got {}", o.latency_bytes));
-  if (o.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", o.samples));
-  if (o.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
+    throw UsageError(fmt::format("latency_bytes must be a multiple of 4 within [4, bytes], got {}", o.latency_bytes));
+  if (o.samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", o.samples));
+  if (o.warmup < 0) throw UsageError(fmt::format("warmup must be >= 0, got {}", o.warmup));
 }
 
 nlohmann::json p2p_params(int src, int dst, const std::string& direction, const std::string& memory,

@@ -70,7 +70,7 @@ MpiPlugin load_plugin() {
   throw MissingLibraryError(fmt::format(
       "MPI launch, but ridge's MPI plugin (libridge_mpi.so) could not be loaded. Tried:{}\nIt is built beside "
       "the ridge binary when CMake finds MPI: install it (Debian/Ubuntu: apt install libopenmpi-dev; "
-      "scripts/setup.sh does) and rebuild, or set RIDGE_MPI_PLUGIN. Without MPI, use --launcher threads",
+      "scripts/setup.sh does) and rebuild, or set RIDGE_MPI_PLUGIN. Without MPI, use the threads launcher",
       tried));
 }
 
@@ -126,11 +126,11 @@ class Files final : public Rendezvous {
     if (rank_ != 0) return;  // the others only read until rank 0 has written
     std::error_code ec;
     if (fs::exists(folder_, ec) && !fs::is_empty(folder_, ec))
-      throw UsageError(fmt::format("--rendezvous: {} holds files of an earlier run (one that did not finish?); remove "
+      throw UsageError(fmt::format("rendezvous: {} holds files of an earlier run (one that did not finish?); remove "
                                    "it, or give this run another folder",
                                    folder_.string()));
     fs::create_directories(folder_, ec);
-    if (ec) throw UsageError(fmt::format("--rendezvous: cannot create {}: {}", folder_.string(), ec.message()));
+    if (ec) throw UsageError(fmt::format("rendezvous: cannot create {}: {}", folder_.string(), ec.message()));
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -171,7 +171,7 @@ class Files final : public Rendezvous {
       if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) >= bytes) return read_text(path);
       if (std::chrono::steady_clock::now() > deadline)
         throw Error(fmt::format("rank {} waited {:.0f} s for {} from another rank: is every rank running with the same "
-                                "--rendezvous folder, on a filesystem they all see?",
+                                "rendezvous folder, on a filesystem they all see?",
                                 rank_, timeout_s_, path.string()));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -191,7 +191,7 @@ std::unique_ptr<Rendezvous> mpi_rendezvous(LaunchInfo& info) { return std::make_
 std::unique_ptr<Rendezvous> file_rendezvous(const std::string& folder, const std::string& run_key, const LaunchInfo& info,
                                             double timeout_s) {
   if (folder.empty())
-    throw UsageError("an environment launch (torchrun/SLURM variables) needs --rendezvous DIR: a folder every rank "
+    throw UsageError("an environment launch (torchrun/SLURM variables) needs a rendezvous folder: one every rank "
                      "sees, where rank 0 leaves NCCL's id and the others their results");
   return std::make_unique<Files>(fs::path(folder) / ("ridge-" + run_key), info, timeout_s);
 }

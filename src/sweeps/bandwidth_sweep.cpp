@@ -84,21 +84,30 @@ BandwidthPlan plan_bandwidth_sweep(const BandwidthSweepOptions& given) {
   p.options = given;
   auto& o = p.options;
   if (o.quick) {
-    o.ops = "add";
-    o.sizes = "2^10:2^28:4";
+    o.ops = {StreamOp::add};
+    o.sizes = geometric_sizes(1 << 10, 1 << 28, 4);
     o.samples = std::min(o.samples, 10);
   }
-  for (const auto& name : parse_list(o.ops, "--ops")) p.ops.push_back(stream_op_from_string(name));
-  for (const auto& name : parse_list(o.variants, "--variants")) p.variants.push_back(stream_variant_from_string(name));
-  p.sizes = parse_sizes(o.sizes);
-  p.method = parse_method_option(o.method);
-  if (o.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", o.samples));
-  if (o.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
+  o.ops = without_repeats(o.ops);
+  o.variants = without_repeats(o.variants);
+  o.sizes = without_repeats(o.sizes);
+  if (o.ops.empty()) throw UsageError("ops: the list is empty; give at least one of add, copy, scale, triad, read");
+  if (o.variants.empty()) throw UsageError("variants: the list is empty; give at least one of scalar, vec4, grid_stride");
+  for (StreamVariant v : o.variants)
+    if (v == StreamVariant::broken_for_tests)
+      throw UsageError("variants: broken_for_tests exists to test the output check; use scalar, vec4 or grid_stride");
+  validate_sizes(o.sizes, "sizes");
+  if (o.samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", o.samples));
+  if (o.warmup < 0) throw UsageError(fmt::format("warmup must be >= 0, got {}", o.warmup));
   validate_ceilings_mode(o.ceilings);
-  const std::int64_t largest = *std::max_element(p.sizes.begin(), p.sizes.end());
+  const std::int64_t largest = *std::max_element(o.sizes.begin(), o.sizes.end());
   if (largest > (std::int64_t{1} << 34))
-    throw UsageError(fmt::format("--sizes reaches {} elements; the three fp32 arrays would need {}; stay at or below 2^34",
+    throw UsageError(fmt::format("sizes: {} elements needs {} for the three fp32 arrays; stay at or below 2^34",
                                  largest, format_bytes(12.0 * double(largest))));
+  std::vector<std::string> op_names, variant_names;
+  for (auto op : o.ops) op_names.push_back(to_string(op));
+  for (auto v : o.variants) variant_names.push_back(to_string(v));
+  p.points = sweep_points(op_names, variant_names, {"fp32"}, o.sizes);
   return p;
 }
 
@@ -232,14 +241,14 @@ void op_findings(const BandwidthSweep& s, const BandwidthCurve& c, std::vector<F
     const bool in_cache = !cold && l2 > 0 && working_set <= l2;
     out.push_back({fmt::format("It reaches {}% of the {} bandwidth from about {} elements ({} working set){}.", pct,
                                knee_reference_name(ceilings), knee_text(k.size), format_bytes(working_set),
-                               in_cache ? ", inside the L2: rerun with --cold for the HBM knee" : ""),
+                               in_cache ? ", inside the L2: rerun cold (the L2 flushed before each sample) for the HBM knee" : ""),
                    1});
   }
 }
 
 Plot bandwidth_plot(const BandwidthSweep& s) {
   const auto& ceilings = s.setup.ceilings;
-  const auto& ops = s.setup.plan.ops;
+  const auto& ops = s.setup.plan.options.ops;
   Plot plot;
   plot.title = fmt::format("Achieved bandwidth vs size on {} (fp32, {})", s.setup.device.name,
                            s.setup.plan.options.cold ? "cold L2" : "hot L2");

@@ -49,24 +49,25 @@ MatmulPlan plan_matmul_sweep(const MatmulSweepOptions& given) {
   p.options = given;
   auto& o = p.options;
   if (o.quick) {
-    o.sizes = "512:8192:x4";
+    o.sizes = geometric_sizes(512, 8192, 4);
     o.samples = std::min(o.samples, 10);
   }
+  o.dtypes = without_repeats(o.dtypes);
+  o.sizes = without_repeats(o.sizes);
+  o.shapes = without_repeats(o.shapes);
+  if (o.dtypes.empty()) throw UsageError("dtypes: the list is empty; give at least one of fp32, tf32, fp16, bf16, fp8");
   std::vector<std::string> dtype_names;
-  for (const auto& name : parse_list(o.dtypes, "--dtypes")) {
-    p.dtypes.push_back(dtype_from_string(name));
-    dtype_names.push_back(to_string(p.dtypes.back()));
-  }
-  p.method = parse_method_option(o.method);
-  if (o.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", o.samples));
-  if (o.warmup < 0) throw UsageError(fmt::format("--warmup must be >= 0, got {}", o.warmup));
-  if (o.tune_candidates < 1) throw UsageError(fmt::format("--tune must be >= 1, got {}", o.tune_candidates));
+  for (DType d : o.dtypes) dtype_names.push_back(to_string(d));
+  if (o.samples < 1) throw UsageError(fmt::format("samples must be >= 1, got {}", o.samples));
+  if (o.warmup < 0) throw UsageError(fmt::format("warmup must be >= 0, got {}", o.warmup));
+  if (o.tune_candidates < 1) throw UsageError(fmt::format("tune_candidates must be >= 1, got {}", o.tune_candidates));
   validate_ceilings_mode(o.ceilings);
   if (!o.shapes.empty()) {
     p.square = false;
-    const auto shapes = parse_shapes(o.shapes);
     for (const auto& dtype : dtype_names)
-      for (const auto& s : shapes) {
+      for (const auto& s : o.shapes) {
+        if (s.m < 1 || s.n < 1 || s.k < 1)
+          throw UsageError(fmt::format("shapes: sizes must be > 0, got {}x{}x{}", s.m, s.n, s.k));
         SweepPoint pt;
         pt.dtype = dtype;
         pt.shape = s;
@@ -75,12 +76,13 @@ MatmulPlan plan_matmul_sweep(const MatmulSweepOptions& given) {
         p.points.push_back(pt);
       }
   } else {
-    p.points = sweep_points({}, {}, dtype_names, parse_sizes(o.sizes));
+    validate_sizes(o.sizes, "sizes");
+    p.points = sweep_points({}, {}, dtype_names, o.sizes);
   }
   for (const auto& pt : p.points)
     if (pt.shape.m > 65536 || pt.shape.n > 65536 || pt.shape.k > 65536)
-      throw UsageError(fmt::format("GEMM {}x{}x{} is larger than ridge measures (each side <= 65536)", pt.shape.m,
-                                   pt.shape.n, pt.shape.k));
+      throw UsageError(fmt::format("{}: GEMM {}x{}x{} is larger than ridge measures (each side <= 65536)",
+                                   p.square ? "sizes" : "shapes", pt.shape.m, pt.shape.n, pt.shape.k));
   return p;
 }
 
@@ -191,7 +193,7 @@ Plot gemm_roofline_plot(const MatmulSweep& s) {
                           r.dtype + " measured", ""});
   RooflinePlotOptions options;
   options.title = fmt::format("GEMMs on the {} roofline", s.setup.device.name);
-  for (DType d : s.setup.plan.dtypes) options.dtypes.push_back(to_string(d));
+  for (DType d : s.setup.plan.options.dtypes) options.dtypes.push_back(to_string(d));
   if (c.measured) {
     options.overlay = c.datasheet_ceilings();
     options.overlay_dtypes = options.dtypes;  // each swept dtype's datasheet roof too
@@ -208,7 +210,7 @@ Plot gemm_rate_plot(const MatmulSweep& s) {
   rate.y_label = "TFLOP/s";
   rate.log_y = false;
   double x_lo = 1e300, x_hi = 0;
-  for (DType d : p.dtypes) {
+  for (DType d : p.options.dtypes) {
     PlotSeries curve;
     curve.name = to_string(d);
     for (const auto& r : s.records) {
@@ -222,7 +224,7 @@ Plot gemm_rate_plot(const MatmulSweep& s) {
     }
     rate.series.push_back(std::move(curve));
   }
-  for (DType d : p.dtypes)
+  for (DType d : p.options.dtypes)
     for (const auto& [c, label] : {std::pair{datasheet_of(s.setup.ceilings), std::string("datasheet")},
                                    std::pair{measured_of(s.setup.ceilings), std::string("measured")}}) {
       if (!has_roof(c, d)) continue;
@@ -241,7 +243,7 @@ void analyze_matmul_sweep(MatmulSweep& s) {
   if (s.setup.ceilings.measured)
     for (auto& note : raise_to_attained(s.setup.ceilings.measured->ceilings, s.records))
       s.findings.push_back({std::move(note), 0});
-  for (DType d : s.setup.plan.dtypes) {
+  for (DType d : s.setup.plan.options.dtypes) {
     for (const auto& [c, label] : {std::pair{datasheet_of(s.setup.ceilings), std::string("datasheet")},
                                    std::pair{measured_of(s.setup.ceilings), std::string("measured")}}) {
       if (peak_of(c, d) <= 0) continue;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
@@ -141,6 +143,46 @@ std::vector<std::int64_t> parse_sizes(const std::string& spec, std::size_t max_c
   return out;
 }
 
+std::string sizes_text(const std::vector<std::int64_t>& sizes) {
+  // Powers (2^k) for lists of powers of two that reach 2^16, as one writes element and byte
+  // counts; plain numbers otherwise (matrix sides such as 256..8192).
+  auto power_of_two = [](std::int64_t n) { return n > 0 && (n & (n - 1)) == 0; };
+  const bool powers = !sizes.empty() && std::all_of(sizes.begin(), sizes.end(), power_of_two) &&
+                      *std::max_element(sizes.begin(), sizes.end()) >= (std::int64_t{1} << 16);
+  std::vector<std::string> labels;
+  for (auto n : sizes) labels.push_back(powers ? fmt::format("2^{}", std::countr_zero(static_cast<std::uint64_t>(n)))
+                                               : fmt::format("{}", n));
+  if (sizes.size() >= 3 && sizes[0] > 0) {
+    const std::int64_t factor = sizes[1] / sizes[0], step = sizes[1] - sizes[0];
+    bool geometric = factor >= 2, additive = step > 0;
+    for (std::size_t i = 1; i < sizes.size(); ++i) {
+      geometric = geometric && sizes[i] == sizes[i - 1] * factor;
+      additive = additive && sizes[i] - sizes[i - 1] == step;
+    }
+    if (geometric) return fmt::format("{}:{}:x{}", labels.front(), labels.back(), factor);
+    if (additive) return fmt::format("{}:{}:+{}", labels.front(), labels.back(), step);
+  }
+  return fmt::format("{}", fmt::join(labels, ","));
+}
+
+std::vector<std::int64_t> geometric_sizes(std::int64_t first, std::int64_t last, std::int64_t factor) {
+  if (first < 1 || last < first || factor < 2)
+    throw UsageError(fmt::format("geometric_sizes({}, {}, {}): needs 1 <= first <= last and factor >= 2", first, last,
+                                 factor));
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = first; v <= last; v *= factor) {
+    out.push_back(v);
+    if (v > last / factor) break;
+  }
+  return out;
+}
+
+void validate_sizes(const std::vector<std::int64_t>& sizes, const std::string& field) {
+  if (sizes.empty()) throw UsageError(fmt::format("{}: the list is empty; give at least one size", field));
+  for (auto n : sizes)
+    if (n < 1) throw UsageError(fmt::format("{}: sizes must be > 0, got {}", field, n));
+}
+
 std::vector<std::string> parse_list(const std::string& spec, const std::string& what) {
   if (trim(spec).empty()) throw UsageError(fmt::format("{} is empty", what));
   std::vector<std::string> out;
@@ -153,7 +195,8 @@ std::vector<std::string> parse_list(const std::string& spec, const std::string& 
 }
 
 std::vector<MatmulDims> parse_shapes(const std::string& spec) {
-  if (trim(spec).empty()) throw UsageError("--shapes is empty: give m,n,k triples separated by ';', e.g. 4096,4096,4096;128,4096,4096");
+  if (trim(spec).empty())
+    throw UsageError("the shape list is empty: give m,n,k triples separated by ';', e.g. 4096,4096,4096;128,4096,4096");
   std::vector<MatmulDims> out;
   for (const auto& raw : split(spec, ';')) {
     const std::string item = trim(raw);
@@ -165,7 +208,7 @@ std::vector<MatmulDims> parse_shapes(const std::string& spec) {
     for (const auto& p : parts) v.push_back(parse_size_value(p, item));
     out.push_back(parts.size() == 1 ? MatmulDims{v[0], v[0], v[0]} : MatmulDims{v[0], v[1], v[2]});
   }
-  if (out.empty()) throw UsageError(fmt::format("--shapes '{}' holds no shape", spec));
+  if (out.empty()) throw UsageError(fmt::format("the shape list '{}' holds no shape", spec));
   return out;
 }
 
@@ -281,6 +324,8 @@ std::optional<Method> parse_method_option(const std::string& name) {
   return method_from_string(name);
 }
 
+std::string method_option_text(const std::optional<Method>& method) { return method ? to_string(*method) : "auto"; }
+
 // ---- runner -----------------------------------------------------------------------------------
 
 std::vector<SweepPoint> sweep_points(const std::vector<std::string>& ops, const std::vector<std::string>& variants,
@@ -368,7 +413,7 @@ std::string method_label(Method method, bool automatic) {
     case Method::wall_naive: label = "unsynchronized wall clock (wrong on purpose)"; break;
     case Method::cpu_wall: label = "CPU wall clock"; break;
   }
-  return automatic ? label + ", chosen by --method auto" : label;
+  return automatic ? label + ", chosen automatically" : label;
 }
 
 void validate_ceilings_mode(const std::string& mode) { ceilings_mode_from_string(mode); }

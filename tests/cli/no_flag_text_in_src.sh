@@ -27,7 +27,7 @@ declare -A allowed=(
   [src/trace/cupti/inject_env.hpp]=1
   [src/trace/launch.cpp]=9
   [src/trace/model/ranks.cpp]=1
-  [src/trace/model/trace_analysis.cpp]=4
+  [src/trace/model/analysis.cpp]=2
 )
 
 status=0

@@ -110,9 +110,9 @@ TEST(GemmTuning, FastestCandidateStillPassesItsCheck) {
 TEST(BandwidthSweep, ShortSweepReturnsRecordsCurvesAndFindings) {
   RIDGE_REQUIRE_GPU();
   BandwidthSweepOptions o;
-  o.ops = "add,copy";
-  o.variants = "vec4";
-  o.sizes = "2^10,2^16,2^24";
+  o.ops = {StreamOp::add, StreamOp::copy};
+  o.variants = {StreamVariant::vec4};
+  o.sizes = {1 << 10, 1 << 16, 1 << 24};
   o.samples = 5;
   o.ceilings = "none";
   std::size_t streamed = 0;
@@ -137,7 +137,7 @@ TEST(BandwidthSweep, ShortSweepReturnsRecordsCurvesAndFindings) {
 TEST(MatmulSweep, ShortSweepIsPlacedOnTheRoofline) {
   RIDGE_REQUIRE_GPU();
   MatmulSweepOptions o;
-  o.sizes = "512,2048";
+  o.sizes = {512, 2048};
   o.samples = 5;
   o.tune_candidates = 2;
   o.ceilings = "none";

@@ -27,8 +27,8 @@ TEST(CollectivesGpu, EveryOpDtypeAndPlacementCheckedAtWorldSizeOne) {
   RIDGE_REQUIRE_GPU();
   RIDGE_REQUIRE_NCCL();
   CollectivesOptions o;
-  o.sizes = "8,4096,1000000,2^26";  // 1000000: not a power of two
-  o.dtypes = "fp32,fp16,bf16,fp64";
+  o.sizes = {8, 4096, 1000000, 1 << 26};  // 1000000: not a power of two
+  o.dtypes = collective_dtypes();
   o.samples = 3;
   o.warmup = 1;
   o.gpus = 1;
@@ -58,9 +58,9 @@ TEST(CollectivesGpu, GraphReplayAndEventsBothWork) {
   RIDGE_REQUIRE_NCCL();
   for (const char* method : {"graph", "events"}) {
     CollectivesOptions o;
-    o.ops = "all_reduce,send_recv";
-    o.sizes = "2^20";
-    o.method = method;
+    o.ops = {CollectiveOp::all_reduce, CollectiveOp::send_recv};
+    o.sizes = {1 << 20};
+    o.method = method_from_string(method);
     o.samples = 3;
     o.gpus = 1;
     o.launcher = "threads";

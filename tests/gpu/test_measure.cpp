@@ -160,7 +160,7 @@ TEST(TimingDemo, InjectedSlowdownIsMeasuredAndLabelled) {
   EXPECT_GT(slowed_ms - plain_ms, 0.45) << plain_ms << " ms vs " << slowed_ms << " ms";
   for (const auto& m : slowed.large.methods) {
     ASSERT_FALSE(m.record.warnings.empty());
-    EXPECT_NE(m.record.warnings.front().find("--inject-slowdown-us"), std::string::npos);
+    EXPECT_NE(m.record.warnings.front().find("inject_slowdown_us"), std::string::npos);
   }
   for (const auto& m : plain.large.methods)
     for (const auto& w : m.record.warnings) EXPECT_EQ(w.find("inject"), std::string::npos);

@@ -13,6 +13,7 @@
 #include "collectives/rendezvous.hpp"
 #include "ridge/collectives.hpp"
 #include "ridge/errors.hpp"
+#include "usage_message.hpp"
 
 #if __has_include(<nccl.h>)
 #include <nccl.h>
@@ -72,9 +73,13 @@ TEST(CollectivesShape, SizesAsNcclTestsCountThem) {
 }
 
 TEST(CollectivesDtypes, OnlyWhatNcclReduces) {
-  EXPECT_EQ(parse_collective_dtypes("fp32,bf16,fp32").size(), 2u);
-  EXPECT_THROW(parse_collective_dtypes("fp8"), UsageError);
-  EXPECT_THROW(parse_collective_dtypes("tf32"), UsageError);
+  CollectivesOptions o;
+  o.dtypes = {DType::fp32, DType::bf16, DType::fp32};
+  EXPECT_EQ(plan_collectives(o).options.dtypes, (std::vector<DType>{DType::fp32, DType::bf16}));
+  for (DType d : {DType::fp8_e4m3, DType::tf32}) {
+    o.dtypes = {d};
+    EXPECT_THROW(plan_collectives(o), UsageError) << to_string(d);
+  }
 }
 
 // Each collective simulated on the host over n ranks from the fill, compared with the expected
@@ -309,26 +314,56 @@ TEST(CollectivesAnalysis, WorldSizeOneUsesAlgbwAndSaysWhy) {
   EXPECT_TRUE(says_zero);
 }
 
-TEST(CollectivesPlan, ChecksEveryOption) {
+std::string plan_error(const CollectivesOptions& o) {
+  return test_support::usage_message([&] { plan_collectives(o); });
+}
+
+TEST(CollectivesPlan, ChecksEveryOptionNamingTheField) {
   CollectivesOptions o;
   const auto p = plan_collectives(o);
-  EXPECT_EQ(p.ops.size(), 7u);
-  EXPECT_EQ(p.sizes.front(), 8);
-  EXPECT_EQ(p.placements.size(), 2u);
-  o.sizes = "8:2^34";
-  EXPECT_THROW(plan_collectives(o), UsageError);  // above 8 GiB
+  EXPECT_EQ(p.options.ops.size(), 7u);
+  EXPECT_EQ(p.options.sizes.front(), 8);
+  EXPECT_EQ(p.options.placements.size(), 2u);
+  o.sizes = {8, std::int64_t{1} << 34};
+  EXPECT_EQ(plan_error(o).rfind("sizes: ", 0), 0u) << "above 8 GiB";
   o = {};
-  o.method = "spin";
-  EXPECT_THROW(plan_collectives(o), UsageError);
+  o.sizes = {0};
+  EXPECT_EQ(plan_error(o).rfind("sizes: ", 0), 0u);
   o = {};
-  o.placement = "sideways";
-  EXPECT_THROW(plan_collectives(o), UsageError);
+  o.method = Method::spin_hold;
+  EXPECT_EQ(plan_error(o).rfind("method: ", 0), 0u);
+  o = {};
+  o.placements = {};
+  EXPECT_EQ(plan_error(o).rfind("placements: ", 0), 0u);
+  o = {};
+  o.ops = {};
+  EXPECT_EQ(plan_error(o).rfind("ops: ", 0), 0u);
   o = {};
   o.launcher = "pbs";
-  EXPECT_THROW(plan_collectives(o), UsageError);
+  EXPECT_EQ(plan_error(o).rfind("launcher: ", 0), 0u);
   o = {};
   o.quick = true;
-  EXPECT_EQ(plan_collectives(o).ops.size(), 3u);
+  EXPECT_EQ(plan_collectives(o).options.ops.size(), 3u);
+  EXPECT_THROW(placement_from_string("sideways"), UsageError);
+  EXPECT_EQ(placement_from_string("in"), Placement::in_place);
+}
+
+// The typed defaults are what `ridge collectives` ran before they were typed (its old default strings).
+TEST(CollectivesPlan, DefaultsAreTheOldDefaultStrings) {
+  const CollectivesOptions o;
+  EXPECT_EQ(o.sizes, parse_sizes("2^3:2^29:4"));
+  EXPECT_EQ(sizes_text(o.sizes), "2^3:2^29:x4");
+  std::vector<CollectiveOp> old_ops;
+  for (const auto& name : parse_list("all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,send_recv", "ops"))
+    old_ops.push_back(collective_op_from_string(name));
+  EXPECT_EQ(o.ops, old_ops);
+  EXPECT_EQ(o.dtypes, std::vector<DType>{DType::fp32});
+  EXPECT_EQ(o.placements, (std::vector<Placement>{placement_from_string("out"), placement_from_string("in")}));
+  EXPECT_FALSE(o.method);
+  const CollectiveShape shape = *collective_shape(o.ops.front(), o.sizes.front(), o.dtypes.front(), 1);
+  EXPECT_EQ(collective_params(o.ops.front(), shape, o.placements.front(), 1),
+            nlohmann::json::parse(R"({"op":"all_reduce","bytes":8,"send_count":2,"recv_count":2,)"
+                                  R"("placement":"out_of_place","ranks":1})"));
 }
 
 TEST(CollectivesCatalog, LinkBandwidthsAreSourced) {

@@ -564,14 +564,14 @@ TEST(CompareBands, ChangesBelowTheResolutionOrExplainedByTheClockDoNotGate) {
     s.records.push_back(r);
     return s;
   };
-  // +6% of 2.5 us is 0.15 us: below the 0.2 us resolution.
-  Comparison c = compare_results(one(0.0025, 1, 1980), one(0.00265, 2, 1980));
+  // +6% of 5 us is 0.3 us: below the 0.5 us resolution.
+  Comparison c = compare_results(one(0.005, 1, 1980), one(0.0053, 2, 1980));
   EXPECT_NE(c.rows[0].verdict, Verdict::regression);
   EXPECT_EQ(c.rows[0].noise_band_source, "resolution");
-  EXPECT_NE(noise_band_text(c.rows[0]).find("resolution 0.20 us"), std::string::npos) << noise_band_text(c.rows[0]);
+  EXPECT_NE(noise_band_text(c.rows[0]).find("resolution 0.50 us"), std::string::npos) << noise_band_text(c.rows[0]);
   CompareOptions exact;
   exact.min_change_us = 0;
-  EXPECT_EQ(compare_results(one(0.0025, 1, 1980), one(0.00265, 2, 1980), exact).rows[0].verdict, Verdict::regression);
+  EXPECT_EQ(compare_results(one(0.005, 1, 1980), one(0.0053, 2, 1980), exact).rows[0].verdict, Verdict::regression);
   // +7% of 2 ms with the SM clock 6% lower: the band is 5% + 6%.
   c = compare_results(one(2.0, 3, 1980), one(2.14, 4, 1860));
   EXPECT_NE(c.rows[0].verdict, Verdict::regression);

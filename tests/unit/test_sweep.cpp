@@ -8,6 +8,7 @@
 #include "ridge/checks.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/sweep.hpp"
+#include "usage_message.hpp"
 
 using namespace ridge;
 using Sizes = std::vector<std::int64_t>;
@@ -94,9 +95,9 @@ TEST(SizeRanges, ClearErrors) {
 }
 
 TEST(SizeRanges, ListsAndShapes) {
-  EXPECT_EQ(parse_list("add, copy,add", "--ops"), (std::vector<std::string>{"add", "copy"}));
-  EXPECT_THROW(parse_list("", "--ops"), UsageError);
-  EXPECT_THROW(parse_list("add,,copy", "--ops"), UsageError);
+  EXPECT_EQ(parse_list("add, copy,add", "ops"), (std::vector<std::string>{"add", "copy"}));
+  EXPECT_THROW(parse_list("", "ops"), UsageError);
+  EXPECT_THROW(parse_list("add,,copy", "ops"), UsageError);
   const auto shapes = parse_shapes("128,4096,4096; 2^12");
   ASSERT_EQ(shapes.size(), 2u);
   EXPECT_EQ(shapes[0].m, 128);
@@ -201,6 +202,37 @@ TEST(Methods, AutoPicksLaunchFreeForShortOps) {
   EXPECT_EQ(parse_method_option("graph"), Method::graph_replay);
   EXPECT_EQ(parse_method_option("spin"), Method::spin_hold);
   EXPECT_THROW(parse_method_option("fast"), UsageError);
+}
+
+TEST(Methods, OptionTextIsTheInverseOfParsing) {
+  EXPECT_EQ(method_option_text(std::nullopt), "auto");
+  for (Method m : {Method::graph_replay, Method::cuda_events, Method::spin_hold, Method::wall_sync})
+    EXPECT_EQ(parse_method_option(method_option_text(m)), m);
+}
+
+// The CLI shows an option struct's default sizes as sizes_text; parse_sizes must read it back.
+TEST(SizeRanges, TextReadsBackToTheSameSizes) {
+  EXPECT_EQ(sizes_text(parse_sizes("2^10:2^28:2")), "2^10:2^28:x2");
+  EXPECT_EQ(sizes_text(parse_sizes("256:8192:x2")), "256:8192:x2");
+  EXPECT_EQ(sizes_text(parse_sizes("1024:4096:+1024")), "1024:4096:+1024");
+  EXPECT_EQ(sizes_text({512, 2048}), "512,2048");
+  EXPECT_EQ(sizes_text({8, 4096, 1000000, 1 << 26}), "8,4096,1000000,67108864");
+  EXPECT_EQ(sizes_text(parse_sizes("2^3:2^29:4")), "2^3:2^29:x4");
+  for (const Sizes& s : {Sizes{8, 32, 128}, Sizes{3, 5, 9}, Sizes{1, 2, 3, 4}, Sizes{7}, Sizes{1 << 20, 1 << 10}})
+    EXPECT_EQ(parse_sizes(sizes_text(s)), s) << sizes_text(s);
+  EXPECT_EQ(geometric_sizes(256, 8192, 2), parse_sizes("256:8192:x2"));
+  EXPECT_EQ(geometric_sizes(256, 1000, 2), (Sizes{256, 512})) << "never past the end";
+  EXPECT_EQ(geometric_sizes(1, std::int64_t{1} << 62, 2).size(), 63u) << "no overflow at the top";
+  EXPECT_THROW(geometric_sizes(0, 8, 2), UsageError);
+  EXPECT_THROW(geometric_sizes(8, 4, 2), UsageError);
+  EXPECT_THROW(geometric_sizes(1, 8, 1), UsageError);
+}
+
+TEST(SizeRanges, ValidateNamesTheField) {
+  EXPECT_NO_THROW(validate_sizes({1, 2}, "sizes"));
+  for (const Sizes& bad : {Sizes{}, Sizes{4, 0}, Sizes{-3}})
+    EXPECT_TRUE(test_support::starts_with(test_support::usage_message([&] { validate_sizes(bad, "sizes"); }), "sizes: "));
+  EXPECT_EQ(without_repeats(Sizes{4, 1, 4, 2, 1}), (Sizes{4, 1, 2}));
 }
 
 TEST(Runner, PointsAreTheProductWithSizesInnermost) {

@@ -11,8 +11,11 @@
 #include "ridge/format.hpp"
 #include "ridge/matmul.hpp"
 #include "ridge/timing.hpp"
+#include "usage_message.hpp"
 
 using namespace ridge;
+using ridge::test_support::starts_with;
+using ridge::test_support::usage_message;
 
 namespace {
 
@@ -49,7 +52,9 @@ CeilingsLookup synthetic_lookup(double datasheet_bandwidth, double datasheet_fp3
 
 BandwidthSetup h200_like_setup(bool with_measured) {
   BandwidthSetup setup;
-  setup.plan = plan_bandwidth_sweep(BandwidthSweepOptions{.ops = "add", .variants = "scalar,vec4", .sizes = "2^10:2^28:4"});
+  setup.plan = plan_bandwidth_sweep(BandwidthSweepOptions{.ops = {StreamOp::add},
+                                                          .variants = {StreamVariant::scalar, StreamVariant::vec4},
+                                                          .sizes = geometric_sizes(1 << 10, 1 << 28, 4)});
   setup.device.name = "Synthetic GPU";
   setup.device.l2_bytes = 60'000'000;
   setup.ceilings = synthetic_lookup(4.8e12, 67e12, with_measured ? 4.2e12 : 0);
@@ -109,17 +114,53 @@ TEST(RecordParams, GemmShapeRoundTrips) {
   EXPECT_THROW(gemm_shape(Record{}), Error);
 }
 
-TEST(BandwidthPlan, QuickAndValidation) {
+
+TEST(BandwidthPlan, QuickAndValidationNamingTheField) {
   const BandwidthPlan quick = plan_bandwidth_sweep(BandwidthSweepOptions{.samples = 20, .quick = true});
-  EXPECT_EQ(quick.ops, std::vector<StreamOp>{StreamOp::add});
+  EXPECT_EQ(quick.options.ops, std::vector<StreamOp>{StreamOp::add});
   EXPECT_EQ(quick.options.samples, 10);
-  EXPECT_EQ(quick.sizes.front(), 1 << 10);
-  EXPECT_EQ(quick.sizes.back(), 1 << 28);
-  EXPECT_FALSE(quick.method);
-  EXPECT_THROW(plan_bandwidth_sweep(BandwidthSweepOptions{.samples = 0}), UsageError);
+  EXPECT_EQ(quick.options.sizes, parse_sizes("2^10:2^28:4"));
+  EXPECT_FALSE(quick.options.method);
+  EXPECT_EQ(quick.points.size(), 3u * 10u);  // add x 3 variants x 10 sizes
+  const auto plan = [](BandwidthSweepOptions o) { return usage_message([&] { plan_bandwidth_sweep(o); }); };
+  EXPECT_TRUE(starts_with(plan(BandwidthSweepOptions{.samples = 0}), "samples must be >= 1"));
   EXPECT_THROW(plan_bandwidth_sweep(BandwidthSweepOptions{.ceilings = "maybe"}), UsageError);
-  EXPECT_THROW(plan_bandwidth_sweep(BandwidthSweepOptions{.sizes = "2^35"}), UsageError);
-  EXPECT_THROW(plan_bandwidth_sweep(BandwidthSweepOptions{.variants = "broken_for_tests"}), UsageError);
+  EXPECT_TRUE(starts_with(plan(BandwidthSweepOptions{.sizes = {std::int64_t{1} << 35}}), "sizes: "));
+  EXPECT_TRUE(starts_with(plan(BandwidthSweepOptions{.sizes = {1024, 0}}), "sizes: "));
+  EXPECT_TRUE(starts_with(plan(BandwidthSweepOptions{.sizes = {}}), "sizes: "));
+  EXPECT_TRUE(starts_with(plan(BandwidthSweepOptions{.ops = {}}), "ops: "));
+  EXPECT_TRUE(starts_with(
+      plan(BandwidthSweepOptions{.variants = {StreamVariant::vec4, StreamVariant::broken_for_tests}}),
+      "variants: "));
+  // Repeats are run once.
+  const BandwidthPlan repeated = plan_bandwidth_sweep(
+      BandwidthSweepOptions{.ops = {StreamOp::add, StreamOp::add}, .variants = {StreamVariant::vec4}, .sizes = {64, 64}});
+  EXPECT_EQ(repeated.points.size(), 1u);
+}
+
+// The typed defaults run what the old default strings ran: the same points in the same order,
+// so the records' params (what `ridge compare` matches on) are unchanged.
+TEST(BandwidthPlan, DefaultsGiveTheRecordsTheOldDefaultStringsGave) {
+  const BandwidthSweepOptions o;
+  EXPECT_EQ(o.sizes, parse_sizes("2^10:2^28:2"));
+  EXPECT_EQ(sizes_text(o.sizes), "2^10:2^28:x2");
+  EXPECT_FALSE(o.method);
+  const BandwidthPlan p = plan_bandwidth_sweep(o);
+  ASSERT_EQ(p.points.size(), 5u * 3u * 19u);
+  auto params = [&](std::size_t i) {
+    const SweepPoint& pt = p.points[i];
+    return stream_params({stream_op_from_string(pt.op), stream_variant_from_string(pt.variant), pt.size}, o.cold);
+  };
+  EXPECT_EQ(params(0), nlohmann::json::parse(R"({"n":1024,"elements":1024,"op":"add","variant":"scalar",)"
+                                             R"("working_set_bytes":12288.0,"cold":false})"));
+  EXPECT_EQ(params(19), nlohmann::json::parse(R"({"n":1024,"elements":1024,"op":"add","variant":"vec4",)"
+                                              R"("working_set_bytes":12288.0,"cold":false})"));
+  EXPECT_EQ(params(p.points.size() - 1),
+            nlohmann::json::parse(R"({"n":268435456,"elements":268435456,"op":"read","variant":"grid_stride",)"
+                                  R"("working_set_bytes":1073741824.0,"cold":false})"));
+  std::vector<std::string> ops;
+  for (std::size_t i = 0; i < p.points.size(); i += 3 * 19) ops.push_back(p.points[i].op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"add", "copy", "scale", "triad", "read"}));
 }
 
 TEST(BandwidthKneeReference, MeasuredWinsOverTheDatasheet) {
@@ -276,14 +317,35 @@ TEST(MatmulPlan, QuickShapesAndValidation) {
   ASSERT_EQ(quick.points.size(), 3u);
   EXPECT_EQ(quick.points[0].size, 512);
   EXPECT_EQ(quick.points[2].size, 8192);
-  const MatmulPlan shapes = plan_matmul_sweep(MatmulSweepOptions{.dtypes = "bf16,fp16", .shapes = "128,4096,4096;2048"});
+  const MatmulPlan shapes = plan_matmul_sweep(
+      MatmulSweepOptions{.dtypes = {DType::bf16, DType::fp16}, .shapes = parse_shapes("128,4096,4096;2048")});
   EXPECT_FALSE(shapes.square);
   ASSERT_EQ(shapes.points.size(), 4u);
   EXPECT_EQ(shapes.points[0].size, 0);  // not square
   EXPECT_EQ(shapes.points[1].size, 2048);
-  EXPECT_THROW(plan_matmul_sweep(MatmulSweepOptions{.tune_candidates = 0}), UsageError);
-  EXPECT_THROW(plan_matmul_sweep(MatmulSweepOptions{.dtypes = "fp7"}), UsageError);
-  EXPECT_THROW(plan_matmul_sweep(MatmulSweepOptions{.sizes = "70000"}), UsageError);
+  const auto plan = [](MatmulSweepOptions o) { return usage_message([&] { plan_matmul_sweep(o); }); };
+  EXPECT_TRUE(starts_with(plan(MatmulSweepOptions{.tune_candidates = 0}), "tune_candidates must be >= 1"));
+  EXPECT_TRUE(starts_with(plan(MatmulSweepOptions{.dtypes = {}}), "dtypes: "));
+  EXPECT_TRUE(starts_with(plan(MatmulSweepOptions{.sizes = {70000}}), "sizes: "));
+  EXPECT_TRUE(starts_with(plan(MatmulSweepOptions{.sizes = {-1}}), "sizes: "));
+  EXPECT_TRUE(starts_with(plan(MatmulSweepOptions{.shapes = {{0, 1, 1}}}), "shapes: "));
+  EXPECT_TRUE(starts_with(plan(MatmulSweepOptions{.shapes = {{16, 70000, 16}}}), "shapes: "));
+}
+
+// As for the bandwidth sweep: the typed defaults run the points the old default strings ran.
+TEST(MatmulPlan, DefaultsGiveTheRecordsTheOldDefaultStringsGave) {
+  const MatmulSweepOptions o;
+  EXPECT_EQ(o.sizes, parse_sizes("256:8192:x2"));
+  EXPECT_EQ(o.dtypes, std::vector<DType>{dtype_from_string("bf16")});
+  EXPECT_TRUE(o.shapes.empty());
+  const MatmulPlan p = plan_matmul_sweep(o);
+  ASSERT_EQ(p.points.size(), 6u);
+  EXPECT_TRUE(p.square);
+  EXPECT_EQ(p.points.front().dtype, "bf16");
+  const auto& first = p.points.front().shape;
+  const auto& last = p.points.back().shape;
+  EXPECT_EQ(gemm_params({first.m, first.n, first.k}), nlohmann::json::parse(R"({"m":256,"n":256,"k":256})"));
+  EXPECT_EQ(gemm_params({last.m, last.n, last.k}), nlohmann::json::parse(R"({"m":8192,"n":8192,"k":8192})"));
 }
 
 TEST(MatmulAnalysis, PlacementOnTheRoofline) {

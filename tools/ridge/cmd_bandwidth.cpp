@@ -34,11 +34,11 @@ void print_setup(std::FILE* out, const BandwidthSetup& setup) {
                c.measured->hbm_kernel, c.measured->measured_at_utc);
   fmt::print(out, "fp32, random inputs, bytes = reads + writes; {}; each kernel's output checked before timing\n",
              o.cold ? "cold: L2 flushed before each sample (one call per sample)" : "hot: L2 not flushed");
-  if (!setup.plan.method)
+  if (!o.method)
     fmt::print(out, "timing: --method auto = CUDA graph replay (launch-free: the host's launch latency is not in the\n"
                     "number) for ops under 1 ms, CUDA events above; empty launch timed the same way at each point\n");
   else
-    fmt::print(out, "timing: {}\n", method_label(*setup.plan.method, false));
+    fmt::print(out, "timing: {}\n", method_label(*o.method, false));
   fmt::print(out, "\n{:<6} {:<12} {:>6} {:>9} {:>10} {:>10} {:>7} {:>7} {:>9}  {}\n", "op", "variant", "n", "bytes",
              "time", "GB/s", "%meas", "%sheet", "empty", "notes");
 }
@@ -99,17 +99,14 @@ RIDGE_REGISTER_COMMAND(Command{
       auto c = std::make_shared<BandwidthCommand>();
       auto& o = c->options;
       add_device_option(app, o.device);
-      app.add_option("--ops", o.ops, "comma list of add (c=a+b, 12 B/elem), copy (8 B), scale (8 B), triad (12 B), read (sum, 4 B)")
-          ->default_val(o.ops);
-      app.add_option("--variants", o.variants, "comma list of kernel variants: scalar, vec4, grid_stride")
-          ->default_val(o.variants);
-      app.add_option("--sizes", o.sizes,
-                     "elements per array: a list (1024,4096), powers (2^20) or ranges START:END[:STEP]; a bare STEP or "
-                     "xF multiplies, +D adds (2^10:2^28:2 = every power of two)")
-          ->default_val(o.sizes);
-      app.add_option("--method", o.method,
-                     "timing: auto (graph replay for ops under 1 ms, events above), events, spin, graph, wall")
-          ->default_val(o.method);
+      add_list_option(app, "--ops", o.ops, stream_op_from_string,
+                      "comma list of add (c=a+b, 12 B/elem), copy (8 B), scale (8 B), triad (12 B), read (sum, 4 B)");
+      add_list_option(app, "--variants", o.variants, stream_variant_from_string,
+                      "comma list of kernel variants: scalar, vec4, grid_stride");
+      add_sizes_option(app, o.sizes,
+                       "elements per array: a list (1024,4096), powers (2^20) or ranges START:END[:STEP]; a bare STEP or "
+                       "xF multiplies, +D adds (2^10:2^28:2 = every power of two)");
+      add_method_option(app, o.method, "timing: auto (graph replay for ops under 1 ms, events above), events, spin, graph, wall");
       app.add_flag("--cold", o.cold, "flush the L2 before each sample (one call per sample); default hot");
       app.add_option("--samples", o.samples, "timed samples per point (median reported)")->default_val(o.samples);
       app.add_option("--warmup", o.warmup, "untimed calls before sampling")->default_val(o.warmup);

@@ -42,17 +42,15 @@ RIDGE_REGISTER_COMMAND(Command{
           "under torchrun/srun (RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS) with --rendezvous DIR. NCCL is loaded at\n"
           "run time (libnccl.so.2, or the nvidia-nccl wheel of python3); NCCL_NVLS_ENABLE is forced to 0.\n"
           "Exit codes: 3 an output was wrong, 4 no GPU, 7 NCCL or the MPI plugin is missing.");
-      app.add_option("--ops", o.ops, "comma list: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, send_recv")
-          ->default_val(o.ops);
-      app.add_option("--sizes", o.sizes,
-                     "bytes per call as nccl-tests counts them (8 B .. 8 GiB): a list, powers (2^20) or ranges "
-                     "START:END[:STEP] (a bare STEP multiplies)")
-          ->default_val(o.sizes);
-      app.add_option("--dtypes", o.dtypes, "comma list of fp32, fp16, bf16, fp64")->default_val(o.dtypes);
-      app.add_option("--placement", o.placement, "out (out-of-place), in (in-place; not alltoall, send_recv), or out,in")
-          ->default_val(o.placement);
-      app.add_option("--method", o.method, "timing: auto (graph replay under 1 ms per call, events above), events, graph")
-          ->default_val(o.method);
+      add_list_option(app, "--ops", o.ops, collective_op_from_string,
+                      "comma list: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, send_recv");
+      add_sizes_option(app, o.sizes,
+                       "bytes per call as nccl-tests counts them (8 B .. 8 GiB): a list, powers (2^20) or ranges "
+                       "START:END[:STEP] (a bare STEP multiplies)");
+      add_list_option(app, "--dtypes", o.dtypes, dtype_from_string, "comma list of fp32, fp16, bf16, fp64");
+      add_list_option(app, "--placement", o.placements, placement_from_string,
+                      "out (out-of-place), in (in-place; not alltoall, send_recv), or out,in");
+      add_method_option(app, o.method, "timing: auto (graph replay under 1 ms per call, events above), events, graph");
       app.add_option("--samples", o.samples, "timed samples per size (median reported)")->default_val(o.samples);
       app.add_option("--warmup", o.warmup, "untimed calls before sampling")->default_val(o.warmup);
       app.add_option("--launcher", o.launcher, "auto, threads, mpi, env")->default_val(o.launcher);
@@ -83,7 +81,7 @@ RIDGE_REGISTER_COMMAND(Command{
         for (const auto& info : run.rank_info)
           fmt::print(out, "  rank {} on {} GPU {} ({}), SM clock {:.0f} -> {:.0f} MHz\n", info.rank, info.hostname,
                      info.device.index, info.device.name, info.clocks_start.sm_mhz, info.clocks_end.sm_mhz);
-        for (const auto& line : collective_definitions(run.plan.ops, run.ranks)) fmt::print(out, "{}\n", line);
+        for (const auto& line : collective_definitions(run.plan.options.ops, run.ranks)) fmt::print(out, "{}\n", line);
         fmt::print(out, "time = mean over ranks of each sample; every size's output checked on every rank first\n\n");
         print_findings(out, run.findings);
         if (!c->svg.empty() && !run.plot.series.empty()) {

@@ -28,7 +28,7 @@ void print_setup(std::FILE* out, const MatmulSetup& setup) {
   if (!setup.ceilings.note.empty()) fmt::print(out, "{}\n", setup.ceilings.note);
   const DeviceCeilings ds = setup.ceilings.datasheet_ceilings().value_or(DeviceCeilings{});
   const DeviceCeilings me = setup.ceilings.measured ? setup.ceilings.measured->ceilings : DeviceCeilings{};
-  for (DType d : setup.plan.dtypes) {
+  for (DType d : o.dtypes) {
     const std::string t = to_string(d);
     fmt::print(out, "  {}: datasheet {}{}\n", t,
                ds.ridge_point(t) > 0 ? fmt::format("{} peak, {} HBM, ridge at {:.0f} FLOP/B", format_flops(ds.peak_flops(t)),
@@ -38,10 +38,10 @@ void print_setup(std::FILE* out, const MatmulSetup& setup) {
                                                    format_bytes_per_s(me.memory_bytes_per_s))
                                      : std::string(""));
   }
-  if (!setup.plan.method)
+  if (!o.method)
     fmt::print(out, "timing: --method auto = CUDA graph replay (launch-free) for GEMMs under 1 ms, CUDA events above\n");
   else
-    fmt::print(out, "timing: {}\n", method_label(*setup.plan.method, false));
+    fmt::print(out, "timing: {}\n", method_label(*o.method, false));
   fmt::print(out, "each shape: {} checked against an fp64 reference before it is timed\n",
              o.tune_candidates > 1 ? fmt::format("the fastest of up to {} cuBLASLt algorithms,", o.tune_candidates)
                                    : std::string("cuBLASLt's first algorithm,"));
@@ -90,16 +90,15 @@ RIDGE_REGISTER_COMMAND(Command{
       auto c = std::make_shared<MatmulCommand>();
       auto& o = c->options;
       add_device_option(app, o.device);
-      app.add_option("--dtypes", o.dtypes, "comma list of fp32, tf32, fp16, bf16, fp8 (e4m3 in, bf16 out)")
-          ->default_val(o.dtypes);
-      app.add_option("--sizes", o.sizes,
-                     "square sizes n (n x n x n): a list, powers (2^12) or ranges START:END[:STEP]; xF multiplies, "
-                     "+D adds")
-          ->default_val(o.sizes);
-      app.add_option("--shapes", o.shapes, "explicit shapes 'm,n,k;m,n,k' instead of --sizes")->type_name("LIST");
-      app.add_option("--method", o.method,
-                     "timing: auto (graph replay for GEMMs under 1 ms, events above), events, spin, graph, wall")
-          ->default_val(o.method);
+      add_list_option(app, "--dtypes", o.dtypes, dtype_from_string,
+                      "comma list of fp32, tf32, fp16, bf16, fp8 (e4m3 in, bf16 out)");
+      add_sizes_option(app, o.sizes,
+                       "square sizes n (n x n x n): a list, powers (2^12) or ranges START:END[:STEP]; xF multiplies, "
+                       "+D adds");
+      add_parsed_option(app, "--shapes", o.shapes, parse_shapes, "",
+                        "explicit shapes 'm,n,k;m,n,k' instead of --sizes")
+          ->type_name("LIST");
+      add_method_option(app, o.method, "timing: auto (graph replay for GEMMs under 1 ms, events above), events, spin, graph, wall");
       app.add_flag("--cold", o.cold, "flush the L2 before each sample (one call per sample); default hot");
       app.add_option("--samples", o.samples, "timed samples per point (median reported)")->default_val(o.samples);
       app.add_option("--warmup", o.warmup, "untimed calls before sampling")->default_val(o.warmup);

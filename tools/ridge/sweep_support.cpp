@@ -48,4 +48,14 @@ void write_plot(const std::string& path, const Plot& plot) {
   write_text(path, render_svg(plot));
 }
 
+CLI::Option* add_sizes_option(CLI::App& app, std::vector<std::int64_t>& sizes, const std::string& help) {
+  auto parse = [](const std::string& text) { return parse_sizes(text); };
+  return add_parsed_option(app, "--sizes", sizes, parse, sizes_text(sizes), help)->type_name("SIZES");
+}
+
+CLI::Option* add_method_option(CLI::App& app, std::optional<Method>& method, const std::string& help) {
+  return add_parsed_option(app, "--method", method, parse_method_option, method_option_text(method), help)
+      ->type_name("METHOD");
+}
+
 }  // namespace ridge::cli

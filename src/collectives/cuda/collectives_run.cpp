@@ -48,11 +48,11 @@ struct Point {
 
 std::vector<Point> sweep_points_of(const CollectivesPlan& plan, int ranks) {
   std::vector<Point> points;
-  for (auto op : plan.ops)
-    for (auto dtype : plan.dtypes)
-      for (auto placement : plan.placements) {
+  for (auto op : plan.options.ops)
+    for (auto dtype : plan.options.dtypes)
+      for (auto placement : plan.options.placements) {
         if (placement == Placement::in_place && !in_place_defined(op)) continue;
-        for (auto size : plan.sizes)
+        for (auto size : plan.options.sizes)
           if (auto shape = collective_shape(op, size, dtype, ranks)) points.push_back({op, dtype, placement, *shape});
       }
   return points;
@@ -107,7 +107,7 @@ class RankRunner {
                                           to_string(p.dtype), to_string(p.placement), p.shape.bytes));
     }
     const double estimate_ms = agree_max(time_one_call(p, send, recv));
-    const Method method = plan_.method.value_or(auto_method(estimate_ms));
+    const Method method = plan_.options.method.value_or(auto_method(estimate_ms));
     CudaOptions o;
     o.warmup = plan_.options.warmup;
     o.samples = plan_.options.samples;
@@ -119,7 +119,7 @@ class RankRunner {
                          collective_params(p.op, p.shape, p.placement, ranks_), p.shape.bytes);
     r.verification = "passed";
     r.extra["check"] = check.summary();
-    r.extra["method_auto"] = !plan_.method.has_value();
+    r.extra["method_auto"] = !plan_.options.method.has_value();
     return r;
   }
 
@@ -132,7 +132,7 @@ class RankRunner {
   static void allocate(void** p, std::size_t bytes) {
     if (cudaMalloc(p, bytes) != cudaSuccess) {
       cudaGetLastError();
-      throw Error(fmt::format("cannot allocate {:.2f} GiB on the GPU for the collectives' buffers: use smaller --sizes",
+      throw Error(fmt::format("cannot allocate {:.2f} GiB on the GPU for the collectives' buffers: use smaller sizes",
                               double(bytes) / double(1ULL << 30)));
     }
   }
@@ -278,7 +278,7 @@ void run_threads(CollectivesRun& run, const detail::nccl::Library& lib, const Sw
   const int visible = device_count();
   const int gpus = run.plan.options.gpus == 0 ? visible : run.plan.options.gpus;
   if (gpus > visible)
-    throw UsageError(fmt::format("--gpus {}: only {} GPU{} visible", gpus, visible, visible == 1 ? " is" : "s are"));
+    throw UsageError(fmt::format("gpus {}: only {} GPU{} visible", gpus, visible, visible == 1 ? " is" : "s are"));
   run.ranks = gpus;
   const auto rank_points = sweep_points_of(run.plan, gpus);
   std::vector<int> devices(gpus);
@@ -387,7 +387,7 @@ CollectivesRun run_collectives(const CollectivesOptions& options, const SweepCal
   run.plan = plan_collectives(options);
   run.launch = detect_launch(environment_map(), run.plan.options.launcher);
   if (run.launch.kind == LaunchKind::env && run.plan.options.rendezvous.empty())
-    throw UsageError(fmt::format("launched by {} (one process per GPU): give --rendezvous DIR, a folder every rank "
+    throw UsageError(fmt::format("launched by {} (one process per GPU): give a rendezvous folder, one every rank "
                                  "sees, or use mpirun",
                                  run.launch.source));
   // The launcher first (a missing MPI plugin is exit 7), then NCCL (likewise), then the GPU.

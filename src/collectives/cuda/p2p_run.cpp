@@ -187,7 +187,7 @@ class P2pBench {
   void alloc(void** p, int g) {
     if (cudaMalloc(p, static_cast<std::size_t>(o_.bytes)) != cudaSuccess) {
       cudaGetLastError();
-      throw Error(fmt::format("cannot allocate 2 x {} on GPU {} for p2p copies: use a smaller --bytes", o_.bytes, g));
+      throw Error(fmt::format("cannot allocate 2 x {} on GPU {} for p2p copies: lower bytes, the size of each copy", o_.bytes, g));
     }
   }
 
@@ -287,7 +287,7 @@ P2pRun run_p2p(const P2pOptions& options, const SweepCallbacks& callbacks) {
   const int visible = device_count();
   run.gpus = options.gpus == 0 ? visible : options.gpus;
   if (run.gpus > visible)
-    throw UsageError(fmt::format("--gpus {}: only {} GPU{} visible", run.gpus, visible, visible == 1 ? " is" : "s are"));
+    throw UsageError(fmt::format("gpus {}: only {} GPU{} visible", run.gpus, visible, visible == 1 ? " is" : "s are"));
   for (int g = 0; g < run.gpus; ++g) run.devices.push_back(describe_device(g));
   P2pBench bench(options, run.gpus);
   run.peer_access = bench.peer_access();

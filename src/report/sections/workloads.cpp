@@ -19,7 +19,7 @@ SectionOutput bandwidth_section(ReportContext& ctx) {
   BandwidthSweepOptions o;
   o.device = ctx.device;
   o.quick = ctx.quick;
-  o.ops = "add";
+  o.ops = {StreamOp::add};
   const BandwidthSweep sweep = run_bandwidth_sweep(o, {.on_status = ctx.status});
   SectionOutput out;
   out.records = sweep.records;

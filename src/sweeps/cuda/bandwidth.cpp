@@ -98,7 +98,7 @@ struct StreamBench::Impl {
     const cudaError_t status = cudaMalloc(reinterpret_cast<void**>(p), bytes);
     if (status != cudaSuccess) {
       cudaGetLastError();
-      throw Error(fmt::format("cannot allocate {} ({:.2f} GB) for {} fp32 elements: {}. Use smaller --sizes", what,
+      throw Error(fmt::format("cannot allocate {} ({:.2f} GB) for {} fp32 elements: {}. Use smaller sizes", what,
                               bytes / 1e9, capacity, detail::status_text(status)));
     }
   }

@@ -35,16 +35,12 @@ BandwidthSweep run_bandwidth_sweep(const BandwidthSetup& setup, const SweepCallb
   const double l2 = static_cast<double>(setup.device.l2_bytes);
   const double reference_bw = knee_reference_bytes_per_s(ceilings);
 
-  const std::int64_t capacity = *std::max_element(p.sizes.begin(), p.sizes.end());
+  const std::int64_t capacity = *std::max_element(o.sizes.begin(), o.sizes.end());
   if (callbacks.on_status)
     callbacks.on_status(fmt::format("bandwidth: allocating and filling {} of buffers", format_bytes(12.0 * double(capacity))));
   detail::StreamBench bench(capacity);
   if (callbacks.on_status) callbacks.on_status("");
 
-  std::vector<std::string> op_names, variant_names;
-  for (auto op : p.ops) op_names.push_back(to_string(op));
-  for (auto v : p.variants) variant_names.push_back(to_string(v));
-  const auto points = sweep_points(op_names, variant_names, {"fp32"}, p.sizes);
 
   EmptyLaunchFloor floor;
   const CudaOptions base{.warmup = o.warmup, .samples = o.samples, .repeats = o.cold ? 1 : 0, .flush_l2 = o.cold};
@@ -56,7 +52,7 @@ BandwidthSweep run_bandwidth_sweep(const BandwidthSetup& setup, const SweepCallb
                                           check.summary()));
     const double bytes = stream_bytes(point.op, point.n);
     const double estimated_ms = reference_bw > 0 ? bytes / reference_bw * 1e3 : bytes / 2e12 * 1e3;
-    const Method method = p.method ? *p.method : auto_method(estimated_ms);
+    const Method method = o.method ? *o.method : auto_method(estimated_ms);
     auto fn = [&](cuda_stream s) { bench.run(point.op, point.variant, point.n, s); };
     const ClockReading start = read_clocks(o.device);
     const Measurement m = measure(method, fn, base);
@@ -68,12 +64,12 @@ BandwidthSweep run_bandwidth_sweep(const BandwidthSetup& setup, const SweepCallb
     r.verification = "passed";
     r.extra["check"] = check.summary();
     r.extra["variant"] = describe(point.variant);
-    r.extra["method_choice"] = p.method ? "user" : "auto";
+    r.extra["method_choice"] = o.method ? "user" : "auto";
     if (point.variant == StreamVariant::grid_stride) r.extra["grid_blocks"] = bench.grid_stride_blocks(point.op);
     annotate_stream_record(r, empty_ms, ceilings, l2, o.cold);
     return r;
   };
-  sweep.records = run_sweep(points, measure_point, callbacks.on_record, callbacks.on_progress);
+  sweep.records = run_sweep(p.points, measure_point, callbacks.on_record, callbacks.on_progress);
   analyze_bandwidth_sweep(sweep);
   sweep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return sweep;

@@ -111,7 +111,7 @@ Gemm::Gemm(GemmShape shape, DType dtype, std::uint64_t seed, GemmBackend backend
   s.backend = backend;
   s.info = type_info(dtype);
   if (backend == GemmBackend::cublas_rowmajor && dtype == DType::fp8_e4m3)
-    throw UsageError("the cublas backend has no fp8 GEMM; use --backend cublaslt");
+    throw UsageError("the cublas backend has no fp8 GEMM; use the cublaslt backend");
   int device = 0, major = 0;
   RIDGE_CHECK(cudaGetDevice(&device));
   RIDGE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));

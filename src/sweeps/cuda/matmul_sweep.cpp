@@ -53,7 +53,7 @@ MatmulSweep run_matmul_sweep(const MatmulSetup& setup, const SweepCallbacks& cal
                                                         : 2e12;
     // Estimated call time: the roofline floor at an assumed 50% of the ceilings.
     const double estimated_ms = roofline_floor_s(gemm.bytes(), gemm.flops(), peak_guess, bw_guess) * 1e3 / 0.5;
-    const Method method = p.method ? *p.method : auto_method(estimated_ms);
+    const Method method = o.method ? *o.method : auto_method(estimated_ms);
     auto fn = [&](cuda_stream s) { gemm.run(s); };
     const ClockReading start = read_clocks(o.device);
     const Measurement m = measure(method, fn, base);
@@ -68,7 +68,7 @@ MatmulSweep run_matmul_sweep(const MatmulSetup& setup, const SweepCallbacks& cal
     r.extra["algorithm"] = gemm.algorithm();
     if (!gemm.tuning().empty()) r.extra["tuning"] = gemm.tuning();
     r.extra["check"] = check.summary();
-    r.extra["method_choice"] = p.method ? "user" : "auto";
+    r.extra["method_choice"] = o.method ? "user" : "auto";
     sweep.placements.push_back(annotate_gemm_record(r, setup.ceilings, empty_ms, l2, o.cold));
     return r;
   };

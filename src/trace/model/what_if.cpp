@@ -23,8 +23,8 @@ std::string t(Nanoseconds ns) { return format_ms(static_cast<double>(ns) / 1e6);
 }  // namespace
 
 KernelWhatIf kernel_what_if(const Trace& trace, const std::string& kernel, double speedup) {
-  if (!(speedup > 0)) throw UsageError(fmt::format("--speedup must be > 0 (got {})", speedup));
-  if (kernel.empty()) throw UsageError("--kernel needs a kernel name (or part of one)");
+  if (!(speedup > 0)) throw UsageError(fmt::format("speedup must be > 0 (got {})", speedup));
+  if (kernel.empty()) throw UsageError("kernel needs a kernel name (or part of one)");
   KernelWhatIf w;
   w.query = kernel;
   w.speedup = speedup;
