@@ -69,6 +69,11 @@ struct CompareOptions {
   /// Clock: when a record's SM clocks differ between the runs, its band widens by that difference
   /// (a GEMM at the power cap runs as fast as its clock allows; a change the clock explains is not code).
   bool widen_by_clock = true;
+  /// Equal clocks: a compute-bound record (extra.bound "compute") whose samples' SM clock differs
+  /// between the runs is compared at the base's clock (its new time scaled by new clock / base
+  /// clock: at the power cap a GEMM's time goes as 1 / clock), and its band is not widened.
+  /// Needs each side's per-sample clocks (the launch-free timers record them).
+  bool scale_compute_bound_by_clock = true;
 };
 
 /// One record matched (or not) between the two files. Times in milliseconds.
@@ -99,6 +104,9 @@ struct RecordComparison {
   /// Relative SM clock difference of the record between the runs: from the median clock of its
   /// samples where both sides recorded them, else from its start and end readings; -1 unknown.
   double clock_difference = -1;
+  /// The new run's samples were scaled to the base's SM clock (CompareOptions::scale_compute_bound_by_clock)
+  /// by this factor before the ratio, the test and the interval; 1 = not scaled.
+  double clock_scale = 1;
 };
 
 struct Comparison {

@@ -101,6 +101,17 @@ double record_clock_difference(const Record& base, const Record& next) {
   return relative_clock_difference(base, next);
 }
 
+// The factor that brings the new run's samples of a compute-bound record to the base's SM clock
+// (CompareOptions::scale_compute_bound_by_clock); 1 when it does not apply or the clocks agree.
+double equal_clock_scale(const Record& base, const Record& next, const CompareOptions& options) {
+  if (!options.scale_compute_bound_by_clock) return 1;
+  const auto compute_bound = [](const Record& r) { return r.extra.value("bound", std::string()) == "compute"; };
+  if (!compute_bound(base) || !compute_bound(next)) return 1;
+  const double b = median_sample_clock(base), n = median_sample_clock(next);
+  if (!(b > 0 && n > 0) || std::abs(b - n) / std::max(b, n) < 0.01) return 1;
+  return n / b;
+}
+
 // Smallest two-sided p-value any outcome can reach with these sample sizes (exact test).
 double smallest_possible_p(std::size_t m, std::size_t n) {
   // 2 / C(m+n, m), computed in logs.
@@ -406,6 +417,17 @@ std::string clock_widened_rows(const Comparison& c) {
       names.size() + more, widest * 100, fmt::join(names, "; "), more ? fmt::format(" and {} more", more) : "");
 }
 
+// The compute-bound records compared at equal clocks (scaled), named; "" when none.
+std::string clock_scaled_rows(const Comparison& c) {
+  std::vector<std::string> names;
+  for (const auto& r : c.rows)
+    if (r.clock_scale != 1) names.push_back(fmt::format("{} {} {} (x {:.3f})", r.name, r.method, params_text(r.params), r.clock_scale));
+  if (names.empty()) return "";
+  return fmt::format("{} compute-bound record(s) ran at another SM clock and were compared at equal clocks, the new "
+                     "time scaled by new clock / base clock: {}",
+                     names.size(), fmt::join(names, "; "));
+}
+
 // Judges one record of the new run against the baselines that hold it (`runs`, first baseline
 // first): ratio, rank test, interval, noise band and verdict, counted into `c`. Returns log(ratio)
 // when the pair enters the geometric mean.
@@ -428,22 +450,32 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
     row.note = b.method == "none" ? "a check, not a timing: shown, never judged" : "no samples to compare";
     return std::nullopt;
   }
-  row.ratio = row.new_median_ms / row.base_median_ms;
-  row.test = mann_whitney_u(pooled, n.samples_ms);
+  double record_clocks = record_clock_difference(b, n);
+  row.clock_difference = record_clocks;
+  row.clock_scale = equal_clock_scale(b, n, options);
+  std::vector<double> new_samples = n.samples_ms;
+  for (double& s : new_samples) s *= row.clock_scale;
+  const Summary new_summary = row.clock_scale == 1 ? n.summary : summarize(new_samples);
+  row.ratio = new_summary.median / row.base_median_ms;
+  row.test = mann_whitney_u(pooled, new_samples);
   if (c.ratio_ci_method == "bootstrap") {
     std::tie(row.ratio_ci_low, row.ratio_ci_high) =
-        bootstrap_median_ratio_ci(pooled, n.samples_ms, 0.95, options.bootstrap_resamples);
+        bootstrap_median_ratio_ci(pooled, new_samples, 0.95, options.bootstrap_resamples);
   } else {
     // The order-statistic interval of each side's median: the first baseline's stands for all.
-    std::tie(row.ratio_ci_low, row.ratio_ci_high) = order_statistic_ratio_ci(b.summary, n.summary);
+    std::tie(row.ratio_ci_low, row.ratio_ci_high) = order_statistic_ratio_ci(b.summary, new_summary);
     const double shift = row.base_median_ms / b.summary.median;
     row.ratio_ci_low /= shift;
     row.ratio_ci_high /= shift;
   }
-  const double record_clocks = record_clock_difference(b, n);
-  row.clock_difference = record_clocks;
-  if (record_clocks > options.clock_tolerance)
+  if (row.clock_scale != 1) {
+    row.note = fmt::format("compute-bound, sampled at {:.0f}% of the base's SM clock: compared at equal clocks "
+                           "(new time x {:.3f})",
+                           100 * row.clock_scale, row.clock_scale);
+    record_clocks = 0;  // explained by the scaling: the band is not widened
+  } else if (record_clocks > options.clock_tolerance) {
     row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
+  }
   if (b.method == "wall_naive") {
     row.verdict = Verdict::informational;
     row.note = "wall_naive times the launch queue, not the work: shown, never judged";
@@ -565,6 +597,7 @@ Comparison compare_results(std::span<const ResultSet> baselines, const ResultSet
   if (duplicates)
     c.warnings.push_back("some records share name, method, dtype and params; they were matched in file order");
   if (const std::string widened = clock_widened_rows(c); !widened.empty()) c.warnings.push_back(widened);
+  if (const std::string scaled = clock_scaled_rows(c); !scaled.empty()) c.warnings.push_back(scaled);
   if (c.geomean_count > 0) c.geomean_ratio = std::exp(log_sum / double(c.geomean_count));
   return c;
 }
@@ -713,7 +746,8 @@ nlohmann::json to_json(const Comparison& c) {
                     {"noise_band_source", r.noise_band_source},
                     {"gate_reason", r.gate_reason},
                     {"smallest_flagged_slowdown", r.smallest_flagged_slowdown},
-                    {"clock_difference", r.clock_difference}});
+                    {"clock_difference", r.clock_difference},
+                    {"clock_scale", r.clock_scale}});
   }
   return {{"schema", "ridge.compare"},
           {"schema_version", 1},
@@ -724,6 +758,7 @@ nlohmann::json to_json(const Comparison& c) {
           {"clock_tolerance", c.options.clock_tolerance},
           {"min_change_us", c.options.min_change_us},
           {"widen_by_clock", c.options.widen_by_clock},
+          {"scale_compute_bound_by_clock", c.options.scale_compute_bound_by_clock},
           {"baselines", c.baselines},
           {"spread_factor", c.options.spread_factor},
           {"geomean_ratio", c.nothing_compared() ? nlohmann::json(nullptr) : nlohmann::json(c.geomean_ratio)},

@@ -651,3 +651,36 @@ TEST(CompareBands, TheSmallestFlaggedSlowdownCoversTheIntervalOfNoisySamples) {
   EXPECT_NEAR(quiet.rows[0].smallest_flagged_slowdown, 0.05, 1e-9);
   EXPECT_GT(loud.rows[0].smallest_flagged_slowdown, 0.1);
 }
+
+// Like with like: a compute-bound GEMM at the power cap runs as fast as its clock allows. Sampled
+// at a lower clock it is compared at equal clocks, so a real slowdown still shows, and the band
+// is not widened by the clock change.
+TEST(CompareBands, ComputeBoundRecordsAreComparedAtEqualClocks) {
+  auto one = [](double median_ms, unsigned seed, double sample_mhz) {
+    ResultSet s;
+    s.context.device = h200();
+    Record r = record("matmul", "graph_replay", 4096, noisy(median_ms, 0.003, 40, seed));
+    r.extra["bound"] = "compute";
+    r.extra[extra_key::sample_sm_mhz] = std::vector<double>(r.samples_ms.size(), sample_mhz);
+    s.records.push_back(r);
+    return s;
+  };
+  // 1650 MHz instead of 1980: 20% longer, all of it the clock.
+  Comparison c = compare_results(one(0.175, 1, 1980), one(0.175 * 1980 / 1650, 2, 1650));
+  EXPECT_NEAR(c.rows[0].clock_scale, 1650.0 / 1980, 1e-9);
+  EXPECT_NEAR(c.rows[0].ratio, 1.0, 0.01);
+  EXPECT_NE(c.rows[0].verdict, Verdict::regression);
+  EXPECT_NE(c.rows[0].noise_band_source, "clock");
+  bool named = false;
+  for (const auto& w : c.warnings) named |= w.find("compared at equal clocks") != std::string::npos;
+  EXPECT_TRUE(named);
+  // The same time at a 20% higher clock is a 20% slowdown of the code: flagged at equal clocks;
+  // widening the band by the clock change would hide it.
+  const double slow_clock_ms = 0.175 * 1980 / 1650;
+  c = compare_results(one(slow_clock_ms, 1, 1650), one(slow_clock_ms, 3, 1980));
+  EXPECT_EQ(c.rows[0].verdict, Verdict::regression);
+  CompareOptions widen_only;
+  widen_only.scale_compute_bound_by_clock = false;
+  EXPECT_NE(compare_results(one(slow_clock_ms, 1, 1650), one(slow_clock_ms, 3, 1980), widen_only).rows[0].verdict,
+            Verdict::regression);
+}
