@@ -27,7 +27,7 @@ if [ "${1:-}" = --current-env ]; then
 else
   "$python" -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q scikit-build-core nanobind numpy pytest pandas
+  "$venv/bin/pip" install -q scikit-build-core nanobind numpy pytest pandas lizard
   build_wheel "$venv/bin/python"
 fi
 wheel=$(ls "$wheels"/ridge-*.whl)

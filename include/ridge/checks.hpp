@@ -47,6 +47,9 @@ std::optional<RecordGate> host_latency_gate(const Record& record, double host_la
 /// (Measurement::host_queue_ms), so the GPU waited on the launches and the number is the host's
 /// launch rate, not the work's time. nullopt otherwise, or when the queue time was not taken.
 std::optional<std::string> launch_bound_warning(const Measurement& m);
+/// What the library says about a measurement on its own: the SM clock still moving when
+/// settling ran out, and launch_bound_warning. to_record puts them in the record's warnings.
+std::vector<std::string> measurement_warnings(const Measurement& m);
 
 /// Whether a record's samples each include the host's launch latency: cuda_events or wall_sync
 /// with one call per sample (repeats_per_sample == 1).

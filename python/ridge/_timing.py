@@ -251,6 +251,22 @@ class Measurement(float):
         return self._raw.rest_before_sample_s
 
     @property
+    def settle_ms(self) -> float:
+        """Time spent running the work until the SM clock stopped moving, before the first sample
+        (ms; launch-free methods); 0 when the clock was not settled (no NVML, or ``settle_max_s=0``)."""
+        return self._raw.settle_ms
+
+    @property
+    def settled_sm_mhz(self) -> float:
+        """The SM clock (MHz) sampling started at; -1 when not read."""
+        return self._raw.settled_sm_mhz
+
+    @property
+    def settle_reached_steady(self) -> bool:
+        """False when settling ran out of time with the clock still moving (a warning says so)."""
+        return self._raw.settle_reached_steady
+
+    @property
     def repeats_per_sample(self) -> int:
         return self._raw.repeats_per_sample * self._divisor
 
@@ -297,6 +313,9 @@ class Measurement(float):
             extra["throttled_samples_dropped"] = self.throttled_samples_dropped
         if self.rest_before_sample_s:
             extra["rest_before_sample_s"] = self.rest_before_sample_s
+        if self.settle_ms > 0:
+            extra["settle_ms"] = self.settle_ms
+            extra["settled_sm_mhz"] = self.settled_sm_mhz
         return extra
 
     # ---- the plain-Python helpers' dictionary ------------------------------------------------

@@ -33,7 +33,7 @@ namespace {
 
 using Samples = nb::ndarray<nb::numpy, const double, nb::ndim<1>>;
 using MeasurementState = std::tuple<Method, std::vector<double>, int, bool, std::string, std::vector<double>, int,
-                                    double, double>;
+                                    double, double, double, double, bool>;
 
 void require_finite(double value, const char* name) {
   if (!std::isfinite(value)) throw UsageError(std::string(name) + " must be a finite number");
@@ -204,27 +204,27 @@ void bind_measurement(nb::module_& m) {
               "seconds the GPU was left idle before each held batch (0: back to back)")
       .def_ro("host_queue_ms", &Measurement::host_queue_ms,
               "cuda_events: the host's time to queue one operation, median (ms); -1 when not timed")
+      .def_ro("settle_ms", &Measurement::settle_ms,
+              "time spent running the work until the SM clock stopped moving, before sampling (ms); 0 when not settled")
+      .def_ro("settled_sm_mhz", &Measurement::settled_sm_mhz, "the SM clock sampling started at (MHz); -1 when not read")
+      .def_ro("settle_reached_steady", &Measurement::settle_reached_steady,
+              "False: settling ran out of time (settle_max_s) with the clock still moving")
       // Pickle and copy keep every field; the summary is recomputed from the samples, as the timers make it.
       .def("__getstate__",
            [](const Measurement& m) {
              return nb::make_tuple(m.method, m.samples_ms, m.repeats_per_sample, m.l2_flushed, m.stop_reason,
                                    m.sample_sm_mhz, m.throttled_samples_dropped, m.rest_before_sample_s,
-                                   m.host_queue_ms);
+                                   m.host_queue_ms, m.settle_ms, m.settled_sm_mhz, m.settle_reached_steady);
            })
       .def("__setstate__", [](Measurement& m, const MeasurementState& state) {
         new (&m) Measurement{};
         std::tie(m.method, m.samples_ms, m.repeats_per_sample, m.l2_flushed, m.stop_reason, m.sample_sm_mhz,
-                 m.throttled_samples_dropped, m.rest_before_sample_s, m.host_queue_ms) = state;
+                 m.throttled_samples_dropped, m.rest_before_sample_s, m.host_queue_ms, m.settle_ms, m.settled_sm_mhz,
+                 m.settle_reached_steady) = state;
         m.summary = summarize(m.samples_ms);
       });
-  m.def(
-      "measurement_warnings",
-      [](const Measurement& measurement) {
-        std::vector<std::string> warnings;
-        if (auto w = launch_bound_warning(measurement)) warnings.push_back(std::move(*w));
-        return warnings;
-      },
-      "measurement"_a, "What the library says about a measurement on its own (e.g. 'launch-bound: ...').");
+  m.def("measurement_warnings", &measurement_warnings, "measurement"_a,
+        "What the library says about a measurement on its own (e.g. 'launch-bound: ...').");
 }
 
 void bind_timers(nb::module_& m) {

@@ -149,10 +149,10 @@ def test_trace_session_repr_says_what_it_is(tmp_path):
 
 # ---- 6. launch-bound measurements --------------------------------------------------------------
 
-def _raw_events(samples_ms, host_queue_ms, repeats=10):
+def _raw_events(samples_ms, host_queue_ms, repeats=10, settle=(0.0, -1.0, False)):
     raw = _ridge.Measurement.__new__(_ridge.Measurement)
     raw.__setstate__((_ridge.Method.cuda_events, list(samples_ms), repeats, False, "samples", [], 0, 0.0,
-                      host_queue_ms))
+                      host_queue_ms, *settle))
     return raw
 
 
@@ -165,6 +165,19 @@ def test_launch_bound_decision_on_stored_samples():
     fine = ridge.Measurement(_raw_events([1.0] * 20, 0.0125))
     assert fine.warnings == [] and "WARNING" not in repr(fine)
     assert pickle.loads(pickle.dumps(flagged)).warnings == flagged.warnings
+
+
+def test_settling_is_reported_and_survives_pickling():
+    # 250 ms of settling that ended with the clock still moving, as the timers record it.
+    unsettled = ridge.Measurement(_raw_events([1.0] * 20, -1, settle=(250.0, 1755.0, False)))
+    assert (unsettled.settle_ms, unsettled.settled_sm_mhz, unsettled.settle_reached_steady) == (250.0, 1755.0, False)
+    assert any("still moving" in w for w in unsettled.warnings)
+    record = unsettled.to_record("add")
+    assert record["extra"]["settle_ms"] == 250.0 and record["extra"]["settled_sm_mhz"] == 1755.0
+    again = pickle.loads(pickle.dumps(unsettled))
+    assert (again.settle_ms, again.settled_sm_mhz, again.settle_reached_steady) == (250.0, 1755.0, False)
+    settled = ridge.Measurement(_raw_events([1.0] * 20, -1, settle=(12.0, 1980.0, True)))
+    assert settled.warnings == [] and settled.to_record("add")["extra"]["settle_ms"] == 12.0
 
 
 @pytest.mark.gpu

@@ -95,7 +95,8 @@ std::string predictions_markdown(const std::vector<PredictionOutcome>& outcomes)
   std::ostringstream out;
   if (outcomes.empty()) {
     out << "No predictions were made. Commit a number before you run: next time, try\n"
-           "`ridge report --predict matmul_70pct_n=2048 --predict hbm_tb_per_s=4.0`.\n\n";
+           "predictions `matmul_70pct_n=2048` and `hbm_tb_per_s=4.0` (`ridge report` with predict, or\n"
+           "`ridge.report(predictions={\"matmul_70pct_n\": 2048, \"hbm_tb_per_s\": 4.0})`).\n\n";
   } else {
     out << "| key | what | predicted | measured | error |\n|---|---|---:|---:|---:|\n";
     for (const auto& o : outcomes) {

@@ -29,13 +29,19 @@ Record to_record(const Measurement& m, const std::string& name, const std::strin
   if (m.settle_ms > 0) {
     r.extra[extra_key::settle_ms] = m.settle_ms;
     r.extra[extra_key::settled_sm_mhz] = m.settled_sm_mhz;
-    if (!m.settle_reached_steady)
-      r.warnings.push_back(fmt::format("the SM clock was still moving after {:.0f} ms of settling (last read {:.0f} "
-                                       "MHz): samples may span a clock ramp",
-                                       m.settle_ms, m.settled_sm_mhz));
   }
-  if (auto w = launch_bound_warning(m)) r.warnings.push_back(std::move(*w));
+  r.warnings = measurement_warnings(m);
   return r;
+}
+
+std::vector<std::string> measurement_warnings(const Measurement& m) {
+  std::vector<std::string> warnings;
+  if (m.settle_ms > 0 && !m.settle_reached_steady)
+    warnings.push_back(fmt::format("the SM clock was still moving after {:.0f} ms of settling (last read {:.0f} MHz): "
+                                   "samples may span a clock ramp",
+                                   m.settle_ms, m.settled_sm_mhz));
+  if (auto w = launch_bound_warning(m)) warnings.push_back(std::move(*w));
+  return warnings;
 }
 
 std::optional<std::string> launch_bound_warning(const Measurement& m) {

@@ -289,16 +289,18 @@ void read_summary(const fs::path& summary, ProgramTrace& result) {
 
 void ProgramTraceOptions::validate() const {
   if (!nvtx && (!analysis.step_range.empty() || !window.nvtx_range.empty() || !window.from_range.empty()))
-    throw UsageError("--no-nvtx leaves no NVTX ranges to find: drop it, or drop --step-range/--nvtx-range/--steady-state");
+    throw UsageError("nvtx is off, so there are no NVTX ranges to find for step_range, nvtx_range or from_range: "
+                     "record NVTX, or leave those empty");
   if (api != "none" && api != "selected" && api != "most" && api != "all")
-    throw UsageError(fmt::format("--api {}: use none, selected, most or all", api));
+    throw UsageError(fmt::format("api must be none, selected, most or all, got '{}'", api));
   if (api == "none" && (window.profiler_range || window.skip_kernels > 0))
-    throw UsageError("--api none records no API calls, so no cudaProfilerStart/Stop or launch calls to window by: "
-                     "use --api selected (the default) with --profiler-range or --skip-kernels");
-  if (!(window.skip_seconds >= 0)) throw UsageError(fmt::format("--skip-seconds must be >= 0, got {}", window.skip_seconds));
-  if (analysis.top == 0) throw UsageError("--top must be at least 1");
-  if (buffer_mb < 1 || buffer_mb > 1024) throw UsageError(fmt::format("--buffer-mb must be within [1, 1024], got {}", buffer_mb));
-  if (!(merge_timeout_seconds >= 0)) throw UsageError(fmt::format("--merge-timeout must be >= 0, got {}", merge_timeout_seconds));
+    throw UsageError("api none records no API calls, so no cudaProfilerStart/Stop or launch calls to window by: "
+                     "record api selected (the default) to use profiler_range or skip_kernels");
+  if (!(window.skip_seconds >= 0)) throw UsageError(fmt::format("skip_seconds must be >= 0, got {}", window.skip_seconds));
+  if (analysis.top == 0) throw UsageError("top must be at least 1");
+  if (buffer_mb < 1 || buffer_mb > 1024) throw UsageError(fmt::format("buffer_mb must be within [1, 1024], got {}", buffer_mb));
+  if (!(merge_timeout_seconds >= 0))
+    throw UsageError(fmt::format("merge_timeout_seconds must be >= 0, got {}", merge_timeout_seconds));
 }
 
 int ProgramTrace::exit_code() const {
@@ -309,8 +311,7 @@ int ProgramTrace::exit_code() const {
 ProgramTrace trace_program(const ProgramTraceOptions& o) {
   o.validate();
   if (o.command.empty())
-    throw UsageError("nothing to trace: give the program after --, e.g. `ridge trace -- python3 train.py`, or "
-                     "--analyze FILE");
+    throw UsageError("nothing to trace: the command is empty; give the program to run and its arguments");
   const std::string program = find_program(o.command.front());
   const std::optional<DistributedInfo> rank = current_rank();  // malformed launcher variables: a usage error now
   const double started = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -107,6 +107,9 @@ int run_trace(TraceCommand c) {
   o.validate();  // also before --analyze: the flags contradict each other either way
   if (!c.merge.empty()) return merge_files(c, out);
   if (!c.analyze.empty()) return analyze_file(c, out);
+  if (o.command.empty())
+    throw UsageError("nothing to trace: give the program after --, e.g. `ridge trace -- python3 train.py`, or "
+                     "--analyze FILE");
 
   const trace::ProgramTrace t = trace::trace_program(o);
   std::fflush(stdout);
@@ -194,7 +197,8 @@ RIDGE_REGISTER_COMMAND(Command{
         c->output_given = output->count() > 0;
         return run_trace(*c);
       });
-    }});
+    },
+    {{"nvtx", "--no-nvtx"}, {"merge_timeout_seconds", "--merge-timeout"}, {"from_range", "--steady-state"}}});
 
 }  // namespace
 }  // namespace ridge::cli

@@ -98,7 +98,7 @@ SectionOutput timing_section(ReportContext& ctx) {
       options.dtype == "fp32" ? "FP32" : options.dtype, options.n, options.n, options.n, options.samples,
       options.warmup);
   if (options.inject_slowdown_us > 0)
-    md += fmt::format("> **Deliberately slowed run:** `--inject-slowdown-us {}` (a testing aid) added a GPU busy-wait "
+    md += fmt::format("> **Deliberately slowed run:** inject_slowdown_us = {} (a testing aid) added a GPU busy-wait "
                       "after every call of the large matmul. Use it only to test `ridge compare`.\n\n",
                       options.inject_slowdown_us);
   md += timing_table(demo.large);
@@ -161,7 +161,7 @@ SectionOutput ceilings_section(ReportContext& ctx) {
 
   std::string& md = out.markdown;
   md += fmt::format("What this GPU's memory and arithmetic units actually deliver, measured {} (cached per GPU; "
-                    "`ridge roofline --refresh` measures again).\n\n",
+                    "refreshing them measures again: `ridge roofline` with refresh, or `ridge.ceilings(refresh=True)`).\n\n",
                     m.measured_at_utc);
   md += "| ceiling | measured | datasheet | measured / datasheet |\n|---|---:|---:|---:|\n";
   for (const auto& row : compare_ceilings(ctx.datasheet, m)) {

@@ -84,7 +84,7 @@ bool selected_api_call(std::string_view name) {
       "Launch",  // cudaLaunchKernel(ExC), cuLaunchKernel(Ex) (Triton, cuBLAS), cudaGraphLaunch, host funcs
       "Memcpy", "Memset", "Synchronize", "StreamWaitEvent", "EventRecord",
       "Malloc", "MemAlloc", "Free", "HostAlloc", "HostRegister",
-      "Profiler",  // cudaProfilerStart/Stop: --profiler-range needs them
+      "Profiler",  // cudaProfilerStart/Stop: profiler_range needs them
       "ModuleLoad", "LibraryLoad", "BeginCapture", "EndCapture", "GraphInstantiate", "GraphUpload",
   };
   for (std::string_view key : keys)

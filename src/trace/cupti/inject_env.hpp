@@ -28,7 +28,7 @@ inline constexpr const char* per_thread_buffers = "RIDGE_TRACE_PER_THREAD_BUFFER
 inline constexpr const char* api_domains = "RIDGE_TRACE_API_DOMAINS";  ///< "driver": selected calls of the driver API only
 inline constexpr const char* flush_period_ms = "RIDGE_TRACE_FLUSH_PERIOD_MS";
 inline constexpr const char* device_buffer_mb = "RIDGE_TRACE_DEVICE_BUFFER_MB";
-/// "0": with --profiler-range, record everything and only cut the windows out afterwards (the
+/// "0": with profiler_range on, record everything and only cut the windows out afterwards (the
 /// behaviour before gating), instead of switching CUPTI on and off at the profiler calls
 inline constexpr const char* profiler_gate = "RIDGE_TRACE_PROFILER_GATE";
 /// "0": gated, do not flush CUPTI's completed buffers at each profiler stop call

@@ -490,7 +490,8 @@ std::vector<std::string> findings(const Analysis& a) {
         coverage(a), pct(1 - a.busy_fraction_of_kernel_span), pct(a.host_bound_fraction_of_idle));
     if (a.idle_waiting_on_host_before_first_step_ns > 0)
       text += fmt::format(" {} of that waiting came before the first \"{}\" step (start-up: loading weights, "
-                          "compiling, warming up); --steady-state (or --skip-seconds S) leaves start-up out.",
+                          "compiling, warming up); a window that starts at the first step, or skips the first seconds, leaves start-up "
+                          "out.",
                           format_ms(ms(static_cast<double>(a.idle_waiting_on_host_before_first_step_ns))), a.step_range);
     out.push_back(std::move(text));
   }
@@ -575,8 +576,8 @@ std::string format_analysis(const Analysis& a) {
   line(fmt::format("Trace: {} kernels ({} distinct), {} memcpy, {} memset, {} API calls, {} sync waits, {} NVTX ranges",
                    a.kernel_count, a.distinct_kernels, a.memcpy_count, a.memset_count, a.api_count, a.sync_count,
                    a.range_count));
-  line("Window: " + (a.window.empty() ? std::string("the whole trace, start-up included (--steady-state or --skip-seconds S "
-                                                   "leave start-up out)")
+  line("Window: " + (a.window.empty() ? std::string("the whole trace, start-up included (a window from the first step, or one "
+                                                   "that skips the first seconds, leaves start-up out)")
                                      : a.window));
   line(fmt::format("CUPTI dropped records: {}{}", a.dropped_records,
                    a.incomplete_records ? fmt::format("; incomplete records left out: {}", a.incomplete_records) : std::string()));

@@ -484,6 +484,109 @@ struct EventTimes {
   }
 };
 
+/// A PyTorch/ridge trace's "distributedInfo" (rank, world size, backend), where it is well formed.
+void read_distributed_info(const nlohmann::json& doc, Trace& trace) {
+  const auto d = doc.find("distributedInfo");  // end() for an array
+  if (d == doc.end() || !d->is_object()) return;
+  const auto rank = d->find("rank");
+  if (rank == d->end() || !rank->is_number_integer() || rank->get<std::int64_t>() < 0 ||
+      rank->get<std::int64_t>() >= (1 << 24))
+    return;
+  trace.distributed.rank = rank->get<int>();
+  const auto world = d->find("world_size");
+  const int world_size = world != d->end() && world->is_number_integer() && world->get<std::int64_t>() > 0 &&
+                                 world->get<std::int64_t>() < (1 << 24)
+                             ? world->get<int>()
+                             : 0;
+  trace.distributed.world_size = std::max(world_size, trace.distributed.rank + 1);
+  const auto backend = d->find("backend");
+  trace.distributed.backend = backend != d->end() && backend->is_string() ? backend->get<std::string>() : "nccl";
+}
+
+/// The process id of an event of process `pid`: the host process's id is ridge's, others are kept.
+std::uint32_t process_of(std::int64_t pid, std::int64_t host_pid, const Trace& trace) {
+  return pid == host_pid ? trace.process_id : static_cast<std::uint32_t>(pid);
+}
+
+/// Adds one event the reader reads (read_by_ridge) to the trace, at [start, end).
+void add_event(Trace& trace, const nlohmann::json& e, const std::string& ph, const std::string& cat, Nanoseconds start,
+               Nanoseconds end, std::int64_t host_pid) {
+  static const nlohmann::json no_args = nlohmann::json::object();
+  const std::string name = e.value("name", std::string());
+  const auto args_it = e.find("args");
+  const nlohmann::json& args = args_it != e.end() && args_it->is_object() ? *args_it : no_args;
+  const std::int64_t pid = detail::id_field(e, "pid", 0), tid = detail::id_field(e, "tid", 0);
+  const auto correlation = static_cast<std::uint32_t>(detail::id_field(args, "correlation", 0));
+  const auto external = static_cast<std::uint64_t>(detail::id_field(args, "External id", 0));
+  const auto device = static_cast<std::uint32_t>(detail::id_field(args, "device", pid));
+  const auto stream = static_cast<std::uint32_t>(detail::id_field(args, "stream", tid));
+  // What every GPU activity (kernel, memcpy, memset) carries.
+  auto place_on_gpu = [&](auto& activity) {
+    activity.device = device;
+    activity.stream = stream;
+    activity.start = start;
+    activity.end = end;
+    activity.correlation = correlation;
+    activity.external_id = external;
+  };
+  if (cat == "kernel") {
+    Kernel k;
+    k.name = trace.strings.intern(name);
+    place_on_gpu(k);
+    k.grid = dim3_of(args, "grid");
+    k.block = dim3_of(args, "block");
+    k.registers_per_thread = static_cast<std::uint32_t>(detail::id_field(args, "registers per thread", 0));
+    k.shared_memory_bytes = static_cast<std::uint32_t>(detail::id_field(args, "shared memory", 0));
+    k.graph_id = static_cast<std::uint32_t>(detail::id_field(args, "graph id", 0));
+    if (const std::int64_t before = detail::id_field(args, "queued ns before start", -1); before >= 0)
+      k.queued = k.start > static_cast<Nanoseconds>(before) ? k.start - static_cast<Nanoseconds>(before) : 0;
+    trace.kernels.push_back(k);
+  } else if (cat == "gpu_memcpy") {
+    Memcpy m;
+    // "Memcpy HtoD" (ours) or "Memcpy HtoD (Pageable -> Device)" (PyTorch).
+    std::string kind = name.rfind("Memcpy ", 0) == 0 ? name.substr(7, 4) : std::string();
+    m.kind = memcpy_kind_from_string(kind);
+    m.bytes = static_cast<std::uint64_t>(detail::id_field(args, "bytes", 0));
+    place_on_gpu(m);
+    trace.memcpys.push_back(m);
+  } else if (cat == "gpu_memset") {
+    Memset m;
+    m.bytes = static_cast<std::uint64_t>(detail::id_field(args, "bytes", 0));
+    place_on_gpu(m);
+    trace.memsets.push_back(m);
+  } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+    ApiCall a;
+    a.domain = cat == "cuda_runtime" ? ApiDomain::runtime : ApiDomain::driver;
+    a.name = trace.strings.intern(name);
+    a.process = process_of(pid, host_pid, trace);
+    a.thread = static_cast<std::uint32_t>(tid);
+    a.start = start;
+    a.end = end;
+    a.correlation = correlation;
+    a.external_id = external;
+    trace.api_calls.push_back(a);
+  } else if (cat == "cuda_sync") {
+    Sync s;
+    s.kind = sync_kind_from_string(name);
+    s.device = device;
+    const std::int64_t st = detail::id_field(args, "stream", -1);
+    s.stream = st < 0 ? no_stream : static_cast<std::uint32_t>(st);
+    s.start = start;
+    s.end = end;
+    s.correlation = correlation;
+    trace.syncs.push_back(s);
+  } else {  // user_annotation
+    NvtxRange r;
+    r.name = trace.strings.intern(name);
+    r.process = process_of(pid, host_pid, trace);
+    r.thread = static_cast<std::uint32_t>(tid);
+    r.start = start;
+    r.marker = ph != "X";
+    r.end = r.marker ? start : end;
+    trace.ranges.push_back(r);
+  }
+}
+
 }  // namespace
 
 Trace parse_chrome_json(const std::string& text, const std::string& source) {
@@ -503,21 +606,7 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("{}: ridge: malformed metadata: {}", source, e.what()));
   }
-  if (const auto d = doc.find("distributedInfo"); d != doc.end() && d->is_object()) {  // end() for an array
-    const auto rank = d->find("rank");
-    if (rank != d->end() && rank->is_number_integer() && rank->get<std::int64_t>() >= 0 &&
-        rank->get<std::int64_t>() < (1 << 24)) {
-      trace.distributed.rank = rank->get<int>();
-      const auto world = d->find("world_size");
-      const int world_size = world != d->end() && world->is_number_integer() && world->get<std::int64_t>() > 0 &&
-                                     world->get<std::int64_t>() < (1 << 24)
-                                 ? world->get<int>()
-                                 : 0;
-      trace.distributed.world_size = std::max(world_size, trace.distributed.rank + 1);
-      const auto backend = d->find("backend");
-      trace.distributed.backend = backend != d->end() && backend->is_string() ? backend->get<std::string>() : "nccl";
-    }
-  }
+  read_distributed_info(doc, trace);
   const std::int64_t host_pid = meta.host_pid;
   // Which events are read, and the earliest time among them: negative times are shifted to 0.
   std::vector<bool> read(events.size(), false);
@@ -539,10 +628,6 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
     if (trace.collection_start) trace.collection_start += static_cast<Nanoseconds>(shift);
     if (trace.collection_stop) trace.collection_stop += static_cast<Nanoseconds>(shift);
   }
-  auto process_of = [&](std::int64_t pid) -> std::uint32_t {
-    return pid == host_pid ? trace.process_id : static_cast<std::uint32_t>(pid);
-  };
-  static const nlohmann::json no_args = nlohmann::json::object();
 
   for (std::size_t i = 0; i < events.size(); ++i) {
     if (!read[i]) continue;
@@ -560,79 +645,7 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
       if (wide_end > static_cast<WideNs>(std::numeric_limits<Nanoseconds>::max()))
         throw UsageError(fmt::format("{}: {}[{}]: ends beyond 2^64 ns after the file's origin", source, times.list, i));
       const auto start = static_cast<Nanoseconds>(wide_start), end = static_cast<Nanoseconds>(wide_end);
-      const std::string name = e.value("name", std::string());
-      const auto args_it = e.find("args");
-      const nlohmann::json& args = args_it != e.end() && args_it->is_object() ? *args_it : no_args;
-      const std::int64_t pid = detail::id_field(e, "pid", 0), tid = detail::id_field(e, "tid", 0);
-      const auto correlation = static_cast<std::uint32_t>(detail::id_field(args, "correlation", 0));
-      const auto external = static_cast<std::uint64_t>(detail::id_field(args, "External id", 0));
-      const auto device = static_cast<std::uint32_t>(detail::id_field(args, "device", pid));
-      const auto stream = static_cast<std::uint32_t>(detail::id_field(args, "stream", tid));
-      // What every GPU activity (kernel, memcpy, memset) carries.
-      auto place_on_gpu = [&](auto& activity) {
-        activity.device = device;
-        activity.stream = stream;
-        activity.start = start;
-        activity.end = end;
-        activity.correlation = correlation;
-        activity.external_id = external;
-      };
-      if (cat == "kernel") {
-        Kernel k;
-        k.name = trace.strings.intern(name);
-        place_on_gpu(k);
-        k.grid = dim3_of(args, "grid");
-        k.block = dim3_of(args, "block");
-        k.registers_per_thread = static_cast<std::uint32_t>(detail::id_field(args, "registers per thread", 0));
-        k.shared_memory_bytes = static_cast<std::uint32_t>(detail::id_field(args, "shared memory", 0));
-        k.graph_id = static_cast<std::uint32_t>(detail::id_field(args, "graph id", 0));
-        if (const std::int64_t before = detail::id_field(args, "queued ns before start", -1); before >= 0)
-          k.queued = k.start > static_cast<Nanoseconds>(before) ? k.start - static_cast<Nanoseconds>(before) : 0;
-        trace.kernels.push_back(k);
-      } else if (cat == "gpu_memcpy") {
-        Memcpy m;
-        // "Memcpy HtoD" (ours) or "Memcpy HtoD (Pageable -> Device)" (PyTorch).
-        std::string kind = name.rfind("Memcpy ", 0) == 0 ? name.substr(7, 4) : std::string();
-        m.kind = memcpy_kind_from_string(kind);
-        m.bytes = static_cast<std::uint64_t>(detail::id_field(args, "bytes", 0));
-        place_on_gpu(m);
-        trace.memcpys.push_back(m);
-      } else if (cat == "gpu_memset") {
-        Memset m;
-        m.bytes = static_cast<std::uint64_t>(detail::id_field(args, "bytes", 0));
-        place_on_gpu(m);
-        trace.memsets.push_back(m);
-      } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
-        ApiCall a;
-        a.domain = cat == "cuda_runtime" ? ApiDomain::runtime : ApiDomain::driver;
-        a.name = trace.strings.intern(name);
-        a.process = process_of(pid);
-        a.thread = static_cast<std::uint32_t>(tid);
-        a.start = start;
-        a.end = end;
-        a.correlation = correlation;
-        a.external_id = external;
-        trace.api_calls.push_back(a);
-      } else if (cat == "cuda_sync") {
-        Sync s;
-        s.kind = sync_kind_from_string(name);
-        s.device = device;
-        const std::int64_t st = detail::id_field(args, "stream", -1);
-        s.stream = st < 0 ? no_stream : static_cast<std::uint32_t>(st);
-        s.start = start;
-        s.end = end;
-        s.correlation = correlation;
-        trace.syncs.push_back(s);
-      } else {  // user_annotation
-        NvtxRange r;
-        r.name = trace.strings.intern(name);
-        r.process = process_of(pid);
-        r.thread = static_cast<std::uint32_t>(tid);
-        r.start = start;
-        r.marker = ph != "X";
-        r.end = r.marker ? start : end;
-        trace.ranges.push_back(r);
-      }
+      add_event(trace, e, ph, cat, start, end, host_pid);
     } catch (const UsageError& x) {
       const std::string what = x.what();
       if (what.rfind(source, 0) == 0) throw;  // already names the file and the path

@@ -191,6 +191,98 @@ void put_metadata(std::string& out, const char* what, std::int64_t pid, std::int
   out += ",\n";
 }
 
+
+/// Appends one rank's events to `events` (its tracks renumbered into one process per rank, its
+/// times shifted to the common origin, its flow ids past those of the ranks before it) and its
+/// metadata to `ranks_meta`.
+MergedRank append_rank(const RankSource& s, Nanoseconds global_origin, std::uint64_t& flow_offset, std::string& events,
+                       nlohmann::json& ranks_meta) {
+  MergedRank m;
+  m.rank = s.info.rank;
+  m.file = s.file;
+  m.host = s.info.host;
+  m.shift_ns = static_cast<std::int64_t>(s.origin - global_origin);
+  if (!s.ridge_meta.is_null()) {
+    m.process_id = detail::integer_field(s.ridge_meta, "process_id", std::uint32_t{0}, "ridge");
+    m.command = s.ridge_meta.value("command", std::string());
+  }
+  const nlohmann::json& source_events = s.doc["traceEvents"];
+  // Which source pids are GPUs, and the names the source gave its tracks.
+  std::set<std::int64_t> gpu_pids;
+  std::map<std::int64_t, std::string> process_names;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names;
+  std::uint64_t max_flow = 0;
+  for (const auto& e : source_events) {
+    if (!e.is_object()) continue;
+    const std::string ph = e.value("ph", std::string());
+    const std::int64_t pid = detail::id_field(e, "pid", 0);
+    if (ph == "M") {
+      const std::string what = e.value("name", std::string());
+      const nlohmann::json args = e.value("args", nlohmann::json::object());
+      if (what == "process_name" && args.contains("name") && args["name"].is_string()) process_names[pid] = args["name"];
+      if (what == "thread_name" && args.contains("name") && args["name"].is_string())
+        thread_names[{pid, detail::id_field(e, "tid", 0)}] = args["name"];
+      continue;
+    }
+    if (is_gpu_category(e.value("cat", std::string()))) gpu_pids.insert(pid);
+    if ((ph == "s" || ph == "f" || ph == "t") && e.contains("id")) max_flow = std::max<std::uint64_t>(max_flow, detail::id_field(e, "id", 0));
+  }
+  if (m.process_id == 0)
+    for (const auto& [pid, name] : process_names)
+      if (!gpu_pids.count(pid)) m.process_id = static_cast<std::uint32_t>(pid);
+
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> track_ids;
+  std::int64_t next_gpu_track = gpu_track_base;
+  auto track_of = [&](std::int64_t pid, std::int64_t tid) {
+    auto [it, inserted] = track_ids.emplace(std::pair{pid, tid}, 0);
+    if (inserted) it->second = gpu_pids.count(pid) ? next_gpu_track++ : tid;
+    return it->second;
+  };
+  for (const auto& e : source_events) {
+    if (!e.is_object() || e.value("ph", std::string()) == "M") continue;
+    nlohmann::json copy = e;
+    const std::int64_t pid = detail::id_field(e, "pid", 0), tid = detail::id_field(e, "tid", 0);
+    copy["pid"] = m.rank;
+    copy["tid"] = track_of(pid, tid);
+    if (auto ts = e.find("ts"); ts != e.end() && ts->is_number()) {
+      const auto ns = static_cast<std::int64_t>(std::llround(ts->get<double>() * 1000.0)) + m.shift_ns;
+      copy["ts"] = static_cast<double>(ns) / 1000.0;
+    }
+    if (copy.contains("id") && copy["id"].is_number()) copy["id"] = flow_offset + static_cast<std::uint64_t>(detail::id_field(e, "id", 0));
+    events += copy.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    events += ",\n";
+    ++m.events;
+  }
+  flow_offset += max_flow + 1;
+
+  // Track names: one process per rank, its host threads first, then its GPU streams.
+  put_metadata(events, "process_name", m.rank, 0,
+               {{"name", fmt::format("rank {} ({}, pid {})", m.rank, m.host.empty() ? std::string("host ?") : m.host, m.process_id)}});
+  put_metadata(events, "process_sort_index", m.rank, 0, {{"sort_index", m.rank}});
+  for (const auto& [key, track] : track_ids) {
+    const auto& [pid, tid] = key;
+    std::string name;
+    if (gpu_pids.count(pid)) {
+      const auto p = process_names.find(pid);
+      const auto t = thread_names.find(key);
+      name = fmt::format("{}: {}", p != process_names.end() ? p->second : fmt::format("GPU {}", pid),
+                         t != thread_names.end() ? t->second : fmt::format("stream {}", tid));
+    } else {
+      const auto t = thread_names.find(key);
+      name = t != thread_names.end() ? t->second : fmt::format("thread {}", tid);
+    }
+    put_metadata(events, "thread_name", m.rank, track, {{"name", name}});
+    put_metadata(events, "thread_sort_index", m.rank, track, {{"sort_index", track}});
+  }
+
+  nlohmann::json meta{{"rank", m.rank},       {"file", m.file},       {"host", m.host},
+                      {"process_id", m.process_id}, {"command", m.command}, {"shift_ns", m.shift_ns},
+                      {"distributedInfo", s.doc["distributedInfo"]}};
+  if (!s.ridge_meta.is_null()) meta["ridge"] = s.ridge_meta;
+  ranks_meta.push_back(std::move(meta));
+  return m;
+}
+
 }  // namespace
 
 MergeResult merge_rank_traces(const std::vector<std::pair<std::string, std::string>>& files_and_texts) {
@@ -239,92 +331,7 @@ MergeResult merge_rank_traces(const std::vector<std::pair<std::string, std::stri
   std::string events;
   nlohmann::json ranks_meta = nlohmann::json::array();
   std::uint64_t flow_offset = 0;
-  for (const RankSource& s : sources) {
-    MergedRank m;
-    m.rank = s.info.rank;
-    m.file = s.file;
-    m.host = s.info.host;
-    m.shift_ns = static_cast<std::int64_t>(s.origin - global_origin);
-    if (!s.ridge_meta.is_null()) {
-      m.process_id = detail::integer_field(s.ridge_meta, "process_id", std::uint32_t{0}, "ridge");
-      m.command = s.ridge_meta.value("command", std::string());
-    }
-    const nlohmann::json& source_events = s.doc["traceEvents"];
-    // Which source pids are GPUs, and the names the source gave its tracks.
-    std::set<std::int64_t> gpu_pids;
-    std::map<std::int64_t, std::string> process_names;
-    std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread_names;
-    std::uint64_t max_flow = 0;
-    for (const auto& e : source_events) {
-      if (!e.is_object()) continue;
-      const std::string ph = e.value("ph", std::string());
-      const std::int64_t pid = detail::id_field(e, "pid", 0);
-      if (ph == "M") {
-        const std::string what = e.value("name", std::string());
-        const nlohmann::json args = e.value("args", nlohmann::json::object());
-        if (what == "process_name" && args.contains("name") && args["name"].is_string()) process_names[pid] = args["name"];
-        if (what == "thread_name" && args.contains("name") && args["name"].is_string())
-          thread_names[{pid, detail::id_field(e, "tid", 0)}] = args["name"];
-        continue;
-      }
-      if (is_gpu_category(e.value("cat", std::string()))) gpu_pids.insert(pid);
-      if ((ph == "s" || ph == "f" || ph == "t") && e.contains("id")) max_flow = std::max<std::uint64_t>(max_flow, detail::id_field(e, "id", 0));
-    }
-    if (m.process_id == 0)
-      for (const auto& [pid, name] : process_names)
-        if (!gpu_pids.count(pid)) m.process_id = static_cast<std::uint32_t>(pid);
-
-    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> track_ids;
-    std::int64_t next_gpu_track = gpu_track_base;
-    auto track_of = [&](std::int64_t pid, std::int64_t tid) {
-      auto [it, inserted] = track_ids.emplace(std::pair{pid, tid}, 0);
-      if (inserted) it->second = gpu_pids.count(pid) ? next_gpu_track++ : tid;
-      return it->second;
-    };
-    for (const auto& e : source_events) {
-      if (!e.is_object() || e.value("ph", std::string()) == "M") continue;
-      nlohmann::json copy = e;
-      const std::int64_t pid = detail::id_field(e, "pid", 0), tid = detail::id_field(e, "tid", 0);
-      copy["pid"] = m.rank;
-      copy["tid"] = track_of(pid, tid);
-      if (auto ts = e.find("ts"); ts != e.end() && ts->is_number()) {
-        const auto ns = static_cast<std::int64_t>(std::llround(ts->get<double>() * 1000.0)) + m.shift_ns;
-        copy["ts"] = static_cast<double>(ns) / 1000.0;
-      }
-      if (copy.contains("id") && copy["id"].is_number()) copy["id"] = flow_offset + static_cast<std::uint64_t>(detail::id_field(e, "id", 0));
-      events += copy.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      events += ",\n";
-      ++m.events;
-    }
-    flow_offset += max_flow + 1;
-
-    // Track names: one process per rank, its host threads first, then its GPU streams.
-    put_metadata(events, "process_name", m.rank, 0,
-                 {{"name", fmt::format("rank {} ({}, pid {})", m.rank, m.host.empty() ? std::string("host ?") : m.host, m.process_id)}});
-    put_metadata(events, "process_sort_index", m.rank, 0, {{"sort_index", m.rank}});
-    for (const auto& [key, track] : track_ids) {
-      const auto& [pid, tid] = key;
-      std::string name;
-      if (gpu_pids.count(pid)) {
-        const auto p = process_names.find(pid);
-        const auto t = thread_names.find(key);
-        name = fmt::format("{}: {}", p != process_names.end() ? p->second : fmt::format("GPU {}", pid),
-                           t != thread_names.end() ? t->second : fmt::format("stream {}", tid));
-      } else {
-        const auto t = thread_names.find(key);
-        name = t != thread_names.end() ? t->second : fmt::format("thread {}", tid);
-      }
-      put_metadata(events, "thread_name", m.rank, track, {{"name", name}});
-      put_metadata(events, "thread_sort_index", m.rank, track, {{"sort_index", track}});
-    }
-
-    nlohmann::json meta{{"rank", m.rank},       {"file", m.file},       {"host", m.host},
-                        {"process_id", m.process_id}, {"command", m.command}, {"shift_ns", m.shift_ns},
-                        {"distributedInfo", s.doc["distributedInfo"]}};
-    if (!s.ridge_meta.is_null()) meta["ridge"] = s.ridge_meta;
-    ranks_meta.push_back(std::move(meta));
-    result.ranks.push_back(std::move(m));
-  }
+  for (const RankSource& s : sources) result.ranks.push_back(append_rank(s, global_origin, flow_offset, events, ranks_meta));
   if (events.size() >= 2) events.resize(events.size() - 2);  // the last ",\n"
 
   const nlohmann::json merged_meta{{"format", "ridge.merged_trace/1"},
@@ -412,7 +419,7 @@ void finish_rank_traces(const ProgramTraceOptions& o, const std::optional<Distri
     files = wait_for_rank_files(o.output, rank->world_size, o.merge_timeout_seconds, not_before);
     if (static_cast<int>(files.size()) < rank->world_size) {
       result.notes.push_back(fmt::format("no merged trace: {} of {} rank files appeared within {} s; merge them later "
-                                         "with `ridge trace --merge {} -o {}`",
+                                         "(merge_rank_trace_files; on the command line, ridge trace's merge) from {} into {}",
                                          files.size(), rank->world_size, o.merge_timeout_seconds,
                                          (fs::path(o.output).parent_path() /
                                           (fs::path(o.output).stem().string() + ".rank*" + fs::path(o.output).extension().string()))

@@ -55,6 +55,28 @@ bool is_profiler_call(const std::string& name, bool start) {
                : (name == "cudaProfilerStop" || name == "cuProfilerStop");
 }
 
+
+/// The times between each cudaProfilerStart's return and the next cudaProfilerStop's call, merged;
+/// a start never stopped lasts to the end.
+std::vector<Interval> profiler_windows(const Trace& trace) {
+  std::vector<Interval> profiled;
+  bool open = false;
+  Nanoseconds opened_at = 0;
+  for (const auto& a : trace.api_calls) {  // sorted by start after finalize
+    const std::string& name = trace.strings.at(a.name);
+    if (is_profiler_call(name, true) && !open) {
+      open = true;
+      opened_at = a.end;
+    }
+    if (is_profiler_call(name, false) && open) {
+      profiled.emplace_back(opened_at, a.start);
+      open = false;
+    }
+  }
+  if (open) profiled.emplace_back(opened_at, std::numeric_limits<Nanoseconds>::max());
+  return merge(std::move(profiled));
+}
+
 }  // namespace
 
 Trace apply_window(const Trace& trace, const Window& window) {
@@ -107,22 +129,7 @@ Trace apply_window(const Trace& trace, const Window& window) {
         if (r.name == *id && !r.marker) ranges.emplace_back(r.start, r.end);
   }
   if (window.profiler_range) {
-    std::vector<Interval> profiled;
-    bool open = false;
-    Nanoseconds opened_at = 0;
-    for (const auto& a : trace.api_calls) {  // sorted by start after finalize
-      const std::string& name = trace.strings.at(a.name);
-      if (is_profiler_call(name, true) && !open) {
-        open = true;
-        opened_at = a.end;
-      }
-      if (is_profiler_call(name, false) && open) {
-        profiled.emplace_back(opened_at, a.start);
-        open = false;
-      }
-    }
-    if (open) profiled.emplace_back(opened_at, std::numeric_limits<Nanoseconds>::max());
-    profiled = merge(std::move(profiled));
+    const std::vector<Interval> profiled = profiler_windows(trace);
     if (use_ranges) {  // both asked: their intersection
       std::vector<Interval> both;
       for (const auto& r : merge(ranges))
