@@ -247,3 +247,50 @@ TEST(ReportContext, DatasheetCeilingsFillWhatWasNotMeasured) {
   detail::use_datasheet_ceilings(ctx, h100);
   EXPECT_EQ(ctx.memory_bytes, 1e9);
 }
+
+namespace {
+Record slowdown_record(const std::string& name, const std::string& method, nlohmann::json params) {
+  Record r;
+  r.name = name;
+  r.method = method;
+  r.dtype = "bf16";
+  r.params = std::move(params);
+  r.samples_ms = {1.0, 2.0, 3.0};
+  finalize(r);
+  return r;
+}
+}  // namespace
+
+TEST(RecordSlowdown, SelectsByNameMethodDtypeAndParams) {
+  const Record gemm = slowdown_record("matmul", "graph_replay", {{"n", 4096}, {"case", "large"}});
+  const detail::RecordSlowdown every_word{.selector = "matmul graph_replay n=4096 case=large bf16", .relative = 0.1};
+  EXPECT_TRUE(every_word.selects(gemm));
+  EXPECT_FALSE((detail::RecordSlowdown{.selector = "matmul n=2048", .relative = 0.1}).selects(gemm));
+  EXPECT_FALSE((detail::RecordSlowdown{.selector = "matmul spin_hold", .relative = 0.1}).selects(gemm));
+  EXPECT_FALSE((detail::RecordSlowdown{.selector = "matmul m=4096", .relative = 0.1}).selects(gemm));  // no such param
+  EXPECT_FALSE((detail::RecordSlowdown{.selector = "  ", .relative = 0.1}).selects(gemm));
+}
+
+TEST(RecordSlowdown, ShiftsTheSamplesAndSaysSo) {
+  std::vector<Record> records{slowdown_record("matmul", "graph_replay", {{"n", 4096}}),
+                              slowdown_record("bandwidth.add", "graph_replay", {{"n", 1024}}),
+                              slowdown_record("decode.check_logits", "none", {})};
+  const detail::RecordSlowdown by_ten_percent{.selector = "graph_replay", .relative = 0.1};
+  EXPECT_EQ(by_ten_percent.apply(records), 2u);
+  EXPECT_DOUBLE_EQ(records[0].summary.median, 2.2);
+  EXPECT_NEAR(records[1].samples_ms[2], 3.3, 1e-12);
+  ASSERT_EQ(records[0].warnings.size(), 1u);
+  EXPECT_NE(records[0].warnings[0].find("testing aid"), std::string::npos);
+  EXPECT_DOUBLE_EQ(records[2].summary.median, 2.0);  // a check carries no time: never slowed
+  const detail::RecordSlowdown by_half_a_us{.selector = "bandwidth.add", .added_us = 0.5};
+  EXPECT_EQ(by_half_a_us.apply(records), 1u);
+  EXPECT_NEAR(records[1].summary.median, 2.2 + 0.0005, 1e-12);
+}
+
+TEST(RecordSlowdown, RefusesWhatSlowsNothingOrIsNotANumber) {
+  EXPECT_THROW((detail::RecordSlowdown{.selector = "matmul"}).validate(), UsageError);
+  EXPECT_THROW((detail::RecordSlowdown{.selector = "", .relative = 0.1}).validate(), UsageError);
+  EXPECT_THROW((detail::RecordSlowdown{.selector = "matmul", .relative = -0.1}).validate(), UsageError);
+  EXPECT_THROW((detail::RecordSlowdown{.selector = "matmul", .added_us = std::nan("")}).validate(), UsageError);
+  EXPECT_NO_THROW((detail::RecordSlowdown{.selector = "matmul", .relative = 0.1}).validate());
+}

@@ -37,7 +37,27 @@ struct ReportCommand {
   ReportOptions options;
   detail::ReportTestingAids testing;
   bool verbose = false;
+  std::string slow_records, slow_by;  ///< the record slowdown's selector and amount, as typed
 };
+
+// "--slow-by 10%" or "--slow-by 0.5us" into the testing aid's slowdown.
+detail::RecordSlowdown record_slowdown(const std::string& selector, const std::string& amount) {
+  if (selector.empty() != amount.empty())
+    throw UsageError("--slow-records and --slow-by go together: which records, and by how much (10% or 0.5us)");
+  detail::RecordSlowdown s{.selector = selector};
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(amount, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = amount.substr(used);
+  if (used == 0 || (unit != "%" && unit != "us"))
+    throw UsageError(fmt::format("--slow-by {}: give a percentage (10%) or microseconds per operation (0.5us)", amount));
+  (unit == "%" ? s.relative : s.added_us) = unit == "%" ? value / 100 : value;
+  return s;
+}
 
 // The library's usage errors name its fields (folder, force, prediction, model, device); say
 // which options of this command set them.
@@ -52,6 +72,7 @@ ReportResult run_report_naming_options(const ReportCommand& c, const ReportCallb
 }
 
 int report(ReportCommand c) {
+  if (!c.slow_records.empty() || !c.slow_by.empty()) c.testing.slow_records = record_slowdown(c.slow_records, c.slow_by);
   c.options.log = c.verbose ? stderr : nullptr;
   c.options.argv = argv();
   ReportCallbacks callbacks;
@@ -120,6 +141,13 @@ RIDGE_REGISTER_COMMAND(Command{
                      "this many microseconds per call, to check that `ridge compare` flags a slowdown")
           ->default_val(0)
           ->check(CLI::Range(0.0, 1e7));
+      app.add_option("--slow-records", c->slow_records,
+                     "TESTING AID, not a measurement: after measuring, make the records whose name, method, dtype or "
+                     "KEY=VALUE params match every word of SELECTOR slower by --slow-by, to check that `ridge compare` "
+                     "flags them (e.g. --slow-records 'matmul graph_replay n=4096' --slow-by 10%)")
+          ->type_name("SELECTOR");
+      app.add_option("--slow-by", c->slow_by, "TESTING AID: how much --slow-records slows each operation: 10% or 0.5us")
+          ->type_name("AMOUNT");
       app.add_option("--pause-between-sections", c->testing.pause_between_sections_s,
                      "TESTING AID, not a measurement: wait this many seconds after each section, so a test can "
                      "interrupt a report between sections")

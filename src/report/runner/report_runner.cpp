@@ -24,6 +24,7 @@ namespace ridge {
 using detail::ReportContext;
 using detail::ReportSection;
 using detail::SectionMode;
+using detail::RecordSlowdown;
 using detail::SectionOutput;
 
 namespace {
@@ -144,6 +145,14 @@ void add_section_output(ReportResult& r, const SectionRun& run, SectionOutput& o
                          {"data", out.data}});
 }
 
+std::string slowdown_markdown(const RecordSlowdown& s, std::size_t slowed) {
+  return fmt::format("> **Deliberately slowed records (a testing aid):** the samples in results.json of the {} "
+                     "record(s) selected by \"{}\" were made {:g}% + {:g} us per operation slower after they were "
+                     "measured (the tables above show them as measured).{}\n\n",
+                     slowed, s.selector, s.relative * 100, s.added_us,
+                     slowed == 0 ? " **No record matched the selector.**" : "");
+}
+
 std::string files_markdown(const ReportResult& r, const std::map<std::string, std::string>& svgs, bool trace,
                            bool quick) {
   std::string md = "## Files\n\n";
@@ -186,6 +195,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
                                  o.device, count));
   const CatalogEntry& model = catalog_entry(o.model);  // throws UsageError listing the known keys
 
+  if (aids.slow_records) aids.slow_records->validate();
   if (!(aids.pause_between_sections_s >= 0))
     throw UsageError(fmt::format("pause_between_sections_s must be >= 0 seconds, got {}", aids.pause_between_sections_s));
   const fs::path destination = o.folder.empty() ? default_folder() : fs::path(o.folder);
@@ -221,6 +231,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
   std::map<std::string, std::string> svgs;
   std::string trace;
   nlohmann::json section_log = nlohmann::json::array();
+  std::size_t slowed = 0;
   const auto stop_signal = [&] { return callbacks.stop_requested ? callbacks.stop_requested() : 0; };
   for (std::size_t i = 0; i < sections.size(); ++i) {
     if (i > 0) pause_unless_stopped(aids.pause_between_sections_s, stop_signal);
@@ -228,6 +239,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
     if (callbacks.on_section_start) callbacks.on_section_start(i, sections.size(), sections[i].key, sections[i].title);
     SectionRun run;
     SectionOutput out = run_section(sections[i], ctx, run);
+    if (aids.slow_records) slowed += aids.slow_records->apply(out.records);
     const std::size_t markdown_before = r.markdown.size();
     add_section_output(r, run, out, svgs, trace, section_log);
     if (o.log) fmt::print(o.log, "{}", r.markdown.substr(markdown_before));
@@ -240,6 +252,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
   if (r.stopped_by_signal)
     r.markdown += fmt::format("> **Incomplete report:** stopped by signal {} after {} of {} sections (see INCOMPLETE).\n\n",
                               r.stopped_by_signal, r.sections.size(), sections.size());
+  if (aids.slow_records) r.markdown += slowdown_markdown(*aids.slow_records, slowed);
   r.markdown += files_markdown(r, svgs, !trace.empty(), o.quick);
   r.measured = ctx.measured;
 

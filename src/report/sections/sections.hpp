@@ -25,6 +25,21 @@
 
 namespace ridge::detail {
 
+/// A testing aid that makes chosen records slower after they were measured, so the gate of
+/// `ridge compare` can be shown to flag a slowdown of any record against its real run-to-run
+/// spread: each sample becomes sample x (1 + relative) + added_us.
+struct RecordSlowdown {
+  /// Which records: every whitespace-separated word must equal the record's name, method or
+  /// dtype, or one of its params as key=value ("matmul graph_replay n=4096").
+  std::string selector;
+  double relative = 0;  ///< 0.1 = 10% slower
+  double added_us = 0;  ///< microseconds added to each operation's time
+  void validate() const;
+  bool selects(const Record& record) const;
+  /// Slows the records it selects, each with a warning that says so; returns how many.
+  std::size_t apply(std::vector<Record>& records) const;
+};
+
 /// Testing aids of `ridge report`: not measurements, so they stay out of ReportOptions.
 struct ReportTestingAids {
   /// Slows the timing section's large matmul by this GPU busy-wait per call (microseconds), so
@@ -33,6 +48,7 @@ struct ReportTestingAids {
   /// Waits this many seconds after each section (stopping early when a stop is requested), so a
   /// test can interrupt a report between sections.
   double pause_between_sections_s = 0;
+  std::optional<RecordSlowdown> slow_records;  ///< see RecordSlowdown
 };
 
 /// run_report with testing aids (the CLI's testing flags); ridge::run_report is this with none.
