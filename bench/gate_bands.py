@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/gate_bands.py AFTER [BEFORE]: how tight is `ridge compare`'s gate on identical code?
 
-AFTER and BEFORE are output folders of bench/report_repeatability.sh (their compare/*.json).
+AFTER and BEFORE are output folders of bench/report_repeatability.sh (their compare/*.json; for an
+older folder that kept only Markdown, its compare/pair-*.md and last-vs-others.md).
 For every judged record: its median time, its noise band over the pairwise compares of identical
 runs (median and largest, and the term that set the largest), the band against the pooled
 baselines (last-vs-others), and the smallest slowdown the compare could have flagged (largest over
@@ -10,23 +11,52 @@ the pairs). With BEFORE, the same columns for it beside. Prints a Markdown table
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
 
+def value_text(v):
+    return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+
+
 def key(row):
-    params = ",".join(f"{k}={v}" for k, v in sorted(row["params"].items()))
+    params = ",".join(f"{k}={value_text(v)}" for k, v in sorted(row["params"].items()))
     return f"{row['name']} {row['method']} {row['dtype']} {params}".strip()
+
+
+def rows_of_markdown(path):
+    """The comparison rows of a `ridge compare --markdown` file, as far as its table says."""
+    rows = []
+    for line in open(path):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 13 or cells[0] in ("name", "---") or not cells[4].endswith("s"):
+            continue
+        number, unit = cells[4].split()
+        band = re.match(r"([0-9.]+)% \((.*)\)", cells[10])
+        params = dict(re.findall(r"(\w+)=(.*?)(?= \w+=|$)", cells[3]))
+        rows.append({"name": cells[0], "method": cells[1], "dtype": cells[2], "params": params,
+                     "base_median_ms": float(number) * {"s": 1e3, "ms": 1, "us": 1e-3, "ns": 1e-6}[unit],
+                     "verdict": cells[11].replace(" ", "_"), "noise_band": float(band[1]) / 100 if band else 0,
+                     "noise_band_source": band[2] if band else ""})
+    return rows
+
+
+def compare_rows(path):
+    return json.load(open(path))["rows"] if path.endswith(".json") else rows_of_markdown(path)
 
 
 def bands(folder):
     """{record: {...}} over the folder's pair-*.json and last-vs-others.json."""
     pairs = sorted(glob.glob(os.path.join(folder, "compare", "pair-*.json")))
+    suffix = ".json"
     if not pairs:
-        sys.exit(f"gate_bands: no compare/pair-*.json in {folder}")
+        pairs, suffix = sorted(glob.glob(os.path.join(folder, "compare", "pair-*.md"))), ".md"
+    if not pairs:
+        sys.exit(f"gate_bands: no compare/pair-*.json or pair-*.md in {folder}")
     out = {}
     for path in pairs:
-        for row in json.load(open(path))["rows"]:
+        for row in compare_rows(path):
             if row["verdict"] in ("informational", "missing_in_base", "missing_in_new") or row["noise_band"] <= 0:
                 continue
             r = out.setdefault(key(row), {"median_us": [], "band": [], "source": [], "flagged": []})
@@ -34,9 +64,9 @@ def bands(folder):
             r["band"].append(row["noise_band"])
             r["source"].append(row["noise_band_source"])
             r["flagged"].append(row.get("smallest_flagged_slowdown", row["noise_band"]))
-    pooled = os.path.join(folder, "compare", "last-vs-others.json")
+    pooled = os.path.join(folder, "compare", "last-vs-others" + suffix)
     if os.path.exists(pooled):
-        for row in json.load(open(pooled))["rows"]:
+        for row in compare_rows(pooled):
             if key(row) in out:
                 out[key(row)]["pooled"] = row["noise_band"]
                 out[key(row)]["pooled_source"] = row["noise_band_source"]
