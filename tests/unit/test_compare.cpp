@@ -684,3 +684,28 @@ TEST(CompareBands, ComputeBoundRecordsAreComparedAtEqualClocks) {
   EXPECT_NE(compare_results(one(slow_clock_ms, 1, 1650), one(slow_clock_ms, 3, 1980)).rows[0].verdict,
             Verdict::regression);  // the default widens the band instead
 }
+
+namespace {
+// The GPT-2 decode step at batch 1 of one run: per-sample events and the spin-hold twin, in ms.
+ResultSet decode_run(double events_ms, double spin_ms, unsigned seed) {
+  ResultSet s;
+  s.context.device = h200();
+  Record events = record("decode", "cuda_events", 1, noisy(events_ms, 0.004, 50, seed));
+  Record spin = record("decode", "spin_hold", 1, noisy(spin_ms, 0.004, 50, seed + 1));
+  std::vector<Record*> same_case{&events, &spin};
+  gate_by_host_latency(same_case);
+  s.records = {events, spin};
+  return s;
+}
+}  // namespace
+
+TEST(RecordGate, AProcessWhoseHostQueuedTwiceAsSlowlyIsNoRegression) {
+  // H200, 2026-12-03, runs 3 and 8 of ten identical reports: run 8's host queued twice as slowly,
+  // so its per-sample events read +6.2% while the spin-hold twin moved +2.1%.
+  const Comparison c = compare_results(decode_run(0.3236, 0.3185, 3), decode_run(0.3439, 0.3252, 8));
+  EXPECT_EQ(c.regressions, 0u);
+  EXPECT_NE(row_of(c, "cuda_events", 1).verdict, Verdict::regression);
+  // A real 10% slowdown of the work still shows, in both records.
+  const Comparison slower = compare_results(decode_run(0.3236, 0.3185, 3), decode_run(0.3236 * 1.1, 0.3185 * 1.1, 8));
+  EXPECT_EQ(row_of(slower, "spin_hold", 1).verdict, Verdict::regression);
+}
