@@ -11,7 +11,7 @@
 namespace ridge {
 
 /// A record for a measurement: name, method, dtype, params, samples and counted work.
-Record to_record(const Measurement& m, const std::string& name, const std::string& dtype, nlohmann::json params,
+Record to_record(const Measurement& m, const std::string& name, std::optional<DType> dtype, nlohmann::json params,
                  double bytes = 0, double flops = 0);
 
 /// The highest dense peak (FLOP/s) of any GPU ridge knows for this dtype: a rate above it is

@@ -15,7 +15,8 @@ namespace ridge {
 
 using cuda_stream = CUstream_st*;
 
-/// How a number was obtained. Every result names its method.
+/// How a number was obtained. Every result names its method. The first six are timers; the last
+/// two name records that no timer produced.
 enum class Method {
   cpu_wall,      ///< wall clock around CPU-only work (no GPU involved)
   wall_naive,    ///< wall clock with no synchronization: times the launch queue, NOT the work
@@ -23,12 +24,22 @@ enum class Method {
   cuda_events,   ///< an event pair around each sample on the stream (includes launch latency)
   spin_hold,     ///< events, with the stream held by a spin kernel until the sample is queued
   graph_replay,  ///< the repetitions captured in one CUDA graph; events around its replay
+  cupti_trace,   ///< not a timer: kernel durations read from a CUPTI activity trace
+  none,          ///< not a timer: a check that carries no time (compare never judges it)
 };
+/// Every Method, in declaration order (the record reader accepts each one's to_string name).
+inline constexpr Method all_methods[] = {Method::cpu_wall,    Method::wall_naive,   Method::wall_sync,
+                                         Method::cuda_events, Method::spin_hold,    Method::graph_replay,
+                                         Method::cupti_trace, Method::none};
+/// Whether a timer produces numbers of this method (false for cupti_trace and none).
+bool is_timer(Method m);
+/// Throws UsageError naming `field` unless a timer produces numbers of method `m`.
+void require_timer(Method m, const char* field = "method");
 std::string to_string(Method m);
-/// Every name method_from_string accepts, each with its method: the full names and the short
-/// aliases ("events", "spin", "graph", "wall", "sync", "naive"). The one list of them.
+/// Every name method_from_string accepts, each with its method: the timers' full names and the
+/// short aliases ("events", "spin", "graph", "wall", "sync", "naive"). The one list of them.
 const std::vector<std::pair<std::string, Method>>& method_names();
-/// Parses a name of method_names(). Throws UsageError on an unknown name.
+/// Parses a name of method_names() (timers only). Throws UsageError on an unknown name.
 Method method_from_string(const std::string& name);
 /// One sentence saying what the method's number means.
 std::string describe(Method m);

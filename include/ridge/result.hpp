@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ridge/dtype.hpp"
+#include "ridge/measure.hpp"
 #include "ridge/stats.hpp"
 
 namespace ridge {
@@ -75,8 +77,8 @@ struct RecordGate {
 /// The one record type for everything ridge measures. Times are milliseconds per operation.
 struct Record {
   std::string name;    ///< what was measured, e.g. "matmul", "bandwidth.add"
-  std::string method;  ///< timing method (see measure.hpp), e.g. "cuda_events"
-  std::string dtype;   ///< e.g. "fp32", "bf16"; empty when not applicable
+  Method method = Method::cuda_events;  ///< how the samples were obtained (see measure.hpp)
+  std::optional<DType> dtype;           ///< none when not applicable (JSON: "")
   nlohmann::json params = nlohmann::json::object();  ///< shape and settings, e.g. {"n": 4096}
   std::vector<double> samples_ms;                      ///< raw samples, per operation
   Summary summary;                                     ///< of samples_ms
@@ -98,6 +100,10 @@ struct Record {
   /// flops / bytes, 0 when either is not counted.
   double intensity_flop_per_byte() const;
 };
+
+/// The record's dtype, for code that needs one (a GEMM's, a collective's); throws UsageError naming
+/// the record when it has none.
+DType dtype_of(const Record& record);
 
 /// Builds a record's summary from its samples (throws UsageError on empty/NaN samples).
 void finalize(Record& record);
@@ -121,7 +127,8 @@ ClockReading clock_reading_from_json(const nlohmann::json& j, const std::string&
 DeviceDescription device_from_json(const nlohmann::json& j, const std::string& where = "device");
 RecordGate record_gate_from_json(const nlohmann::json& j, const std::string& where = "gate");
 /// A record needs a name and at least one sample; every sample must be a positive finite time in
-/// ms (>= 0 for method "none": a check that carries no time).
+/// ms (>= 0 for method "none": a check that carries no time). `method` (absent: cuda_events) and
+/// `dtype` ("" or absent: none) must be the to_string name of a Method or DType.
 Record record_from_json(const nlohmann::json& j, const std::string& where = "record");
 /// Parses a ridge result file's JSON (docs/results-schema.md); throws UsageError naming what is wrong.
 ResultSet result_set_from_json(const nlohmann::json& j);

@@ -31,14 +31,19 @@ class Results:
 
     def add(self, measurement: Measurement, name: str, *, dtype: str = "", params: Optional[dict] = None,
             bytes: float = 0, flops: float = 0, gate: Optional[dict] = None) -> dict:  # noqa: A002
-        """Appends a measurement as a record; returns the record (summary filled in). `gate` says how
+        """Appends a measurement as a record; returns the record (summary filled in). `dtype` is one of
+        fp32, tf32, fp16, bf16, fp8_e4m3, fp64, or "" for none (UsageError otherwise). `gate` says how
         ``compare`` may judge it (docs/results-schema.md): ``{"mode": "informational", "reason": ...}``
         or ``{"mode": "judged", "min_threshold": 0.1, "reason": ...}``."""
         record = measurement.to_record(name, dtype=dtype, params=params, bytes=bytes, flops=flops)
         if gate is not None:
             record["gate"] = dict(gate)
         self.records.append(record)
-        self.records[-1] = self._normalized()["records"][-1]
+        try:
+            self.records[-1] = self._normalized()["records"][-1]
+        except Exception:
+            self.records.pop()  # a refused record leaves the results as they were
+            raise
         return self.records[-1]
 
     def _document(self) -> str:

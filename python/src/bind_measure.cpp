@@ -171,10 +171,7 @@ void bind_summary(nb::module_& m) {
 void bind_measurement(nb::module_& m) {
   // Each value's docstring is the library's sentence of what its number means (nanobind copies it).
   nb::enum_<Method> method(m, "Method", "How a number was obtained.");
-  for (auto [name, value] : {std::pair{"cpu_wall", Method::cpu_wall}, std::pair{"wall_naive", Method::wall_naive},
-                             std::pair{"wall_sync", Method::wall_sync}, std::pair{"cuda_events", Method::cuda_events},
-                             std::pair{"spin_hold", Method::spin_hold}, std::pair{"graph_replay", Method::graph_replay}})
-    method.value(name, value, describe(value).c_str());
+  for (Method value : all_methods) method.value(to_string(value).c_str(), value, describe(value).c_str());
   m.def("method_from_string", &method_from_string, "name"_a, "Parses a name of method_names() (UsageError otherwise).");
   m.def("method_names", &method_names, "Every timing method name the library accepts, with its Method.");
   m.def("describe_method", [](Method method) { return describe(method); }, "method"_a,

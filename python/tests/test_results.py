@@ -15,7 +15,7 @@ def sample_results(scale=1.0):
     results = ridge.Results()
     for n in (1000, 2000):
         m = ridge.measure_wall(lambda: sum(range(n)), samples=15)
-        results.add(m, "python.sum", dtype="int", params={"n": n}, flops=n)
+        results.add(m, "python.sum", params={"n": n}, flops=n)  # no float dtype: ""
     if scale != 1.0:
         for r in results.records:
             r["samples_ms"] = [x * scale for x in r["samples_ms"]]
@@ -32,6 +32,15 @@ def test_results_round_trip_through_the_cli_schema(tmp_path):
     assert data["records"][0]["median_ms"] > 0
     again = ridge.Results.load(path)
     assert len(again) == 2 and again.records[1]["params"] == {"n": 2000}
+
+
+def test_a_record_dtype_is_one_of_the_libraries_names():
+    m = ridge.measure_wall(lambda: None, samples=3)
+    results = ridge.Results()
+    assert results.add(m, "x", dtype="bf16")["dtype"] == "bf16"
+    with pytest.raises(ridge.UsageError, match=r"records\[1\]\.dtype: unknown dtype 'int'; expected one of fp32, "):
+        results.add(m, "y", dtype="int")
+    assert len(results) == 1 and results.to_json()  # the refused record is not kept
 
 
 def test_csv_and_markdown_writers(tmp_path):

@@ -292,7 +292,7 @@ void analyze_collectives(CollectivesRun& run) {
   for (std::size_t i = 0; i < run.records.size(); ++i) {
     const Record& r = run.records[i];
     const CollectiveOp op = collective_op_from_string(r.params.value("op", std::string()));
-    const DType dtype = dtype_from_string(r.dtype);
+    const DType dtype = dtype_of(r);
     const Placement placement =
         r.params.value("placement", std::string()) == "in_place" ? Placement::in_place : Placement::out_of_place;
     const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(dtype), static_cast<int>(placement));

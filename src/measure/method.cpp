@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ridge/errors.hpp"
 #include "ridge/measure.hpp"
@@ -13,8 +14,21 @@ std::string to_string(Method m) {
     case Method::cuda_events: return "cuda_events";
     case Method::spin_hold: return "spin_hold";
     case Method::graph_replay: return "graph_replay";
+    case Method::cupti_trace: return "cupti_trace";
+    case Method::none: return "none";
   }
   return "unknown";
+}
+
+bool is_timer(Method m) { return m != Method::cupti_trace && m != Method::none; }
+
+void require_timer(Method m, const char* field) {
+  if (is_timer(m)) return;
+  std::vector<std::string> timers;
+  for (Method t : all_methods)
+    if (is_timer(t)) timers.push_back(to_string(t));
+  throw UsageError(fmt::format("{}: {} is not a timer ({}); use one of {}", field, to_string(m), describe(m),
+                               fmt::join(timers, ", ")));
 }
 
 const std::vector<std::pair<std::string, Method>>& method_names() {
@@ -45,6 +59,9 @@ std::string describe(Method m) {
       return "CUDA events with the stream held by a spin kernel until the sample was queued: GPU time without host launch latency";
     case Method::graph_replay:
       return "repetitions captured in one CUDA graph and replayed behind a held stream: GPU time per call, launch gaps minimized";
+    case Method::cupti_trace:
+      return "kernel durations read from a CUPTI activity trace: GPU time of each kernel, without launch gaps";
+    case Method::none: return "no timing: a check that carries no time";
   }
   return "";
 }

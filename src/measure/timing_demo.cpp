@@ -27,7 +27,7 @@ void TimingDemoOptions::validate() const {
 
 const Record* TimingCase::find(Method method) const {
   for (const auto& m : methods)
-    if (m.record.method == to_string(method)) return &m.record;
+    if (m.record.method == method) return &m.record;
   return nullptr;
 }
 
@@ -42,7 +42,7 @@ namespace {
 
 Record& reading(TimingCase& c, Method method, const char* which) {
   for (auto& m : c.methods)
-    if (m.record.method == to_string(method)) return m.record;
+    if (m.record.method == method) return m.record;
   throw Error(fmt::format("the timing exercise's {} case has no {} reading", which, to_string(method)));
 }
 
@@ -55,9 +55,9 @@ void analyze_clocks(TimingCase& c, double rated_sm_mhz) {
     m.clocks = record_clocks(m.record, rated_sm_mhz);
     if (annotate_clocks(m.record, m.clocks))
       c.clock_findings.push_back(fmt::format("{}: {} of {} samples ran at reduced clocks (below {:.0f} MHz)",
-                                             m.record.method, m.clocks.reduced_count, m.clocks.sample_sm_mhz.size(),
+                                             to_string(m.record.method), m.clocks.reduced_count, m.clocks.sample_sm_mhz.size(),
                                              m.clocks.reduced_below_mhz));
-    labels.push_back(m.record.method);
+    labels.push_back(to_string(m.record.method));
     rows.push_back(m.clocks);
   }
   if (auto spread = clock_spread_finding(labels, rows)) c.clock_findings.insert(c.clock_findings.begin(), *spread);

@@ -11,11 +11,11 @@
 
 namespace ridge {
 
-Record to_record(const Measurement& m, const std::string& name, const std::string& dtype, nlohmann::json params,
+Record to_record(const Measurement& m, const std::string& name, std::optional<DType> dtype, nlohmann::json params,
                  double bytes, double flops) {
   Record r;
   r.name = name;
-  r.method = to_string(m.method);
+  r.method = m.method;
   r.dtype = dtype;
   r.params = std::move(params);
   r.samples_ms = m.samples_ms;
@@ -56,7 +56,7 @@ std::optional<std::string> launch_bound_warning(const Measurement& m) {
 }
 
 bool includes_host_latency(const Record& r) {
-  return r.repeats_per_sample == 1 && (r.method == "cuda_events" || r.method == "wall_sync");
+  return r.repeats_per_sample == 1 && (r.method == Method::cuda_events || r.method == Method::wall_sync);
 }
 
 std::optional<RecordGate> host_latency_gate(const Record& r, double host_latency_ms) {
@@ -78,9 +78,9 @@ std::optional<RecordGate> host_latency_gate(const Record& r, double host_latency
 std::optional<double> gate_by_host_latency(std::vector<Record*> same_case) {
   double events = -1, launch_free = -1;
   for (const Record* r : same_case) {
-    if (r->method == "cuda_events" && r->repeats_per_sample == 1)
+    if (r->method == Method::cuda_events && r->repeats_per_sample == 1)
       events = events < 0 ? r->summary.median : std::min(events, r->summary.median);
-    if (r->method == "spin_hold" || r->method == "graph_replay")
+    if (r->method == Method::spin_hold || r->method == Method::graph_replay)
       launch_free = launch_free < 0 ? r->summary.median : std::min(launch_free, r->summary.median);
   }
   if (events <= 0 || launch_free <= 0) return std::nullopt;
@@ -114,8 +114,8 @@ std::vector<std::string> add_plausibility_warnings(Record& r, const std::optiona
   std::vector<std::string> added;
   // The record's own dtype roof; without one the highest roof, so an unknown dtype never looks impossible.
   const double peak = !ceilings ? 0
-                      : ceilings->peak_flops(r.dtype) > 0 ? ceilings->peak_flops(r.dtype)
-                                                          : ceilings->highest_peak_flops();
+                      : r.dtype && ceilings->peak(*r.dtype) ? *ceilings->peak(*r.dtype)
+                                                            : ceilings->highest_peak_flops();
   if (ceilings && ceilings->memory_bytes_per_s > 0 && peak > 0 && r.summary.median > 0 &&
       (r.bytes > 0 || r.flops > 0)) {
     const double floor_s = roofline_floor_s(r.bytes, r.flops, peak, ceilings->memory_bytes_per_s);

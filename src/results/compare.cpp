@@ -234,7 +234,7 @@ std::string to_string(Verdict v) {
 
 std::string record_match_key(const Record& r) {
   // nlohmann's object keys are sorted, so dump() is canonical.
-  return r.name + "\x1f" + r.method + "\x1f" + r.dtype + "\x1f" + r.params.dump();
+  return r.name + "\x1f" + to_string(r.method) + "\x1f" + to_string(r.dtype) + "\x1f" + r.params.dump();
 }
 
 double parse_threshold(const std::string& text) {
@@ -312,8 +312,8 @@ void choose_ratio_ci_method(std::span<const ResultSet> baselines, const ResultSe
 RecordComparison row_for(const Record& r) {
   RecordComparison row;
   row.name = r.name;
-  row.method = r.method;
-  row.dtype = r.dtype;
+  row.method = to_string(r.method);
+  row.dtype = to_string(r.dtype);
   row.params = r.params;
   return row;
 }
@@ -445,9 +445,9 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
   row.base_median_ms = runs.size() == 1 ? b.summary.median : median_of_copy(medians);
   row.new_count = n.samples_ms.size();
   row.new_median_ms = n.summary.median;
-  if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0 || b.method == "none") {
+  if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0 || b.method == Method::none) {
     row.verdict = Verdict::informational;
-    row.note = b.method == "none" ? "a check, not a timing: shown, never judged" : "no samples to compare";
+    row.note = b.method == Method::none ? "a check, not a timing: shown, never judged" : "no samples to compare";
     return std::nullopt;
   }
   double record_clocks = record_clock_difference(b, n);
@@ -476,7 +476,7 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
   } else if (record_clocks > options.clock_tolerance) {
     row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
   }
-  if (b.method == "wall_naive") {
+  if (b.method == Method::wall_naive) {
     row.verdict = Verdict::informational;
     row.note = "wall_naive times the launch queue, not the work: shown, never judged";
     return std::nullopt;

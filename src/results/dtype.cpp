@@ -18,6 +18,8 @@ std::string to_string(DType t) {
   return "unknown";
 }
 
+std::string to_string(const std::optional<DType>& t) { return t ? to_string(*t) : std::string(); }
+
 DType dtype_from_string(const std::string& name) {
   if (name == "fp32" || name == "float32" || name == "float") return DType::fp32;
   if (name == "tf32") return DType::tf32;

@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ridge/errors.hpp"
 #include "ridge/version.hpp"
@@ -67,8 +68,8 @@ static json summary_json(const Summary& s) {
 json to_json(const Record& r) {
   json j = summary_json(r.summary);
   j["name"] = r.name;
-  j["method"] = r.method;
-  j["dtype"] = r.dtype;
+  j["method"] = to_string(r.method);
+  j["dtype"] = to_string(r.dtype);
   j["params"] = r.params;
   j["samples_ms"] = r.samples_ms;
   j["repeats_per_sample"] = r.repeats_per_sample;
@@ -208,6 +209,24 @@ ClockReading clock_reading_from_fields(const Fields& f) {
   return c;
 }
 
+template <class E, std::size_t N>
+std::string names_of(const E (&all)[N]) {
+  std::vector<std::string> names;
+  for (E e : all) names.push_back(to_string(e));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// The value of `all` whose to_string name is the string at `key`; nullopt when absent. An
+// unknown name is refused with the accepted ones ("records[3].method: unknown method 'foo'; ...").
+template <class E, std::size_t N>
+std::optional<E> named(const Fields& f, const char* key, const E (&all)[N], const char* what) {
+  if (!f.find(key)) return std::nullopt;
+  const std::string text = f.text(key);
+  for (E e : all)
+    if (to_string(e) == text) return e;
+  throw UsageError(fmt::format("{}: unknown {} '{}'; expected one of {}", f.path(key), what, text, names_of(all)));
+}
+
 // Times must be positive; a record whose method is "none" (a check, such as decode.check_logits,
 // that ridge stores with a sample of 0) carries no time, and its samples need only be >= 0.
 std::vector<double> samples_from_json(const json& j, const std::string& where, bool timed) {
@@ -268,12 +287,13 @@ Record record_from_json(const json& j, const std::string& where) {
   const Fields f(j, where);
   Record r;
   r.name = f.required_text("name");
-  r.method = f.text("method");
-  r.dtype = f.text("dtype");
+  r.method = named(f, "method", all_methods, "method").value_or(r.method);
+  if (f.text("dtype").empty()) r.dtype = std::nullopt;  // "": not applicable
+  else r.dtype = named(f, "dtype", all_dtypes, "dtype");
   r.params = f.object("params");
   const json* samples = f.find("samples_ms");
   if (!samples) throw UsageError(fmt::format("{}: missing (the record's times in ms are required)", f.path("samples_ms")));
-  r.samples_ms = samples_from_json(*samples, f.path("samples_ms"), r.method != "none");
+  r.samples_ms = samples_from_json(*samples, f.path("samples_ms"), r.method != Method::none);
   r.repeats_per_sample = static_cast<int>(f.integer("repeats_per_sample", 1, 1, INT32_MAX));
   r.l2_flushed = f.flag("l2_flushed", false);
   r.bytes = f.number("bytes", 0.0, 0);
@@ -286,6 +306,13 @@ Record record_from_json(const json& j, const std::string& where) {
   if (f.find("gate")) r.gate = record_gate_from_json(*f.find("gate"), f.path("gate"));
   finalize(r);
   return r;
+}
+
+DType dtype_of(const Record& r) {
+  if (!r.dtype)
+    throw UsageError(fmt::format("record '{}' ({}) has no dtype; it needs one of {}", r.name, to_string(r.method),
+                                 names_of(all_dtypes)));
+  return *r.dtype;
 }
 
 ResultSet result_set_from_json(const json& j) {

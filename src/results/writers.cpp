@@ -60,7 +60,7 @@ std::string to_csv(const ResultSet& set) {
          "flops_per_s,intensity_flop_per_byte,verification,warnings\n";
   for (const auto& r : set.records) {
     const auto& s = r.summary;
-    out << csv_escape(r.name) << ',' << csv_escape(r.method) << ',' << csv_escape(r.dtype) << ','
+    out << csv_escape(r.name) << ',' << csv_escape(to_string(r.method)) << ',' << csv_escape(to_string(r.dtype)) << ','
         << csv_escape(params_text(r.params)) << ','
         << fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},",
                        s.count, s.median, s.min, s.max, s.mean, s.stddev, s.cv, s.p10, s.p90,
@@ -95,7 +95,7 @@ std::string to_markdown(const ResultSet& set) {
       const Record& r = *record;
       const auto& s = r.summary;
       out << fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f}% | {} | {} | {} | {} |\n", params_text(r.params),
-                         r.dtype, r.method, format_ms(s.median), format_ms(s.min), format_ms(s.max), s.cv * 100,
+                         to_string(r.dtype), to_string(r.method), format_ms(s.median), format_ms(s.min), format_ms(s.max), s.cv * 100,
                          r.bytes > 0 ? fmt::format("{:.1f}", r.bytes_per_s() / 1e9) : "",
                          r.flops > 0 ? fmt::format("{:.2f}", r.flops_per_s() / 1e12) : "", r.verification,
                          join(r.warnings, "; "));

@@ -83,7 +83,7 @@ std::vector<std::string> raise_to_attained(DeviceCeilings& c, const std::vector<
   for (auto& [dtype, peak] : c.peak_flops_per_s) {
     const Record* best = nullptr;
     for (const auto& r : records)
-      if (r.dtype == dtype && r.flops > 0 && r.flops_per_s() > peak && (!best || r.flops_per_s() > best->flops_per_s()))
+      if (to_string(r.dtype) == dtype && r.flops > 0 && r.flops_per_s() > peak && (!best || r.flops_per_s() > best->flops_per_s()))
         best = &r;
     if (!best) continue;
     notes.push_back(fmt::format("The measured {} peak ({}, {}) is below the {} that {} ({}) attained in this run: a "

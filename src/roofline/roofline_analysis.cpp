@@ -37,8 +37,8 @@ std::string shape_text(const nlohmann::json& p) {
 std::optional<RooflineOperation> roofline_operation(const Record& r) {
   if (!(r.flops > 0) || !(r.bytes > 0) || !(r.summary.median > 0)) return std::nullopt;
   RooflineOperation op;
-  op.label = r.name + (r.dtype.empty() ? "" : " " + r.dtype) + shape_text(r.params);
-  op.dtype = r.dtype;
+  op.dtype = to_string(r.dtype);
+  op.label = r.name + (op.dtype.empty() ? "" : " " + op.dtype) + shape_text(r.params);
   op.intensity_flop_per_byte = r.intensity_flop_per_byte();
   op.flops_per_s = r.flops_per_s();
   return op;
@@ -183,7 +183,7 @@ RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device
       if (sheet) {
         if (r.name.rfind("ceiling.hbm.", 0) == 0) r.extra["datasheet_bytes_per_s"] = sheet->memory_bytes_per_s;
         if (r.name == "ceiling.fp32_fma" || r.name == "ceiling.tensor")
-          if (double s = sheet->peak_flops(r.dtype); s > 0) r.extra["datasheet_flops_per_s"] = s;
+          if (const auto s = r.dtype ? sheet->peak(*r.dtype) : std::nullopt) r.extra["datasheet_flops_per_s"] = *s;
       }
       a.records.push_back(r);
     }

@@ -100,7 +100,7 @@ bool has_roof(const DeviceCeilings* c, DType d) { return peak_of(c, d) > 0 && ba
 }  // namespace
 
 GemmPlacement annotate_gemm_record(Record& r, const CeilingsLookup& ceilings, double empty_ms, double l2, bool cold) {
-  const DType dtype = dtype_from_string(r.dtype);
+  const DType dtype = dtype_of(r);
   const DeviceCeilings *ds = datasheet_of(ceilings), *me = measured_of(ceilings);
   const double rate = r.flops_per_s();
   GemmPlacement p;
@@ -145,7 +145,7 @@ GemmPlacement annotate_gemm_record(Record& r, const CeilingsLookup& ceilings, do
 std::vector<Knee> matmul_knees(const std::vector<Record>& records, DType dtype, double peak) {
   std::vector<RatePoint> rates;
   for (const auto& r : records)
-    if (r.dtype == to_string(dtype) && is_square(gemm_shape(r))) rates.push_back({double(gemm_shape(r).n), r.flops_per_s()});
+    if (r.dtype == dtype && is_square(gemm_shape(r))) rates.push_back({double(gemm_shape(r).n), r.flops_per_s()});
   if (rates.empty() || !(peak > 0)) return {};
   return find_knees(rates, peak);
 }
@@ -159,7 +159,7 @@ MatmulKnees matmul_knees_against(const std::vector<Record>& records, DType d, co
   k.peak_phrase = peak_phrase(ceilings, to_string(d));
   k.knees = matmul_knees(records, d, k.peak_flops_per_s);
   for (const auto& r : records)
-    if (r.dtype == to_string(d) && is_square(gemm_shape(r)) && r.flops_per_s() > k.best_flops_per_s) {
+    if (r.dtype == d && is_square(gemm_shape(r)) && r.flops_per_s() > k.best_flops_per_s) {
       k.best_flops_per_s = r.flops_per_s();
       k.best_n = double(gemm_shape(r).n);
     }
@@ -189,8 +189,8 @@ Plot gemm_roofline_plot(const MatmulSweep& s) {
   const CeilingsLookup& c = s.setup.ceilings;
   std::vector<RooflineOperation> operations;
   for (const auto& r : s.records)
-    operations.push_back({shape_label(gemm_shape(r)), r.dtype, r.intensity_flop_per_byte(), r.flops_per_s(),
-                          r.dtype + " measured", ""});
+    operations.push_back({shape_label(gemm_shape(r)), to_string(r.dtype), r.intensity_flop_per_byte(), r.flops_per_s(),
+                          to_string(r.dtype) + " measured", ""});
   RooflinePlotOptions options;
   options.title = fmt::format("GEMMs on the {} roofline", s.setup.device.name);
   for (DType d : s.setup.plan.options.dtypes) options.dtypes.push_back(to_string(d));
@@ -214,11 +214,11 @@ Plot gemm_rate_plot(const MatmulSweep& s) {
     PlotSeries curve;
     curve.name = to_string(d);
     for (const auto& r : s.records) {
-      if (r.dtype != to_string(d)) continue;
+      if (r.dtype != d) continue;
       const GemmShape shape = gemm_shape(r);
       const double x = p.square ? double(shape.n) : r.flops;
       curve.points.push_back({x, r.flops_per_s() / 1e12,
-                              fmt::format("{} {}: {:.0f} TFLOP/s", r.dtype, shape_label(shape), r.flops_per_s() / 1e12)});
+                              fmt::format("{} {}: {:.0f} TFLOP/s", to_string(r.dtype), shape_label(shape), r.flops_per_s() / 1e12)});
       x_lo = std::min(x_lo, x);
       x_hi = std::max(x_hi, x);
     }
@@ -251,7 +251,7 @@ void analyze_matmul_sweep(MatmulSweep& s) {
       if (k.knees.empty()) continue;  // no square record of this dtype
       s.findings.push_back({knee_sentence(k), 0});
       for (auto& r : s.records)
-        if (r.dtype == to_string(d))
+        if (r.dtype == d)
           for (const auto& knee : k.knees)
             r.extra[fmt::format("knee_{:.0f}_of_{}_peak_n", knee.fraction * 100, label)] =
                 knee.size ? nlohmann::json(*knee.size) : nlohmann::json(nullptr);

@@ -412,6 +412,8 @@ std::string method_label(Method method, bool automatic) {
     case Method::wall_sync: label = "synchronized wall clock"; break;
     case Method::wall_naive: label = "unsynchronized wall clock (wrong on purpose)"; break;
     case Method::cpu_wall: label = "CPU wall clock"; break;
+    case Method::cupti_trace: label = "CUPTI kernel trace"; break;
+    case Method::none: label = "no timing"; break;
   }
   return automatic ? label + ", chosen automatically" : label;
 }

@@ -66,7 +66,7 @@ TEST(CollectivesGpu, GraphReplayAndEventsBothWork) {
     o.launcher = "threads";
     const CollectivesRun run = run_collectives(o);
     ASSERT_EQ(run.records.size(), 3u) << method;  // all_reduce out + in, send_recv out
-    for (const auto& r : run.records) EXPECT_EQ(r.method, std::string(method) == "graph" ? "graph_replay" : "cuda_events");
+    for (const auto& r : run.records) EXPECT_EQ(r.method, std::string(method) == "graph" ? Method::graph_replay : Method::cuda_events);
   }
 }
 

@@ -25,6 +25,20 @@ TEST(Measure, WallWorksWithoutGpuWork) {
   EXPECT_LT(m.summary.median, 20.0);
 }
 
+// The dispatcher refuses the methods no timer produces before it runs anything.
+TEST(Measure, DispatcherRefusesNonTimers) {
+  int calls = 0;
+  for (Method m : {Method::cupti_trace, Method::none}) {
+    try {
+      measure(m, [&](cuda_stream) { ++calls; });
+      ADD_FAILURE() << to_string(m) << " was timed";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("method: " + to_string(m) + " is not a timer", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(Measure, EventsMatchOneMillisecondCalibration) {
   RIDGE_REQUIRE_GPU();
   const double ns = 1e6;

@@ -232,8 +232,8 @@ TEST(CollectivesRecords, CombinesRanksAndAddsBandwidths) {
   auto rank_record = [](std::vector<double> samples) {
     Record r;
     r.name = "collectives.all_reduce";
-    r.method = "cuda_events";
-    r.dtype = "fp32";
+    r.method = Method::cuda_events;
+    r.dtype = DType::fp32;
     r.bytes = 1e9;
     r.samples_ms = std::move(samples);
     r.verification = "passed";
@@ -259,8 +259,8 @@ CollectivesRun synthetic_run(int ranks, std::optional<CatalogEntry> entry) {
   for (auto [bytes, busbw] : curve) {
     Record r;
     r.name = "collectives.all_reduce";
-    r.method = "cuda_events";
-    r.dtype = "fp32";
+    r.method = Method::cuda_events;
+    r.dtype = DType::fp32;
     r.bytes = bytes;
     const double factor = bus_factor(CollectiveOp::all_reduce, ranks);
     const double algbw = factor > 0 ? busbw / factor : busbw;

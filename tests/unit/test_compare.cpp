@@ -27,8 +27,8 @@ std::vector<double> noisy(double median_ms, double cv, std::size_t n, unsigned s
 Record record(const std::string& name, const std::string& method, long n, std::vector<double> samples) {
   Record r;
   r.name = name;
-  r.method = method;
-  r.dtype = "bf16";
+  r.method = method_from_string(method);
+  r.dtype = DType::bf16;
   r.params = {{"n", n}};
   r.samples_ms = std::move(samples);
   finalize(r);
@@ -162,7 +162,7 @@ TEST(Compare, MissingRecordsOnEitherSide) {
   EXPECT_FALSE(c.has_regression());
   // A different dtype or params is a different record.
   next = synthetic(404);
-  next.records[1].dtype = "fp16";
+  next.records[1].dtype = DType::fp16;
   EXPECT_EQ(compare_results(base, next).missing, 2u);
 }
 
@@ -252,7 +252,7 @@ TEST(CompareScale, NothingMatchedIsReported) {
   ResultSet a, b;
   Record r;
   r.name = "one";
-  r.method = "cuda_events";
+  r.method = Method::cuda_events;
   r.samples_ms = {1, 1.1, 0.9};
   finalize(r);
   a.records.push_back(r);
@@ -273,7 +273,7 @@ TEST(CompareScale, NothingMatchedIsReported) {
   EXPECT_EQ(nothing_compared_reason(same), "");
   EXPECT_FALSE(to_json(same)["nothing_compared"].get<bool>());
   // Only informational records matched: nothing was judged either.
-  a.records[0].method = "wall_naive";
+  a.records[0].method = Method::wall_naive;
   EXPECT_TRUE(compare_results(a, a).nothing_compared());
 }
 
@@ -282,7 +282,7 @@ TEST(CompareScale, LargeComparisonsUseOrderStatisticIntervals) {
   for (int i = 0; i < 3; ++i) {
     Record r;
     r.name = "k";
-    r.method = "cuda_events";
+    r.method = Method::cuda_events;
     r.params = {{"n", i}};
     for (int j = 0; j < 41; ++j) r.samples_ms.push_back(1.0 + 0.001 * ((j * 7) % 41));
     finalize(r);
@@ -313,7 +313,7 @@ TEST(CompareScale, ChecksAreShownNotJudged) {
   ResultSet a;
   Record r;
   r.name = "decode.check_logits";
-  r.method = "none";
+  r.method = Method::none;
   r.samples_ms = {0.5};  // a check that somehow carries a positive number is still not a timing
   finalize(r);
   a.records.push_back(r);
@@ -597,7 +597,7 @@ TEST(LaunchBound, EventsThatMostlyTimedTheHostSaySo) {
   ASSERT_TRUE(w);
   EXPECT_EQ(w->rfind("launch-bound:", 0), 0u);
   EXPECT_NE(w->find("96%"), std::string::npos);
-  EXPECT_EQ(to_record(m, "add", "fp32", nlohmann::json::object()).warnings, std::vector<std::string>{*w});
+  EXPECT_EQ(to_record(m, "add", DType::fp32, nlohmann::json::object()).warnings, std::vector<std::string>{*w});
   m.host_queue_ms = 0.002;  // a long kernel: the host is far ahead of the GPU
   EXPECT_FALSE(launch_bound_warning(m));
   m.host_queue_ms = -1;  // not taken

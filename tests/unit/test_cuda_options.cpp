@@ -78,9 +78,33 @@ TEST(MethodNames, EveryNameParsesToItsMethodAndEveryMethodHasItsOwnName) {
     EXPECT_TRUE(seen.insert(name).second) << name << " listed twice";
     EXPECT_EQ(method_from_string(name), method) << name;
   }
-  for (Method m : {Method::cpu_wall, Method::wall_naive, Method::wall_sync, Method::cuda_events, Method::spin_hold,
-                   Method::graph_replay})
-    EXPECT_TRUE(seen.count(to_string(m))) << to_string(m);
+  for (Method m : all_methods)
+    if (is_timer(m)) {
+      EXPECT_TRUE(seen.count(to_string(m))) << to_string(m);
+    }
   for (const char* alias : {"events", "spin", "graph", "wall", "sync", "naive"}) EXPECT_TRUE(seen.count(alias)) << alias;
   EXPECT_THROW(method_from_string("fast"), UsageError);
+}
+
+// cupti_trace and none name records no timer produced: one Method type, but no timer offers them.
+TEST(MethodNames, NonTimersAreMethodsButNoTimerOffersThem) {
+  std::set<Method> timers;
+  for (const auto& [name, method] : method_names()) timers.insert(method);
+  EXPECT_EQ(timers.size(), 6u);
+  for (Method m : {Method::cupti_trace, Method::none}) {
+    EXPECT_FALSE(is_timer(m));
+    EXPECT_FALSE(timers.count(m)) << to_string(m);
+    EXPECT_THROW(method_from_string(to_string(m)), UsageError);
+    EXPECT_FALSE(describe(m).empty());
+    try {
+      require_timer(m);
+      ADD_FAILURE() << to_string(m) << " accepted as a timer";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("method: " + to_string(m) + " is not a timer", 0), 0u) << e.what();
+      EXPECT_NE(std::string(e.what()).find("graph_replay"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(to_string(Method::cupti_trace), "cupti_trace");
+  EXPECT_EQ(to_string(Method::none), "none");
+  for (Method m : timers) EXPECT_NO_THROW(require_timer(m));
 }

@@ -197,7 +197,7 @@ TEST(Gpt2DecodeRun, PlotsHoldOneSeriesPerModeMethodAndContextWithoutSpinHold) {
   auto add = [&](const std::string& mode, const std::string& method, int batch) {
     Record r;
     r.name = "decode";
-    r.method = method;
+    r.method = method_from_string(method);
     r.params = {{"mode", mode}, {"batch", batch}, {"context", 1024}};
     r.samples_ms = {0.3};
     r.bytes = 3e8;

@@ -191,8 +191,8 @@ TEST(Clocks, TheTimingDemoReportsEachRowsClockAndTheTablesSpread) {
   auto row = [](Method method, double ms, std::vector<double> mhz) {
     Record r;
     r.name = "timing";
-    r.method = to_string(method);
-    r.dtype = "fp32";
+    r.method = method;
+    r.dtype = DType::fp32;
     r.params = gemm_params(GemmShape{4096, 4096, 4096});
     r.flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
     r.samples_ms.assign(mhz.empty() ? 4 : mhz.size(), ms);

@@ -23,8 +23,8 @@ ResultSet sample_set() {
   s.context.device = d;
   Record r;
   r.name = "timing";
-  r.method = "cuda_events";
-  r.dtype = "fp32";
+  r.method = Method::cuda_events;
+  r.dtype = DType::fp32;
   r.params = {{"n", 4096}, {"case", "large, quoted \"x\""}};
   r.samples_ms = {2.70, 2.72, 2.71, 2.75, 2.72};
   r.bytes = 3.0 * 4096 * 4096 * 4;
@@ -73,6 +73,81 @@ TEST(Results, RejectsForeignAndMalformedJson) {
   EXPECT_THROW(
       result_set_from_json(nlohmann::json::parse(R"({"schema":"ridge.results","schema_version":1,"context":{},"records":[{"name":"x"}]})")),
       UsageError);
+}
+
+// A record's method and dtype are typed in memory and named in JSON: every Method and DType
+// (cupti_trace and none included) and "" for no dtype read back as they were written.
+TEST(Results, MethodAndDtypeRoundTripByName) {
+  for (Method method : all_methods)
+    for (std::optional<DType> dtype : {std::optional<DType>(), std::optional<DType>(DType::fp8_e4m3)}) {
+      Record r = sample_set().records[0];
+      r.method = method;
+      r.dtype = dtype;
+      const auto j = to_json(r);
+      EXPECT_EQ(j["method"], to_string(method));
+      EXPECT_EQ(j["dtype"], dtype ? "fp8_e4m3" : "");
+      const Record back = record_from_json(j);
+      EXPECT_EQ(back.method, method);
+      EXPECT_EQ(back.dtype, dtype);
+      EXPECT_EQ(to_json(back).dump(), j.dump());
+    }
+  for (DType dtype : all_dtypes) {
+    nlohmann::json j = to_json(sample_set().records[0]);
+    j["dtype"] = to_string(dtype);
+    EXPECT_EQ(record_from_json(j).dtype, dtype);
+  }
+}
+
+// An unknown name is refused with its JSON path and the names accepted; aliases the CLI takes
+// ("events", "fp8") are not record names.
+TEST(Results, UnknownMethodOrDtypeNamesThePathAndTheNames) {
+  const auto error = [](const char* key, const char* value) {
+    auto j = to_json(sample_set());
+    j["records"][0][key] = value;
+    try {
+      result_set_from_json(j);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error("method", "foo"),
+            "records[0].method: unknown method 'foo'; expected one of cpu_wall, wall_naive, wall_sync, cuda_events, "
+            "spin_hold, graph_replay, cupti_trace, none");
+  EXPECT_EQ(error("method", "events").rfind("records[0].method: unknown method 'events'", 0), 0u);
+  EXPECT_EQ(error("dtype", "fp8"), "records[0].dtype: unknown dtype 'fp8'; expected one of fp32, tf32, fp16, bf16, "
+                                   "fp8_e4m3, fp64");
+  EXPECT_EQ(error("dtype", ""), "");
+  EXPECT_EQ(error("method", "none"), "");
+}
+
+// Every result file ridge keeps under results/ still loads; the plain JSON ones write each record
+// back byte for byte.
+TEST(Results, StoredResultFilesLoadAndRoundTrip) {
+  int files = 0, records = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(RIDGE_SOURCE_DIR) + "/results")) {
+    const auto name = entry.path().filename().string();
+    const bool plain = name.size() > 5 && name.ends_with(".json");
+    if (!entry.is_regular_file() || !(plain || name.ends_with(".json.gz"))) continue;
+    if (plain) {
+      const auto j = read_json_file(entry.path());
+      if (!j.is_object() || j.value("schema", "") != "ridge.results") continue;
+      for (const auto& record : j["records"]) {
+        EXPECT_EQ(to_json(record_from_json(record)).dump(), record.dump()) << entry.path();
+        ++records;
+      }
+    } else {
+      try {
+        load_result_file(entry.path());
+      } catch (const UsageError& e) {
+        if (std::string(e.what()).find("not a ridge result file") == std::string::npos) ADD_FAILURE() << e.what();
+        continue;
+      }
+    }
+    ++files;
+  }
+  EXPECT_GT(files, 50);
+  EXPECT_GT(records, 200);
 }
 
 TEST(Results, CsvHasHeaderAndEscapedRow) {

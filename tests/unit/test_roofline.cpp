@@ -98,7 +98,7 @@ const PlotSeries* series_named(const Plot& plot, const std::string& prefix) {
 Record gemm_record(double n, double ms, const std::string& dtype) {
   Record r;
   r.name = "matmul";
-  r.dtype = dtype;
+  r.dtype = dtype_from_string(dtype);
   const auto size = static_cast<std::int64_t>(n);  // as the matmul sweep records it
   r.params = {{"m", size}, {"n", size}, {"k", size}};
   r.samples_ms = {ms};
@@ -142,7 +142,7 @@ TEST(RooflinePlacement, OperationsFromRecords) {
   EXPECT_NEAR(op->flops_per_s, matmul_flops(4096, 4096, 4096) / 0.2e-3, 1e6);
   Record stream;
   stream.name = "bandwidth.add";
-  stream.dtype = "fp32";
+  stream.dtype = DType::fp32;
   stream.params = {{"elements", 1 << 20}};
   stream.samples_ms = {0.01};
   stream.flops = 1 << 20;

@@ -29,8 +29,8 @@ std::string size_error(const std::string& spec) {
 Record synthetic(double bytes, double median_ms, double working_set, std::vector<double> samples = {}) {
   Record r;
   r.name = "bandwidth.add";
-  r.method = "graph_replay";
-  r.dtype = "fp32";
+  r.method = Method::graph_replay;
+  r.dtype = DType::fp32;
   r.bytes = bytes;
   r.flops = bytes / 12;
   r.params = {{"n", bytes / 12}, {"working_set_bytes", working_set}};

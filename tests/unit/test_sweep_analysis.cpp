@@ -23,8 +23,8 @@ namespace {
 Record stream_record(StreamOp op, StreamVariant variant, std::int64_t n, double gb_per_s) {
   Record r;
   r.name = "bandwidth." + to_string(op);
-  r.method = "graph_replay";
-  r.dtype = "fp32";
+  r.method = Method::graph_replay;
+  r.dtype = DType::fp32;
   r.params = stream_params(StreamPoint{op, variant, n}, false);
   r.bytes = stream_bytes(op, n);
   r.flops = stream_flops(op, n);
@@ -279,8 +279,8 @@ namespace {
 Record gemm_record(std::int64_t n, double tflops, const std::string& dtype = "bf16") {
   Record r;
   r.name = "matmul";
-  r.method = "cuda_events";
-  r.dtype = dtype;
+  r.method = Method::cuda_events;
+  r.dtype = dtype_from_string(dtype);
   r.params = gemm_params(GemmShape{n, n, n});
   r.flops = 2.0 * double(n) * double(n) * double(n);
   r.bytes = 3.0 * double(n) * double(n) * 2;
@@ -469,8 +469,8 @@ namespace {
 TimedMethod timed(Method method, double ms, std::int64_t n, const std::string& which) {
   Record r;
   r.name = "timing";
-  r.method = to_string(method);
-  r.dtype = "fp32";
+  r.method = method;
+  r.dtype = DType::fp32;
   r.params = gemm_params(GemmShape{n, n, n});
   r.params[std::string(param_key::timing_case)] = which;
   r.flops = 2.0 * double(n) * double(n) * double(n);
@@ -508,7 +508,7 @@ TEST(TimingAnalysis, TheNaiveReadingIsFlaggedImpossible) {
   EXPECT_NEAR(d.launch_overhead_ms, 0.034 - 0.006, 1e-12);
   EXPECT_NEAR(d.events_over_launch_free, 0.034 / 0.006, 1e-9);
   EXPECT_EQ(d.records().size(), 6u);
-  EXPECT_EQ(d.records()[3].method, "cuda_events");
+  EXPECT_EQ(d.records()[3].method, Method::cuda_events);
 }
 
 TEST(TimingAnalysis, APlausibleNaiveReadingIsOnlyWrong) {

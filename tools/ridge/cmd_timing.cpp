@@ -34,7 +34,7 @@ void print_table(std::FILE* out, const TimingCase& c) {
              "SM MHz", "what the number means");
   for (const auto& m : c.methods) {
     const Record& r = m.record;
-    fmt::print(out, "  {:<13} {:>10} {:>10} {:>10} {:>11.2f} {:>7}  {}\n", r.method, format_ms(r.summary.median),
+    fmt::print(out, "  {:<13} {:>10} {:>10} {:>10} {:>11.2f} {:>7}  {}\n", to_string(r.method), format_ms(r.summary.median),
                format_ms(r.summary.min), format_ms(r.summary.max), r.flops_per_s() / 1e12, clock_cell(m.clocks),
                m.meaning);
   }

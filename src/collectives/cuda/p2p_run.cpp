@@ -241,7 +241,7 @@ class P2pBench {
 
   Record time_bw(const StreamFn& fn, int s, const std::string& name, nlohmann::json params) {
     RIDGE_CHECK(cudaSetDevice(s));
-    Record r = to_record(measure_cuda(fn, options_on(s)), name, "", std::move(params), static_cast<double>(o_.bytes));
+    Record r = to_record(measure_cuda(fn, options_on(s)), name, std::nullopt, std::move(params), static_cast<double>(o_.bytes));
     r.verification = "passed";
     return r;
   }
@@ -250,7 +250,7 @@ class P2pBench {
     RIDGE_CHECK(cudaSetDevice(s));
     CudaOptions c = options_on(s);
     c.repeats = 20;  // copies per graph: the launch stays out of the time per copy
-    Record r = to_record(measure_graph(fn, c), name, "", std::move(params), static_cast<double>(o_.latency_bytes));
+    Record r = to_record(measure_graph(fn, c), name, std::nullopt, std::move(params), static_cast<double>(o_.latency_bytes));
     r.verification = "passed";  // the same copy, checked at full size
     return r;
   }
@@ -260,7 +260,7 @@ class P2pBench {
     // A pageable copy stages through a driver buffer on the host: only the caller's wait is honest.
     const Measurement m = pinned ? measure_cuda(fn, options_on(g))
                                  : measure_wall([&] { fn(gpu_[g].stream); }, WallOptions{o_.samples, o_.warmup, true});
-    Record r = to_record(m, "p2p.host", "", std::move(params), static_cast<double>(o_.bytes));
+    Record r = to_record(m, "p2p.host", std::nullopt, std::move(params), static_cast<double>(o_.bytes));
     r.verification = "passed";
     return r;
   }

@@ -473,6 +473,7 @@ Measurement measure_graph(const StreamFn& fn, CudaOptions o) {
 }
 
 Measurement measure(Method method, const StreamFn& fn, CudaOptions o) {
+  require_timer(method);
   switch (method) {
     case Method::cpu_wall:
       refuse_held_batch_options(o, "wall");
@@ -489,6 +490,8 @@ Measurement measure(Method method, const StreamFn& fn, CudaOptions o) {
       return measure_spin(fn, o);
     case Method::graph_replay:
       return measure_graph(fn, o);
+    case Method::cupti_trace:
+    case Method::none: break;  // refused above
   }
   throw UsageError("unknown timing method");
 }

@@ -67,7 +67,7 @@ std::vector<TimedMethod> timed_interleaved(int device, detail::Gemm& gemm, const
     const Measurement& m = measured[i];
     nlohmann::json params = gemm_params(gemm.shape());
     params[std::string(param_key::timing_case)] = which;
-    Record r = to_record(m, "timing", to_string(gemm.dtype()), params, gemm.bytes(), gemm.flops());
+    Record r = to_record(m, "timing", gemm.dtype(), params, gemm.bytes(), gemm.flops());
     r.extra["clocks_during"] = clocks.to_json();
     r.extra["interleaved"] = true;
     r.verification = check.passed ? "passed" : "failed";

@@ -36,7 +36,7 @@ std::string records_markdown(const std::vector<Record>& records) {
   for (const auto& r : records) {
     const auto& s = r.summary;
     out += fmt::format("| {} | {} | {} | `{}` | {} | {} | {} | {:.1f}% | {} | {} | {} |\n", r.name,
-                       params_text(r.params), r.dtype, r.method, format_ms(s.median), format_ms(s.min),
+                       params_text(r.params), to_string(r.dtype), to_string(r.method), format_ms(s.median), format_ms(s.min),
                        format_ms(s.max), s.cv * 100,
                        r.bytes > 0 ? fmt::format("{:.1f}", r.bytes_per_s() / 1e9) : "",
                        r.flops > 0 ? fmt::format("{:.2f}", r.flops_per_s() / 1e12) : "", r.verification);
@@ -48,7 +48,7 @@ std::string warnings_markdown(const std::vector<Record>& records) {
   std::string out;
   for (const auto& r : records)
     for (const auto& w : r.warnings)
-      out += fmt::format("- **{} `{}`** ({}): {}\n", r.name, r.method, params_text(r.params), w);
+      out += fmt::format("- **{} `{}`** ({}): {}\n", r.name, to_string(r.method), params_text(r.params), w);
   return out.empty() ? out : "Warnings:\n\n" + out + "\n";
 }
 

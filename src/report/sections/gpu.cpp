@@ -72,7 +72,7 @@ std::string timing_table(const TimingCase& c) {
     const std::string clock = !m.clocks.known() ? "-"
                               : fmt::format("{:.0f} MHz{}", m.clocks.median_sm_mhz,
                                             m.clocks.reduced_count > 0 ? " (some samples reduced)" : "");
-    md += fmt::format("| `{}` | {} | {} | {} | {:.2f} | {} | {} |\n", r.method, format_ms(r.summary.median),
+    md += fmt::format("| `{}` | {} | {} | {} | {:.2f} | {} | {} |\n", to_string(r.method), format_ms(r.summary.median),
                       format_ms(r.summary.min), format_ms(r.summary.max), r.flops_per_s() / 1e12, clock, m.meaning);
   }
   md += "\nThe methods took their samples in turns (one of each, round-robin), so a clock change hits them alike; "
@@ -201,7 +201,7 @@ SectionOutput roofline_section(ReportContext& ctx) {
   for (const auto& r : ctx.results->records) {
     auto op = roofline_operation(r);
     if (!op) continue;
-    op->series = r.name + " " + r.method + (r.dtype.empty() ? "" : " " + r.dtype);
+    op->series = fmt::format("{} {}{}{}", r.name, to_string(r.method), r.dtype ? " " : "", to_string(r.dtype));
     op->label = r.params.contains("n") ? "n=" + r.params["n"].dump() : "";
     plot_options.x_min = std::min(plot_options.x_min, op->intensity_flop_per_byte / 2);
     plot_options.x_max = std::max(plot_options.x_max, op->intensity_flop_per_byte * 2);
@@ -216,9 +216,9 @@ SectionOutput roofline_section(ReportContext& ctx) {
     md += "| record | params | intensity (FLOP/byte) | achieved | attainable | of the roof |\n|---|---|---:|---:|---:|---:|\n";
     for (std::size_t i = 0; i < placed.size(); ++i) {
       const Record* r = placed[i];
-      if (!(c.peak_flops(r->dtype) > 0)) continue;  // no roof of its own dtype: not placed (the plot warns)
+      if (!r->dtype || !c.peak(*r->dtype)) continue;  // no roof of its own dtype: not placed (the plot warns)
       const auto p = place_on_roofline(c, operations[i]);
-      md += fmt::format("| {} `{}` | {} | {:.1f} | {} | {} | {}{} |\n", r->name, r->method,
+      md += fmt::format("| {} `{}` | {} | {:.1f} | {} | {} | {}{} |\n", r->name, to_string(r->method),
                         r->params.contains("n") ? "n=" + r->params["n"].dump() : r->params.dump(),
                         p.operation.intensity_flop_per_byte, format_flops(p.operation.flops_per_s),
                         format_flops(p.attainable_flops_per_s), format_percent(p.efficiency, 0),

@@ -149,7 +149,7 @@ class Prober {
   }
 
  private:
-  Record record(const Measurement& m, const std::string& name, const std::string& dtype, nlohmann::json params,
+  Record record(const Measurement& m, const std::string& name, std::optional<DType> dtype, nlohmann::json params,
                 double bytes, double flops, const ClockReading& start) {
     Record r = to_record(m, name, dtype, std::move(params), bytes, flops);
     r.verification = "passed";
@@ -164,12 +164,12 @@ class Prober {
     const ClockReading start = read_clocks(device_);
     auto empty = [](cuda_stream s) { launch_empty(s); };
     Measurement spin = measure_spin(empty, timing(20, 10, 64));
-    Record r = record(spin, "ceiling.launch.empty", "", {{"kernel", "empty, 1 block x 1 thread"}}, 0, 0, start);
+    Record r = record(spin, "ceiling.launch.empty", std::nullopt, {{"kernel", "empty, 1 block x 1 thread"}}, 0, 0, start);
     r.extra["per_launch_us"] = spin.summary.median * 1e3;
     c_.ceilings.empty_launch_us = spin.summary.median * 1e3;
     c_.records.push_back(r);
     Measurement graph = measure_graph(empty, timing(20, 10, 100));
-    Record g = record(graph, "ceiling.launch.empty_graph", "", {{"kernel", "empty, 1 block x 1 thread"}}, 0, 0, start);
+    Record g = record(graph, "ceiling.launch.empty_graph", std::nullopt, {{"kernel", "empty, 1 block x 1 thread"}}, 0, 0, start);
     g.extra["per_launch_us"] = graph.summary.median * 1e3;
     c_.empty_launch_graph_us = graph.summary.median * 1e3;
     c_.records.push_back(g);
@@ -300,7 +300,7 @@ class Prober {
     nlohmann::json params = ws;
     params["working_set_bytes"] = bytes_moved;
     params["variant"] = variant_json(best, best_blocks);
-    Record r = record(m, name, "fp32", params, bytes_moved, 0, start);
+    Record r = record(m, name, DType::fp32, params, bytes_moved, 0, start);
     r.extra["counting"] = counting;
     r.extra["variants_tried"] = tried;
     r.extra["variant"] = variant_name(best);
@@ -352,7 +352,7 @@ class Prober {
       throw Error(fmt::format("the L2 probe found no launch shape for a {} working set on {} SMs", format_bytes(l2 / 4),
                               d_.sm_count));
     const double bytes = best_params["bytes_counted"].get<double>();
-    Record r = record(best_m, "ceiling.l2.read", "fp32", best_params, bytes, 0, start);
+    Record r = record(best_m, "ceiling.l2.read", DType::fp32, best_params, bytes, 0, start);
     r.extra["counting"] = "a working set of about L2/4 read `passes` times with L2-only loads: bytes = passes x set";
     r.extra["variants_tried"] = tried;
     c_.ceilings.l2_bytes_per_s = r.bytes_per_s();
@@ -402,7 +402,7 @@ class Prober {
           best_flops = flops;
         }
       }
-    Record r = record(best_m, "ceiling.fp32_fma", "fp32", best_params, 0, best_flops, start);
+    Record r = record(best_m, "ceiling.fp32_fma", DType::fp32, best_params, 0, best_flops, start);
     r.extra["counting"] = "2 FLOP per FMA; chains x iterations FMAs per thread";
     r.extra["observed_sm_mhz"] = best_mhz;
     r.extra["max_sm_clock_mhz"] = d_.max_sm_clock_mhz;
@@ -453,7 +453,7 @@ class Prober {
                                             check.summary()));
       const ClockReading start = read_clocks(device_);
       const Measurement m = measure_spin([&](cuda_stream s) { gemm->run(s); }, timing(12, 3));
-      Record r = record(m, "ceiling.tensor", to_string(dtype), {{"m", n}, {"n", n}, {"k", n}}, gemm->bytes(),
+      Record r = record(m, "ceiling.tensor", dtype, {{"m", n}, {"n", n}, {"k", n}}, gemm->bytes(),
                         gemm->flops(), start);
       r.extra["algorithm"] = gemm->algorithm();
       r.extra["check"] = check.summary();

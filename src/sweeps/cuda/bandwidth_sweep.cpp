@@ -57,7 +57,7 @@ BandwidthSweep run_bandwidth_sweep(const BandwidthSetup& setup, const SweepCallb
     const ClockReading start = read_clocks(o.device);
     const Measurement m = measure(method, fn, base);
     const double empty_ms = floor.ms(method, m.repeats_per_sample, base);
-    Record r = to_record(m, "bandwidth." + pt.op, "fp32", stream_params(point, o.cold), bytes,
+    Record r = to_record(m, "bandwidth." + pt.op, DType::fp32, stream_params(point, o.cold), bytes,
                          stream_flops(point.op, point.n));
     r.clocks_start = start;
     r.clocks_end = read_clocks(o.device);

@@ -61,7 +61,7 @@ MatmulSweep run_matmul_sweep(const MatmulSetup& setup, const SweepCallbacks& cal
     nlohmann::json params = gemm_params(shape);
     params[std::string(param_key::working_set_bytes)] = gemm.bytes();
     params[std::string(param_key::cold)] = o.cold;
-    Record r = to_record(m, "matmul", to_string(dtype), params, gemm.bytes(), gemm.flops());
+    Record r = to_record(m, "matmul", dtype, params, gemm.bytes(), gemm.flops());
     r.clocks_start = start;
     r.clocks_end = read_clocks(o.device);
     r.verification = "passed";

@@ -137,8 +137,8 @@ ReferenceLogitsCheck judge_reference_logits(const ReferenceLogits& reference, st
 Record to_record(const ReferenceLogitsCheck& check, DType dtype) {
   Record r;
   r.name = "decode.check_logits";
-  r.method = "none";
-  r.dtype = to_string(dtype);
+  r.method = Method::none;
+  r.dtype = dtype;
   r.params = {{"batch", check.batch}, {"context", check.length}, {"reference_file", check.path},
               {"reference", check.kind}};
   r.samples_ms = {0.0};

@@ -102,10 +102,10 @@ void sort_by_x(PlotSeries& s) {
   std::sort(s.points.begin(), s.points.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
 }
 
-bool is_plotted(const Record& r) { return r.name == "decode" && r.method != "spin_hold"; }
+bool is_plotted(const Record& r) { return r.name == "decode" && r.method != Method::spin_hold; }
 
 std::string series_key(const Record& r) {
-  return fmt::format("{} ({}), context {}", r.params.value("mode", ""), r.method, r.params.value("context", 0));
+  return fmt::format("{} ({}), context {}", r.params.value("mode", ""), to_string(r.method), r.params.value("context", 0));
 }
 
 }  // namespace
@@ -122,7 +122,7 @@ Plot decode_roofline_plot(const DecodeRun& run) {
   });
   std::vector<RooflineOperation> operations;
   for (const Record* r : plotted)
-    operations.push_back({fmt::format("B={}", r->params.value("batch", 0)), r->dtype, r->intensity_flop_per_byte(),
+    operations.push_back({fmt::format("B={}", r->params.value("batch", 0)), to_string(r->dtype), r->intensity_flop_per_byte(),
                           r->flops_per_s(), series_key(*r), ""});
   // Without a measured peak (e.g. --bandwidth) the roof is the fastest known GPU's.
   DeviceCeilings ceilings = run.ceilings;

@@ -95,7 +95,7 @@ Record decode_record(const Measurement& m, Mode mode, const DecodeConfiguration&
                               {"gemm", to_string(point.gemm)},      {"kernel", to_string(point.kernel)},
                               {"pdl", sweep.options.pdl},           {"working_set_bytes", cost.bytes()},
                               {"mode", to_string(mode)}};
-  Record r = ridge::to_record(m, "decode", to_string(sweep.run.dtype), params, cost.bytes(), cost.flops);
+  Record r = ridge::to_record(m, "decode", sweep.run.dtype, params, cost.bytes(), cost.flops);
   r.verification = "passed";
   const double tokens_per_s = point.batch / r.median_s();
   const double ceiling = point.ceiling_tokens_per_s;

@@ -76,8 +76,8 @@ ProfileRun run_profile(const ProfileOptions& o) {
   for (const auto& p : run.profiles) {
     Record r;
     r.name = "profile.decode_step";
-    r.method = "cupti_trace";
-    r.dtype = to_string(o.dtype);
+    r.method = Method::cupti_trace;
+    r.dtype = o.dtype;
     r.params = {{"model", o.model}, {"batch", o.batch}, {"context", o.context}, {"mode", to_string(p.mode)},
                 {"kernel", to_string(run.kernel)}};
     r.samples_ms = {ms(p.analysis.kernel_span_ns)};
