@@ -6,6 +6,7 @@
 
 #include "report/sections/sections.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/measure.hpp"
 
 namespace ridge::detail {
 
@@ -26,7 +27,7 @@ bool RecordSlowdown::selects(const Record& r) const {
   bool any = false;
   while (words >> word) {
     any = true;
-    if (word == r.name || word == r.method || (!r.dtype.empty() && word == r.dtype)) continue;
+    if (word == r.name || word == to_string(r.method) || (r.dtype && word == to_string(*r.dtype))) continue;
     const auto equals = word.find('=');
     if (equals == std::string::npos) return false;
     const auto param = r.params.find(word.substr(0, equals));
@@ -40,7 +41,7 @@ bool RecordSlowdown::selects(const Record& r) const {
 std::size_t RecordSlowdown::apply(std::vector<Record>& records) const {
   std::size_t slowed = 0;
   for (Record& r : records) {
-    if (!selects(r) || r.method == "none") continue;
+    if (!selects(r) || r.method == Method::none) continue;
     for (double& sample : r.samples_ms) sample = sample * (1 + relative) + added_us * 1e-3;
     finalize(r);
     r.warnings.push_back(fmt::format("deliberately slowed after measurement by a testing aid: each sample x {:g} + "

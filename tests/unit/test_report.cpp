@@ -7,6 +7,7 @@
 
 #include "report/sections/sections.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/measure.hpp"
 #include "ridge/report.hpp"
 #include "ridge/roofline.hpp"
 
@@ -249,11 +250,11 @@ TEST(ReportContext, DatasheetCeilingsFillWhatWasNotMeasured) {
 }
 
 namespace {
-Record slowdown_record(const std::string& name, const std::string& method, nlohmann::json params) {
+Record slowdown_record(const std::string& name, Method method, nlohmann::json params) {
   Record r;
   r.name = name;
   r.method = method;
-  r.dtype = "bf16";
+  r.dtype = DType::bf16;
   r.params = std::move(params);
   r.samples_ms = {1.0, 2.0, 3.0};
   finalize(r);
@@ -262,7 +263,7 @@ Record slowdown_record(const std::string& name, const std::string& method, nlohm
 }  // namespace
 
 TEST(RecordSlowdown, SelectsByNameMethodDtypeAndParams) {
-  const Record gemm = slowdown_record("matmul", "graph_replay", {{"n", 4096}, {"case", "large"}});
+  const Record gemm = slowdown_record("matmul", Method::graph_replay, {{"n", 4096}, {"case", "large"}});
   const detail::RecordSlowdown every_word{.selector = "matmul graph_replay n=4096 case=large bf16", .relative = 0.1};
   EXPECT_TRUE(every_word.selects(gemm));
   EXPECT_FALSE((detail::RecordSlowdown{.selector = "matmul n=2048", .relative = 0.1}).selects(gemm));
@@ -272,9 +273,9 @@ TEST(RecordSlowdown, SelectsByNameMethodDtypeAndParams) {
 }
 
 TEST(RecordSlowdown, ShiftsTheSamplesAndSaysSo) {
-  std::vector<Record> records{slowdown_record("matmul", "graph_replay", {{"n", 4096}}),
-                              slowdown_record("bandwidth.add", "graph_replay", {{"n", 1024}}),
-                              slowdown_record("decode.check_logits", "none", {})};
+  std::vector<Record> records{slowdown_record("matmul", Method::graph_replay, {{"n", 4096}}),
+                              slowdown_record("bandwidth.add", Method::graph_replay, {{"n", 1024}}),
+                              slowdown_record("decode.check_logits", Method::none, {})};
   const detail::RecordSlowdown by_ten_percent{.selector = "graph_replay", .relative = 0.1};
   EXPECT_EQ(by_ten_percent.apply(records), 2u);
   EXPECT_DOUBLE_EQ(records[0].summary.median, 2.2);
