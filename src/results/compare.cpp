@@ -393,8 +393,10 @@ void set_noise_band(RecordComparison& row, const CompareOptions& options, double
   row.noise_band_source = "threshold";
   widen(row.min_threshold, "producer");
   if (row.run_to_run_spread > 0) widen(options.spread_factor * row.run_to_run_spread, "run-to-run");
-  if (row.base_median_ms > 0) widen(options.min_change_us * 1e-3 / row.base_median_ms, "resolution");
+  // The clock scales the relative terms; the resolution is an absolute time between processes,
+  // whatever the clock, so it stands beside them rather than being widened too.
   if (options.widen_by_clock && clock_difference > 0) widen(row.noise_band + clock_difference, "clock");
+  if (row.base_median_ms > 0) widen(options.min_change_us * 1e-3 / row.base_median_ms, "resolution");
 }
 
 // A band widened by a clock change lets a slowdown of that size through: never silent. Names the
@@ -629,9 +631,10 @@ std::string summary_line(const Comparison& c) {
 std::string band_rule(const Comparison& c) {
   std::string rule = fmt::format(
       "A significant change counts when it exceeds the record's noise band: the {:.1f}% threshold, or the producer's "
-      "minimum for that record, or a change of {:g} us (the resolution between processes){}",
-      c.options.threshold * 100, c.options.min_change_us,
-      c.options.widen_by_clock ? ", widened by the record's SM clock change between the runs" : "");
+      "minimum for that record{}, or a change of {:g} us (the resolution between processes)",
+      c.options.threshold * 100,
+      c.options.widen_by_clock ? ", widened by the record's SM clock change between the runs" : "",
+      c.options.min_change_us);
   if (c.baselines > 1)
     rule += fmt::format(", or {}x its run-to-run spread (relative standard deviation of the medians of the {} "
                         "baselines, whose samples are pooled)",

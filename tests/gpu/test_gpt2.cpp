@@ -335,5 +335,11 @@ TEST(Gpt2Gpu, TheProfiledStepIsLaunchedOnAnIdleGpu) {
     EXPECT_EQ(a.launches_not_split, 1u) << "the step window cut out whatever ran before: not split";
     EXPECT_EQ(trace::launch_split_text(a).rfind("not split (latency ", 0), 0u) << trace::launch_split_text(a);
   }
+  // One traced step per mode: shown by compare, never judged (one sample cannot reach significance).
+  ASSERT_EQ(run.records.size(), 2u);
+  for (const auto& r : run.records) {
+    ASSERT_TRUE(r.gate);
+    EXPECT_TRUE(r.gate->informational);
+  }
   std::filesystem::remove_all(folder);
 }

@@ -709,3 +709,23 @@ TEST(RecordGate, AProcessWhoseHostQueuedTwiceAsSlowlyIsNoRegression) {
   const Comparison slower = compare_results(decode_run(0.3236, 0.3185, 3), decode_run(0.3236 * 1.1, 0.3185 * 1.1, 8));
   EXPECT_EQ(row_of(slower, "spin_hold", 1).verdict, Verdict::regression);
 }
+
+// A 1.1 us kernel whose band is the 0.5 us resolution: a clock change of a few percent between the
+// runs is a few ns there, so it does not widen the resolution (H200: a 0.6 us slowdown of the 1024-
+// element add kernel read +48.9% against 45% resolution + 3.8% clock, and passed).
+TEST(CompareBands, TheClockWidensTheRelativeBandNotTheResolution) {
+  auto one = [](double median_ms, unsigned seed, double sample_mhz) {
+    ResultSet s;
+    s.context.device = h200();
+    Record r = record("add", "graph_replay", 1024, noisy(median_ms, 0.01, 60, seed));
+    r.extra[extra_key::sample_sm_mhz] = std::vector<double>(r.samples_ms.size(), sample_mhz);
+    s.records.push_back(r);
+    return s;
+  };
+  const Comparison c = compare_results(one(0.0011, 1, 1980), one(0.00163, 2, 1905));  // +0.53 us, +48%
+  EXPECT_EQ(c.rows[0].noise_band_source, "resolution");
+  EXPECT_NEAR(c.rows[0].noise_band, 0.5 / 1.1, 0.01);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::regression);
+  // Identical work 3.8% apart in clock stays within the band.
+  EXPECT_NE(compare_results(one(0.0011, 1, 1980), one(0.0011, 3, 1905)).rows[0].verdict, Verdict::regression);
+}
