@@ -3,9 +3,12 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "report/sections/sections.hpp"
 #include "ridge/checks.hpp"
 #include "ridge/compare.hpp"
 #include "ridge/errors.hpp"
@@ -728,4 +731,40 @@ TEST(CompareBands, TheClockWidensTheRelativeBandNotTheResolution) {
   EXPECT_EQ(c.rows[0].verdict, Verdict::regression);
   // Identical work 3.8% apart in clock stays within the band.
   EXPECT_NE(compare_results(one(0.0011, 1, 1980), one(0.0011, 3, 1905)).rows[0].verdict, Verdict::regression);
+}
+
+// Two of the ten identical full reports of results/h200/gate, their raw samples as measured: the
+// gate passes them, and flags each record class made slower by the report's testing aid, and
+// nothing else.
+TEST(CompareStoredH200Runs, IdenticalRunsPassAndEverySlowedClassIsFlagged) {
+  const std::filesystem::path gate = std::filesystem::path(RIDGE_SOURCE_DIR) / "results" / "h200" / "gate";
+  const ResultSet base = load_result_file(gate / "run-1.results.json.gz");
+  const ResultSet next = load_result_file(gate / "run-2.results.json.gz");
+  ASSERT_GT(base.records.size(), 80u);
+  const Comparison same = compare_results(base, next);
+  EXPECT_EQ(same.regressions, 0u);
+  EXPECT_EQ(same.missing, 0u);
+  const std::vector<detail::RecordSlowdown> slowdowns{
+      {.selector = "bandwidth.add n=1024", .added_us = 0.6}, {.selector = "bandwidth.add n=2097152", .relative = 0.2},
+      {.selector = "bandwidth.add n=67108864", .relative = 0.1}, {.selector = "matmul n=256", .relative = 0.2},
+      {.selector = "matmul n=4096", .relative = 0.1},          {.selector = "timing case=large", .relative = 0.1},
+      {.selector = "decode mode=eager", .relative = 0.1},      {.selector = "ceiling.tensor", .relative = 0.1}};
+  for (const auto& slowdown : slowdowns) {
+    ResultSet slowed = next;
+    ASSERT_GT(slowdown.apply(slowed.records), 0u) << slowdown.selector;
+    const Comparison c = compare_results(base, slowed);
+    std::set<std::string> selected;
+    for (const Record& r : slowed.records)
+      if (slowdown.selects(r)) selected.insert(fmt::format("{} {} {}", r.name, to_string(r.method), r.params.dump()));
+    std::size_t flagged = 0;
+    for (const auto& row : c.rows) {
+      const bool is_selected = selected.count(fmt::format("{} {} {}", row.name, row.method, row.params.dump())) > 0;
+      if (row.verdict == Verdict::regression) {
+        ++flagged;
+        EXPECT_TRUE(is_selected) << slowdown.selector << " flagged " << row.name << " " << row.params.dump();
+      }
+    }
+    EXPECT_GT(flagged, 0u) << slowdown.selector;
+    EXPECT_EQ(flagged, c.regressions);
+  }
 }
