@@ -8,6 +8,7 @@
 
 #include "ridge/dtype.hpp"
 #include "ridge/measure.hpp"
+#include "ridge/record_keys.hpp"
 #include "ridge/stats.hpp"
 
 namespace ridge {
@@ -55,13 +56,6 @@ struct RunContext {
   nlohmann::json predictions = nlohmann::json::object();  ///< user's --predict KEY=VALUE
 };
 
-/// Keys of Record::extra that one part of ridge writes and another reads, spelled once.
-namespace extra_key {
-inline constexpr const char* sample_sm_mhz = "sample_sm_mhz";    ///< the SM clock of each sample, MHz
-inline constexpr const char* settle_ms = "settle_ms";            ///< time spent settling the clock first
-inline constexpr const char* settled_sm_mhz = "settled_sm_mhz";  ///< the SM clock sampling started at
-}  // namespace extra_key
-
 /// How `ridge compare` may judge a record, as the code that measured it says. A record without
 /// one is judged by the comparison's threshold alone.
 struct RecordGate {
@@ -79,7 +73,7 @@ struct Record {
   std::string name;    ///< what was measured, e.g. "matmul", "bandwidth.add"
   Method method = Method::cuda_events;  ///< how the samples were obtained (see measure.hpp)
   std::optional<DType> dtype;           ///< none when not applicable (JSON: "")
-  nlohmann::json params = nlohmann::json::object();  ///< shape and settings, e.g. {"n": 4096}
+  nlohmann::json params = nlohmann::json::object();  ///< shape and settings, e.g. {"n": 4096} (keys: param_key)
   std::vector<double> samples_ms;                      ///< raw samples, per operation
   Summary summary;                                     ///< of samples_ms
   int repeats_per_sample = 1;
@@ -89,7 +83,7 @@ struct Record {
   std::string verification = "not_checked";  ///< "passed", "failed", "not_checked"
   std::vector<std::string> warnings;
   ClockReading clocks_start, clocks_end;
-  nlohmann::json extra = nlohmann::json::object();  ///< command-specific derived values
+  nlohmann::json extra = nlohmann::json::object();  ///< derived values (keys: extra_key)
   std::optional<RecordGate> gate;  ///< how compare judges it; none = by the threshold alone
 
   double median_s() const { return summary.median * 1e-3; }

@@ -16,6 +16,7 @@
 #include "ridge/matmul.hpp"
 #include "ridge/measure.hpp"
 #include "ridge/plot.hpp"
+#include "ridge/record_keys.hpp"
 #include "ridge/report.hpp"
 #include "ridge/result.hpp"
 #include "ridge/roofline.hpp"

@@ -181,19 +181,8 @@ PlotSeries line_series(std::string name, std::vector<PlotPoint> points, bool das
 
 // ---- record parameters ---------------------------------------------------------------------------
 
-/// The Record::params keys the sweeps and the timing exercise write, defined once. Read them
-/// through the typed accessors (stream_point, gemm_shape, int_param), not by repeating the keys.
-namespace param_key {
-inline constexpr std::string_view n = "n";                ///< elements per array, or the GEMM's n
-inline constexpr std::string_view m = "m";                ///< GEMM rows of A and C
-inline constexpr std::string_view k = "k";                ///< GEMM inner dimension
-inline constexpr std::string_view elements = "elements";  ///< elements per array (= n)
-inline constexpr std::string_view op = "op";              ///< streaming op, e.g. "add"
-inline constexpr std::string_view variant = "variant";    ///< kernel variant, e.g. "vec4"
-inline constexpr std::string_view working_set_bytes = "working_set_bytes";
-inline constexpr std::string_view cold = "cold";          ///< L2 flushed before each sample
-inline constexpr std::string_view timing_case = "case";   ///< timing exercise: "large" or "small"
-}  // namespace param_key
+// Their keys are param_key (record_keys.hpp). Read them through the typed accessors (stream_point,
+// gemm_shape, int_param) where one exists.
 
 /// An integer parameter of a record; nullopt when absent or not a number.
 std::optional<std::int64_t> int_param(const Record& record, std::string_view key);

@@ -223,12 +223,12 @@ RankInfo rank_info_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json collective_params(CollectiveOp op, const CollectiveShape& shape, Placement placement, int ranks) {
-  return {{"op", to_string(op)},
-          {"bytes", static_cast<std::int64_t>(shape.bytes)},
-          {"send_count", shape.send_count},
-          {"recv_count", shape.recv_count},
-          {"placement", to_string(placement)},
-          {"ranks", ranks}};
+  return {{param_key::op, to_string(op)},
+          {param_key::bytes, static_cast<std::int64_t>(shape.bytes)},
+          {param_key::send_count, shape.send_count},
+          {param_key::recv_count, shape.recv_count},
+          {param_key::placement, to_string(placement)},
+          {param_key::ranks, ranks}};
 }
 
 Record combine_rank_records(const std::vector<Record>& per_rank, CollectiveOp op, int ranks) {
@@ -253,12 +253,12 @@ Record combine_rank_records(const std::vector<Record>& per_rank, CollectiveOp op
   }
   finalize(out);
   const CollectiveRates rates = collective_rates(op, out.bytes, out.median_s(), ranks);
-  out.extra["rank_median_ms"] = medians;
-  out.extra["time_over_ranks"] = "mean of the ranks' samples, as nccl-tests averages";
-  out.extra["algbw_bytes_per_s"] = rates.algbw_bytes_per_s;
-  out.extra["busbw_bytes_per_s"] = rates.busbw_bytes_per_s;
-  out.extra["bus_factor"] = bus_factor(op, ranks);
-  out.extra["bus_factor_formula"] = bus_factor_formula(op);
+  out.extra[extra_key::rank_median_ms] = medians;
+  out.extra[extra_key::time_over_ranks] = "mean of the ranks' samples, as nccl-tests averages";
+  out.extra[extra_key::algbw_bytes_per_s] = rates.algbw_bytes_per_s;
+  out.extra[extra_key::busbw_bytes_per_s] = rates.busbw_bytes_per_s;
+  out.extra[extra_key::bus_factor] = bus_factor(op, ranks);
+  out.extra[extra_key::bus_factor_formula] = bus_factor_formula(op);
   return out;
 }
 
@@ -291,10 +291,11 @@ void analyze_collectives(CollectivesRun& run) {
   std::map<std::tuple<int, int, int>, std::size_t> curve_of;
   for (std::size_t i = 0; i < run.records.size(); ++i) {
     const Record& r = run.records[i];
-    const CollectiveOp op = collective_op_from_string(r.params.value("op", std::string()));
+    const CollectiveOp op = collective_op_from_string(r.params.value(param_key::op, std::string()));
     const DType dtype = dtype_of(r);
-    const Placement placement =
-        r.params.value("placement", std::string()) == "in_place" ? Placement::in_place : Placement::out_of_place;
+    const Placement placement = r.params.value(param_key::placement, std::string()) == "in_place"
+                                    ? Placement::in_place
+                                    : Placement::out_of_place;
     const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(dtype), static_cast<int>(placement));
     auto it = curve_of.find(key);
     if (it == curve_of.end()) {
@@ -321,8 +322,8 @@ void analyze_collectives(CollectivesRun& run) {
                               c.placement == Placement::in_place ? "in-place" : "out-of-place");
     for (auto idx : c.records) {
       const Record& r = run.records[idx];
-      const double alg = r.extra.value("algbw_bytes_per_s", 0.0);
-      const double bus = r.extra.value("busbw_bytes_per_s", 0.0);
+      const double alg = r.extra.value(extra_key::algbw_bytes_per_s, 0.0);
+      const double bus = r.extra.value(extra_key::busbw_bytes_per_s, 0.0);
       c.peak_algbw_bytes_per_s = std::max(c.peak_algbw_bytes_per_s, alg);
       c.peak_busbw_bytes_per_s = std::max(c.peak_busbw_bytes_per_s, bus);
       const double rate = c.knees_on_algbw ? alg : bus;

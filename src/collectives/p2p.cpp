@@ -23,7 +23,8 @@ void validate(const P2pOptions& o) {
 
 nlohmann::json p2p_params(int src, int dst, const std::string& direction, const std::string& memory,
                           std::int64_t bytes, const std::string& metric) {
-  return {{"src", src}, {"dst", dst}, {"direction", direction}, {"memory", memory}, {"bytes", bytes}, {"metric", metric}};
+  return {{param_key::src, src},       {param_key::dst, dst},     {param_key::direction, direction},
+          {param_key::memory, memory}, {param_key::bytes, bytes}, {param_key::metric, metric}};
 }
 
 P2pMatrix p2p_matrix(const std::vector<Record>& records, int gpus, const std::string& name,
@@ -33,9 +34,10 @@ P2pMatrix p2p_matrix(const std::vector<Record>& records, int gpus, const std::st
   m.gpus = gpus;
   m.value.assign(gpus, std::vector<double>(gpus, std::numeric_limits<double>::quiet_NaN()));
   for (const auto& r : records) {
-    if (r.name != name || r.params.value("direction", "") != direction || r.params.value("metric", "") != metric)
+    if (r.name != name || r.params.value(param_key::direction, "") != direction ||
+        r.params.value(param_key::metric, "") != metric)
       continue;
-    const int src = r.params.value("src", -1), dst = r.params.value("dst", -1);
+    const int src = r.params.value(param_key::src, -1), dst = r.params.value(param_key::dst, -1);
     if (src < 0 || dst < 0 || src >= gpus || dst >= gpus) continue;
     m.value[src][dst] = metric == "latency" ? r.summary.median * 1e3 : r.bytes_per_s() / 1e9;
   }
@@ -75,10 +77,10 @@ void analyze_p2p(P2pRun& run) {
     }
   for (const auto& r : run.records) {
     if (r.name != "p2p.host") continue;
-    const int src = r.params.value("src", 0), dst = r.params.value("dst", 0);
+    const int src = r.params.value(param_key::src, 0), dst = r.params.value(param_key::dst, 0);
     const std::string link = src < 0 ? fmt::format("host -> GPU {}", dst) : fmt::format("GPU {} -> host", src);
     run.findings.push_back(
-        {fmt::format("{} ({}): {:.1f} GB/s", link, r.params.value("memory", ""), r.bytes_per_s() / 1e9), 1});
+        {fmt::format("{} ({}): {:.1f} GB/s", link, r.params.value(param_key::memory, ""), r.bytes_per_s() / 1e9), 1});
   }
 }
 

@@ -50,14 +50,14 @@ std::optional<double> median_at_full_clocks(const Record& r, const RowClocks& c)
 
 std::optional<std::string> annotate_clocks(Record& r, const RowClocks& c) {
   if (!c.known()) return std::nullopt;
-  r.extra["sm_mhz_median"] = c.median_sm_mhz;
-  r.extra["reduced_clock_samples"] = c.reduced_count;
+  r.extra[extra_key::sm_mhz_median] = c.median_sm_mhz;
+  r.extra[extra_key::reduced_clock_samples] = c.reduced_count;
   if (c.reduced_count == 0) return std::nullopt;
   std::string warning =
       fmt::format("measured at reduced clocks: {} of {} samples ran below {:.0f} MHz (SM clock {:.0f}-{:.0f} MHz)",
                   c.reduced_count, c.sample_sm_mhz.size(), c.reduced_below_mhz, c.min_sm_mhz, c.max_sm_mhz);
   if (const auto full = median_at_full_clocks(r, c)) {
-    r.extra["median_ms_at_full_clocks"] = *full;
+    r.extra[extra_key::median_ms_at_full_clocks] = *full;
     warning += fmt::format("; the median without them is {}", format_ms(*full));
   } else {
     warning += "; every sample was, so the median is a reduced-clock number";

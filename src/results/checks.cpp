@@ -24,7 +24,7 @@ Record to_record(const Measurement& m, const std::string& name, std::optional<DT
   r.l2_flushed = m.l2_flushed;
   r.bytes = bytes;
   r.flops = flops;
-  if (!m.stop_reason.empty()) r.extra["stop_reason"] = m.stop_reason;
+  if (!m.stop_reason.empty()) r.extra[extra_key::stop_reason] = m.stop_reason;
   if (!m.sample_sm_mhz.empty()) r.extra[extra_key::sample_sm_mhz] = m.sample_sm_mhz;
   if (m.settle_ms > 0) {
     r.extra[extra_key::settle_ms] = m.settle_ms;
@@ -128,15 +128,15 @@ std::vector<std::string> add_plausibility_warnings(Record& r, const std::optiona
   if (r.summary.count > 2 && r.summary.cv > cv_limit)
     added.push_back(fmt::format("high spread: CV {:.1f}% (> {:.0f}%); take more samples or check for other load",
                                 r.summary.cv * 100, cv_limit * 100));
-  if (l2_bytes > 0 && r.params.contains("working_set_bytes") && !r.l2_flushed) {
-    const double ws = r.params["working_set_bytes"].get<double>();
+  if (l2_bytes > 0 && r.params.contains(param_key::working_set_bytes) && !r.l2_flushed) {
+    const double ws = r.params[param_key::working_set_bytes].get<double>();
     if (ws <= l2_bytes)
       added.push_back(fmt::format("cache-resident: working set {} fits in the {} L2; this measures the cache",
                                   format_bytes(ws), format_bytes(l2_bytes)));
   }
   const double a = r.clocks_start.sm_mhz, b = r.clocks_end.sm_mhz;
-  if (r.extra.contains("clocks_during") && r.extra["clocks_during"].value("readings", 0) > 0) {
-    const auto& d = r.extra["clocks_during"];
+  if (r.extra.contains(extra_key::clocks_during) && r.extra[extra_key::clocks_during].value("readings", 0) > 0) {
+    const auto& d = r.extra[extra_key::clocks_during];
     const double lo = d.value("sm_mhz_min", -1.0), hi = d.value("sm_mhz_max", -1.0);
     if (lo > 0 && hi > 0 && (hi - lo) / hi > 0.05)
       added.push_back(fmt::format("clocks moved during sampling: SM clock {:.0f}-{:.0f} MHz{}", lo, hi,

@@ -105,7 +105,7 @@ double record_clock_difference(const Record& base, const Record& next) {
 // (CompareOptions::scale_compute_bound_by_clock); 1 when it does not apply or the clocks agree.
 double equal_clock_scale(const Record& base, const Record& next, const CompareOptions& options) {
   if (!options.scale_compute_bound_by_clock) return 1;
-  const auto compute_bound = [](const Record& r) { return r.extra.value("bound", std::string()) == "compute"; };
+  const auto compute_bound = [](const Record& r) { return r.extra.value(extra_key::bound, std::string()) == "compute"; };
   if (!compute_bound(base) || !compute_bound(next)) return 1;
   const double b = median_sample_clock(base), n = median_sample_clock(next);
   if (!(b > 0 && n > 0) || std::abs(b - n) / std::max(b, n) < 0.01) return 1;

@@ -17,17 +17,17 @@ namespace ridge {
 namespace {
 
 std::string shape_text(const nlohmann::json& p) {
-  if (p.contains("m") && p.contains("n") && p.contains("k") && p["m"].is_number() && p["n"].is_number() &&
-      p["k"].is_number()) {
-    if (p["m"] == p["n"] && p["n"] == p["k"]) return fmt::format(" n={}", p["n"].dump());
-    return fmt::format(" {}x{}x{}", p["m"].dump(), p["n"].dump(), p["k"].dump());
+  using namespace param_key;
+  if (p.contains(m) && p.contains(n) && p.contains(k) && p[m].is_number() && p[n].is_number() && p[k].is_number()) {
+    if (p[m] == p[n] && p[n] == p[k]) return fmt::format(" n={}", p[n].dump());
+    return fmt::format(" {}x{}x{}", p[m].dump(), p[n].dump(), p[k].dump());
   }
-  if (p.contains("n") && p["n"].is_number()) return fmt::format(" n={}", p["n"].dump());
-  if (p.contains("elements") && p["elements"].is_number_integer()) {
-    const auto n = p["elements"].get<std::int64_t>();
-    const bool power_of_two = n >= 1024 && (n & (n - 1)) == 0;
-    return power_of_two ? fmt::format(" 2^{} elements", std::countr_zero(static_cast<std::uint64_t>(n)))
-                        : fmt::format(" {} elements", n);
+  if (p.contains(n) && p[n].is_number()) return fmt::format(" n={}", p[n].dump());
+  if (p.contains(elements) && p[elements].is_number_integer()) {
+    const auto count = p[elements].get<std::int64_t>();
+    const bool power_of_two = count >= 1024 && (count & (count - 1)) == 0;
+    return power_of_two ? fmt::format(" 2^{} elements", std::countr_zero(static_cast<std::uint64_t>(count)))
+                        : fmt::format(" {} elements", count);
   }
   return "";
 }
@@ -181,9 +181,10 @@ RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device
   if (measured)
     for (Record r : measured->records) {
       if (sheet) {
-        if (r.name.rfind("ceiling.hbm.", 0) == 0) r.extra["datasheet_bytes_per_s"] = sheet->memory_bytes_per_s;
+        if (r.name.rfind("ceiling.hbm.", 0) == 0) r.extra[extra_key::datasheet_bytes_per_s] = sheet->memory_bytes_per_s;
         if (r.name == "ceiling.fp32_fma" || r.name == "ceiling.tensor")
-          if (const auto s = r.dtype ? sheet->peak(*r.dtype) : std::nullopt) r.extra["datasheet_flops_per_s"] = *s;
+          if (const auto s = r.dtype ? sheet->peak(*r.dtype) : std::nullopt)
+            r.extra[extra_key::datasheet_flops_per_s] = *s;
       }
       a.records.push_back(r);
     }

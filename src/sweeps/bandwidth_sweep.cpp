@@ -17,7 +17,6 @@ namespace {
 
 constexpr double unknown = std::numeric_limits<double>::quiet_NaN();
 
-std::string key(std::string_view k) { return std::string(k); }
 
 }  // namespace
 
@@ -56,12 +55,12 @@ std::string describe(StreamVariant v) {
 }
 
 nlohmann::json stream_params(const StreamPoint& point, bool cold) {
-  return nlohmann::json{{key(param_key::n), point.n},
-                        {key(param_key::elements), point.n},
-                        {key(param_key::op), to_string(point.op)},
-                        {key(param_key::variant), to_string(point.variant)},
-                        {key(param_key::working_set_bytes), stream_working_set_bytes(point.op, point.n)},
-                        {key(param_key::cold), cold}};
+  return nlohmann::json{{param_key::n, point.n},
+                        {param_key::elements, point.n},
+                        {param_key::op, to_string(point.op)},
+                        {param_key::variant, to_string(point.variant)},
+                        {param_key::working_set_bytes, stream_working_set_bytes(point.op, point.n)},
+                        {param_key::cold, cold}};
 }
 
 StreamPoint stream_point(const Record& record) {
@@ -131,14 +130,14 @@ void annotate_stream_record(Record& r, double empty_ms, const CeilingsLookup& ce
   const double rate = r.bytes_per_s();
   const double working_set = stream_working_set_bytes(stream_point(r).op, stream_point(r).n);
   const bool cache_resident = !cold && l2 > 0 && working_set <= l2;
-  r.extra["gb_per_s"] = rate / 1e9;
+  r.extra[extra_key::gb_per_s] = rate / 1e9;
   const double datasheet_bw = datasheet_memory_bytes_per_s(ceilings), measured_bw = measured_memory_bytes_per_s(ceilings);
-  if (measured_bw > 0) r.extra["fraction_of_measured_hbm"] = rate / measured_bw;
-  if (datasheet_bw > 0) r.extra["fraction_of_datasheet"] = rate / datasheet_bw;
-  r.extra["l2_bytes"] = l2;
-  r.extra["cache_resident"] = cache_resident;
-  r.extra["empty_launch_ms"] = empty_ms;
-  r.extra["launch_bound"] = r.summary.median <= launch_bound_factor * empty_ms;
+  if (measured_bw > 0) r.extra[extra_key::fraction_of_measured_hbm] = rate / measured_bw;
+  if (datasheet_bw > 0) r.extra[extra_key::fraction_of_datasheet] = rate / datasheet_bw;
+  r.extra[extra_key::l2_bytes] = l2;
+  r.extra[extra_key::cache_resident] = cache_resident;
+  r.extra[extra_key::empty_launch_ms] = empty_ms;
+  r.extra[extra_key::launch_bound] = r.summary.median <= launch_bound_factor * empty_ms;
   // The roofline floor holds for HBM traffic; a hot, cache-resident working set may beat it.
   std::optional<DeviceCeilings> roof;
   const double floor_bw = std::max(datasheet_bw, measured_bw);
@@ -184,7 +183,7 @@ std::vector<BandwidthCurve> group_curves(const std::vector<Record>& records) {
 // Fills the curve's range, largest point and knees, and records them in its records' extra.
 void analyze_curve(BandwidthCurve& c, std::vector<Record>& records, const CeilingsLookup& ceilings) {
   for (std::size_t i : c.records) {
-    if (!records[i].extra.value("launch_bound", false)) break;
+    if (!records[i].extra.value(extra_key::launch_bound, false)) break;
     c.launch_bound_up_to = stream_point(records[i]).n;
   }
   std::vector<RatePoint> rates;
@@ -198,10 +197,11 @@ void analyze_curve(BandwidthCurve& c, std::vector<Record>& records, const Ceilin
   c.fraction_of_measured = measured_bw > 0 ? c.largest_bytes_per_s / measured_bw : unknown;
   for (std::size_t i : c.records) {
     auto& extra = records[i].extra;
-    extra["launch_bound_up_to_elements"] = c.launch_bound_up_to ? nlohmann::json(*c.launch_bound_up_to) : nlohmann::json(nullptr);
+    extra[extra_key::launch_bound_up_to_elements] =
+        c.launch_bound_up_to ? nlohmann::json(*c.launch_bound_up_to) : nlohmann::json(nullptr);
     for (const auto& k : c.knees)
-      extra[fmt::format("knee_{:.0f}_elements", k.fraction * 100)] = k.size ? nlohmann::json(*k.size) : nlohmann::json(nullptr);
-    if (!c.knees.empty()) extra["knee_ceiling"] = knee_reference_name(ceilings);
+      extra[extra_key::knee_elements(k.fraction)] = k.size ? nlohmann::json(*k.size) : nlohmann::json(nullptr);
+    if (!c.knees.empty()) extra[extra_key::knee_ceiling] = knee_reference_name(ceilings);
   }
 }
 
@@ -217,10 +217,11 @@ void op_findings(const BandwidthSweep& s, const BandwidthCurve& c, std::vector<F
     line += fmt::format(", {} of the {} datasheet", format_percent(c.fraction_of_datasheet),
                         format_bytes_per_s(datasheet_memory_bytes_per_s(ceilings)));
   if (measured_memory_bytes_per_s(ceilings) > 0) line += fmt::format(" ({} of measured)", format_percent(c.fraction_of_measured));
-  if (top.extra.value("cache_resident", false)) line += "; its working set fits in the L2, so this is a cache figure";
+  if (top.extra.value(extra_key::cache_resident, false))
+    line += "; its working set fits in the L2, so this is a cache figure";
   out.push_back({line + ".", 0});
   const Record& smallest = s.records[c.records.front()];
-  const double empty_ms = smallest.extra.value("empty_launch_ms", 0.0);
+  const double empty_ms = smallest.extra.value(extra_key::empty_launch_ms, 0.0);
   if (c.launch_bound_up_to)
     out.push_back({fmt::format("Launch overhead dominates up to {} elements: those calls take within {:.0f}x of an empty "
                                "launch ({} at {}), so the kernel's own work is hidden behind launching it.",

@@ -18,7 +18,6 @@ namespace ridge {
 
 namespace {
 constexpr double unknown = std::numeric_limits<double>::quiet_NaN();
-std::string key(std::string_view k) { return std::string(k); }
 bool is_square(const GemmShape& s) { return s.m == s.n && s.n == s.k; }
 }  // namespace
 
@@ -31,7 +30,7 @@ GemmBackend gemm_backend_from_string(const std::string& name) {
 }
 
 nlohmann::json gemm_params(const GemmShape& shape) {
-  return nlohmann::json{{key(param_key::m), shape.m}, {key(param_key::n), shape.n}, {key(param_key::k), shape.k}};
+  return nlohmann::json{{param_key::m, shape.m}, {param_key::n, shape.n}, {param_key::k, shape.k}};
 }
 
 GemmShape gemm_shape(const Record& record) {
@@ -106,11 +105,15 @@ GemmPlacement annotate_gemm_record(Record& r, const CeilingsLookup& ceilings, do
   GemmPlacement p;
   p.intensity_flop_per_byte = r.intensity_flop_per_byte();
   const bool cache_resident = !cold && l2 > 0 && r.bytes <= l2;  // the working set is A, B and C once
-  r.extra["tflop_per_s"] = rate / 1e12;
-  r.extra["empty_launch_ms"] = empty_ms;
-  r.extra["cache_resident"] = cache_resident;
-  r.extra["l2_bytes"] = l2;
-  auto place = [&](const DeviceCeilings* c, double& attainable, double& of_attainable, double& of_peak, const char* label) {
+  r.extra[extra_key::tflop_per_s] = rate / 1e12;
+  r.extra[extra_key::empty_launch_ms] = empty_ms;
+  r.extra[extra_key::cache_resident] = cache_resident;
+  r.extra[extra_key::l2_bytes] = l2;
+  // Each roof's three numbers, under its own three keys.
+  struct Keys {
+    const char *attainable, *of_attainable, *of_peak;
+  };
+  auto place = [&](const DeviceCeilings* c, double& attainable, double& of_attainable, double& of_peak, Keys keys) {
     if (!has_roof(c, dtype)) {
       attainable = of_attainable = of_peak = unknown;
       return;
@@ -119,16 +122,19 @@ GemmPlacement annotate_gemm_record(Record& r, const CeilingsLookup& ceilings, do
     attainable = attainable_flops(p.intensity_flop_per_byte, peak, bandwidth);
     of_attainable = rate / attainable;
     of_peak = rate / peak;
-    r.extra[fmt::format("{}_attainable_flops_per_s", label)] = attainable;
-    r.extra[fmt::format("fraction_of_{}_attainable", label)] = of_attainable;
-    r.extra[fmt::format("fraction_of_{}_peak", label)] = of_peak;
+    r.extra[keys.attainable] = attainable;
+    r.extra[keys.of_attainable] = of_attainable;
+    r.extra[keys.of_peak] = of_peak;
     if (p.bound.empty())
       p.bound = to_string(classify(p.intensity_flop_per_byte, peak, bandwidth));
   };
   place(ds, p.datasheet_attainable_flops_per_s, p.fraction_of_datasheet_attainable, p.fraction_of_datasheet_peak,
-        "datasheet");
-  place(me, p.measured_attainable_flops_per_s, p.fraction_of_measured_attainable, p.fraction_of_measured_peak, "measured");
-  if (!p.bound.empty()) r.extra["bound"] = p.bound;
+        {extra_key::datasheet_attainable_flops_per_s, extra_key::fraction_of_datasheet_attainable,
+         extra_key::fraction_of_datasheet_peak});
+  place(me, p.measured_attainable_flops_per_s, p.fraction_of_measured_attainable, p.fraction_of_measured_peak,
+        {extra_key::measured_attainable_flops_per_s, extra_key::fraction_of_measured_attainable,
+         extra_key::fraction_of_measured_peak});
+  if (!p.bound.empty()) r.extra[extra_key::bound] = p.bound;
   // A cache-resident working set can beat the HBM floor honestly; the compute floor always holds.
   double floor_peak = std::max(peak_of(ds, dtype), peak_of(me, dtype));
   if (floor_peak <= 0) floor_peak = fastest_known_peak_flops(dtype);
@@ -253,7 +259,7 @@ void analyze_matmul_sweep(MatmulSweep& s) {
       for (auto& r : s.records)
         if (r.dtype == d)
           for (const auto& knee : k.knees)
-            r.extra[fmt::format("knee_{:.0f}_of_{}_peak_n", knee.fraction * 100, label)] =
+            r.extra[extra_key::knee_of_peak_n(knee.fraction, label)] =
                 knee.size ? nlohmann::json(*knee.size) : nlohmann::json(nullptr);
       s.knees.push_back(std::move(k));
     }

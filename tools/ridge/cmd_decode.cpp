@@ -46,10 +46,10 @@ void print_ready(const gpt2::DecodeRun& run, std::FILE* out) {
 }
 
 void print_record(const Record& r, const gpt2::DecodeConfiguration& point, bool pdl, std::FILE* out) {
-  const double tokens_per_s = r.extra.value("tokens_per_s", 0.0);
+  const double tokens_per_s = r.extra.value(extra_key::tokens_per_s, 0.0);
   fmt::print(out, "{:>5} {:>7} {:>5} {:<11} {:>10.4f} {:>10.0f} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}%  {}, {} {}{}\n",
-             point.batch, point.context, r.params.value("mode", ""), to_string(r.method), r.summary.median, tokens_per_s,
-             format_bytes(point.cost.bytes()), point.cost.intensity(), point.ceiling_tokens_per_s,
+             point.batch, point.context, r.params.value(param_key::mode, ""), to_string(r.method), r.summary.median,
+             tokens_per_s, format_bytes(point.cost.bytes()), point.cost.intensity(), point.ceiling_tokens_per_s,
              100 * tokens_per_s / point.ceiling_tokens_per_s, point.kernels_per_step, to_string(point.gemm),
              to_string(point.kernel), pdl ? "+pdl" : "");
   for (const auto& w : r.warnings) fmt::print(out, "      warning: {}\n", w);

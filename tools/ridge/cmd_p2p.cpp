@@ -54,11 +54,12 @@ RIDGE_REGISTER_COMMAND(Command{
         validate(c->options);  // before the GPU: a bad value is exit 2 anywhere
         std::FILE* out = human_stream(c->exports);
         auto row = [](std::FILE* f, const Record& r) {
-          const int src = r.params.value("src", 0), dst = r.params.value("dst", 0);
+          const int src = r.params.value(param_key::src, 0), dst = r.params.value(param_key::dst, 0);
           auto end = [](int g) { return g < 0 ? std::string("host") : fmt::format("GPU {}", g); };
           fmt::print(f, "{:<9} {:<6} -> {:<6} {:<9} {:<9} {:>10} {:>11} {:>10}  checked\n", r.name, end(src), end(dst),
-                     r.params.value("direction", ""), r.params.value("memory", ""), format_bytes(r.bytes),
-                     format_ms(r.summary.median), fmt::format("{:.2f} GB/s", r.bytes_per_s() / 1e9));
+                     r.params.value(param_key::direction, ""), r.params.value(param_key::memory, ""),
+                     format_bytes(r.bytes), format_ms(r.summary.median),
+                     fmt::format("{:.2f} GB/s", r.bytes_per_s() / 1e9));
           std::fflush(f);
         };
         const P2pRun run = run_p2p(c->options, sweep_callbacks("p2p", out, row));

@@ -118,8 +118,8 @@ class RankRunner {
     Record r = to_record(m, "collectives." + to_string(p.op), p.dtype,
                          collective_params(p.op, p.shape, p.placement, ranks_), p.shape.bytes);
     r.verification = "passed";
-    r.extra["check"] = check.summary();
-    r.extra["method_auto"] = !plan_.options.method.has_value();
+    r.extra[extra_key::check] = check.summary();
+    r.extra[extra_key::method_auto] = !plan_.options.method.has_value();
     return r;
   }
 
@@ -422,7 +422,7 @@ CollectivesRun run_collectives(const CollectivesOptions& options, const SweepCal
   // Every record carries every rank's GPU and clocks, so a result file alone says where it ran.
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& info : run.rank_info) ranks.push_back(to_json(info));
-  for (auto& r : run.records) r.extra["ranks"] = ranks;
+  for (auto& r : run.records) r.extra[extra_key::ranks] = ranks;
   if (run.root) analyze_collectives(run);
   run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return run;

@@ -66,14 +66,14 @@ std::vector<TimedMethod> timed_interleaved(int device, detail::Gemm& gemm, const
   for (std::size_t i = 0; i < measured.size(); ++i) {
     const Measurement& m = measured[i];
     nlohmann::json params = gemm_params(gemm.shape());
-    params[std::string(param_key::timing_case)] = which;
+    params[param_key::timing_case] = which;
     Record r = to_record(m, "timing", gemm.dtype(), params, gemm.bytes(), gemm.flops());
-    r.extra["clocks_during"] = clocks.to_json();
-    r.extra["interleaved"] = true;
+    r.extra[extra_key::clocks_during] = clocks.to_json();
+    r.extra[extra_key::interleaved] = true;
     r.verification = check.passed ? "passed" : "failed";
-    r.extra["algorithm"] = gemm.algorithm();
-    r.extra["check"] = check.summary();
-    r.extra["meaning"] = describe(m.method);
+    r.extra[extra_key::algorithm] = gemm.algorithm();
+    r.extra[extra_key::check] = check.summary();
+    r.extra[extra_key::meaning] = describe(m.method);
     r.clocks_start = start;
     r.clocks_end = end;
     rows.push_back(TimedMethod{std::move(r), std::move(plan[i].meaning), {}});

@@ -202,7 +202,7 @@ SectionOutput roofline_section(ReportContext& ctx) {
     auto op = roofline_operation(r);
     if (!op) continue;
     op->series = fmt::format("{} {}{}{}", r.name, to_string(r.method), r.dtype ? " " : "", to_string(r.dtype));
-    op->label = r.params.contains("n") ? "n=" + r.params["n"].dump() : "";
+    op->label = r.params.contains(param_key::n) ? "n=" + r.params[param_key::n].dump() : "";
     plot_options.x_min = std::min(plot_options.x_min, op->intensity_flop_per_byte / 2);
     plot_options.x_max = std::max(plot_options.x_max, op->intensity_flop_per_byte * 2);
     operations.push_back(*op);
@@ -219,7 +219,7 @@ SectionOutput roofline_section(ReportContext& ctx) {
       if (!r->dtype || !c.peak(*r->dtype)) continue;  // no roof of its own dtype: not placed (the plot warns)
       const auto p = place_on_roofline(c, operations[i]);
       md += fmt::format("| {} `{}` | {} | {:.1f} | {} | {} | {}{} |\n", r->name, to_string(r->method),
-                        r->params.contains("n") ? "n=" + r->params["n"].dump() : r->params.dump(),
+                        r->params.contains(param_key::n) ? "n=" + r->params[param_key::n].dump() : r->params.dump(),
                         p.operation.intensity_flop_per_byte, format_flops(p.operation.flops_per_s),
                         format_flops(p.attainable_flops_per_s), format_percent(p.efficiency, 0),
                         p.above_roof() ? " (**impossible**: above the roof)" : "");

@@ -155,7 +155,7 @@ class Prober {
     r.verification = "passed";
     r.clocks_start = start;
     r.clocks_end = read_clocks(device_);
-    r.extra["meaning"] = describe(m.method);
+    r.extra[extra_key::meaning] = describe(m.method);
     add_plausibility_warnings(r, std::nullopt);
     return r;
   }
@@ -164,13 +164,15 @@ class Prober {
     const ClockReading start = read_clocks(device_);
     auto empty = [](cuda_stream s) { launch_empty(s); };
     Measurement spin = measure_spin(empty, timing(20, 10, 64));
-    Record r = record(spin, "ceiling.launch.empty", std::nullopt, {{"kernel", "empty, 1 block x 1 thread"}}, 0, 0, start);
-    r.extra["per_launch_us"] = spin.summary.median * 1e3;
+    Record r = record(spin, "ceiling.launch.empty", std::nullopt, {{param_key::kernel, "empty, 1 block x 1 thread"}}, 0,
+                      0, start);
+    r.extra[extra_key::per_launch_us] = spin.summary.median * 1e3;
     c_.ceilings.empty_launch_us = spin.summary.median * 1e3;
     c_.records.push_back(r);
     Measurement graph = measure_graph(empty, timing(20, 10, 100));
-    Record g = record(graph, "ceiling.launch.empty_graph", std::nullopt, {{"kernel", "empty, 1 block x 1 thread"}}, 0, 0, start);
-    g.extra["per_launch_us"] = graph.summary.median * 1e3;
+    Record g = record(graph, "ceiling.launch.empty_graph", std::nullopt,
+                      {{param_key::kernel, "empty, 1 block x 1 thread"}}, 0, 0, start);
+    g.extra[extra_key::per_launch_us] = graph.summary.median * 1e3;
     c_.empty_launch_graph_us = graph.summary.median * 1e3;
     c_.records.push_back(g);
   }
@@ -191,7 +193,7 @@ class Prober {
     // The reference sum of b runs on the host's cores while the GPU works on the copies.
     std::shared_future<double> b_sum = std::async(std::launch::async, host_group_sum, seed_b, 0, n4).share();
 
-    const nlohmann::json ws{{"elements", n4 * 4}, {"array_bytes", bytes}, {"l2_bytes", l2}};
+    const nlohmann::json ws{{param_key::elements, n4 * 4}, {param_key::array_bytes, bytes}, {param_key::l2_bytes, l2}};
     std::vector<StreamVariant> variants;
     for (int threads : {256, 1024})
       for (int unroll : {2, 4, 8})
@@ -298,12 +300,12 @@ class Prober {
     // many short runs.
     const Measurement m = measure_spin([&](cuda_stream s) { launch(best, best_blocks, s); }, timing(25));
     nlohmann::json params = ws;
-    params["working_set_bytes"] = bytes_moved;
-    params["variant"] = variant_json(best, best_blocks);
+    params[param_key::working_set_bytes] = bytes_moved;
+    params[param_key::variant] = variant_json(best, best_blocks);
     Record r = record(m, name, DType::fp32, params, bytes_moved, 0, start);
-    r.extra["counting"] = counting;
-    r.extra["variants_tried"] = tried;
-    r.extra["variant"] = variant_name(best);
+    r.extra[extra_key::counting] = counting;
+    r.extra[extra_key::variants_tried] = tried;
+    r.extra[extra_key::variant] = variant_name(best);
     c_.records.push_back(r);
   }
 
@@ -339,8 +341,11 @@ class Prober {
             [&](cuda_stream s) { detail::ceiling::launch_l2_read(b.get(), n4, passes, partials.get<double>(), v, blocks, s); },
             timing(9));
         const double rate = ws_bytes * passes / (m.summary.median * 1e-3);
-        const nlohmann::json params{{"working_set_bytes", ws_bytes}, {"passes", passes}, {"l2_bytes", l2},
-                                    {"variant", variant_json(v, blocks)}, {"bytes_counted", ws_bytes * passes}};
+        const nlohmann::json params{{param_key::working_set_bytes, ws_bytes},
+                                    {param_key::passes, passes},
+                                    {param_key::l2_bytes, l2},
+                                    {param_key::variant, variant_json(v, blocks)},
+                                    {param_key::bytes_counted, ws_bytes * passes}};
         tried.push_back({{"variant", variant_json(v, blocks)}, {"bytes_per_s", rate}});
         if (rate > best_rate) {
           best_rate = rate;
@@ -351,10 +356,11 @@ class Prober {
     if (best_params.is_null())
       throw Error(fmt::format("the L2 probe found no launch shape for a {} working set on {} SMs", format_bytes(l2 / 4),
                               d_.sm_count));
-    const double bytes = best_params["bytes_counted"].get<double>();
+    const double bytes = best_params[param_key::bytes_counted].get<double>();
     Record r = record(best_m, "ceiling.l2.read", DType::fp32, best_params, bytes, 0, start);
-    r.extra["counting"] = "a working set of about L2/4 read `passes` times with L2-only loads: bytes = passes x set";
-    r.extra["variants_tried"] = tried;
+    r.extra[extra_key::counting] =
+        "a working set of about L2/4 read `passes` times with L2-only loads: bytes = passes x set";
+    r.extra[extra_key::variants_tried] = tried;
     c_.ceilings.l2_bytes_per_s = r.bytes_per_s();
     c_.records.push_back(r);
   }
@@ -391,8 +397,9 @@ class Prober {
         const double mhz = info[3] > info[2] ? double(info[1] - info[0]) / double(info[3] - info[2]) * 1e3 : 0;
         const double flops = 2.0 * double(total_threads) * chains * iterations;
         const double rate = flops / (m.summary.median * 1e-3);
-        const nlohmann::json params{{"chains_per_thread", chains}, {"threads_per_block", threads}, {"blocks", blocks},
-                                    {"iterations", iterations}, {"observed_sm_mhz", mhz}};
+        const nlohmann::json params{{param_key::chains_per_thread, chains}, {param_key::threads_per_block, threads},
+                                    {param_key::blocks, blocks},         {param_key::iterations, iterations},
+                                    {param_key::observed_sm_mhz, mhz}};
         tried.push_back({{"variant", params}, {"flops_per_s", rate}});
         if (rate > best_rate) {
           best_rate = rate;
@@ -403,10 +410,10 @@ class Prober {
         }
       }
     Record r = record(best_m, "ceiling.fp32_fma", DType::fp32, best_params, 0, best_flops, start);
-    r.extra["counting"] = "2 FLOP per FMA; chains x iterations FMAs per thread";
-    r.extra["observed_sm_mhz"] = best_mhz;
-    r.extra["max_sm_clock_mhz"] = d_.max_sm_clock_mhz;
-    r.extra["variants_tried"] = tried;
+    r.extra[extra_key::counting] = "2 FLOP per FMA; chains x iterations FMAs per thread";
+    r.extra[extra_key::observed_sm_mhz] = best_mhz;
+    r.extra[extra_key::max_sm_clock_mhz] = d_.max_sm_clock_mhz;
+    r.extra[extra_key::variants_tried] = tried;
     c_.ceilings.peak_flops_per_s["fp32"] = r.flops_per_s();
     c_.fp32_observed_sm_mhz = best_mhz;
     c_.records.push_back(r);
@@ -453,10 +460,10 @@ class Prober {
                                             check.summary()));
       const ClockReading start = read_clocks(device_);
       const Measurement m = measure_spin([&](cuda_stream s) { gemm->run(s); }, timing(12, 3));
-      Record r = record(m, "ceiling.tensor", dtype, {{"m", n}, {"n", n}, {"k", n}}, gemm->bytes(),
+      Record r = record(m, "ceiling.tensor", dtype, gemm_params(GemmShape{n, n, n}), gemm->bytes(),
                         gemm->flops(), start);
-      r.extra["algorithm"] = gemm->algorithm();
-      r.extra["check"] = check.summary();
+      r.extra[extra_key::algorithm] = gemm->algorithm();
+      r.extra[extra_key::check] = check.summary();
       c_.ceilings.peak_flops_per_s[to_string(dtype)] = r.flops_per_s();
       c_.records.push_back(r);
     }

@@ -139,16 +139,19 @@ Record to_record(const ReferenceLogitsCheck& check, DType dtype) {
   r.name = "decode.check_logits";
   r.method = Method::none;
   r.dtype = dtype;
-  r.params = {{"batch", check.batch}, {"context", check.length}, {"reference_file", check.path},
-              {"reference", check.kind}};
+  r.params = {{param_key::batch, check.batch},
+              {param_key::context, check.length},
+              {param_key::reference_file, check.path},
+              {param_key::reference, check.kind}};
   r.samples_ms = {0.0};
   finalize(r);
   r.verification = check.comparison.passed ? "passed" : "failed";
-  r.extra = {{"relative_l2_error", check.comparison.relative_l2_error},
-             {"tolerance", check.comparison.tolerance},
-             {"max_abs_error", check.comparison.max_abs_error},
-             {"argmax_agree", check.comparison.argmax_agree}};
-  if (check.error_vs_reference_bf16) r.extra["relative_l2_error_vs_reference_bf16"] = *check.error_vs_reference_bf16;
+  r.extra = {{extra_key::relative_l2_error, check.comparison.relative_l2_error},
+             {extra_key::tolerance, check.comparison.tolerance},
+             {extra_key::max_abs_error, check.comparison.max_abs_error},
+             {extra_key::argmax_agree, check.comparison.argmax_agree}};
+  if (check.error_vs_reference_bf16)
+    r.extra[extra_key::relative_l2_error_vs_reference_bf16] = *check.error_vs_reference_bf16;
   return r;
 }
 

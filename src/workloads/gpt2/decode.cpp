@@ -105,7 +105,8 @@ void sort_by_x(PlotSeries& s) {
 bool is_plotted(const Record& r) { return r.name == "decode" && r.method != Method::spin_hold; }
 
 std::string series_key(const Record& r) {
-  return fmt::format("{} ({}), context {}", r.params.value("mode", ""), to_string(r.method), r.params.value("context", 0));
+  return fmt::format("{} ({}), context {}", r.params.value(param_key::mode, ""), to_string(r.method),
+                     r.params.value(param_key::context, 0));
 }
 
 }  // namespace
@@ -122,8 +123,8 @@ Plot decode_roofline_plot(const DecodeRun& run) {
   });
   std::vector<RooflineOperation> operations;
   for (const Record* r : plotted)
-    operations.push_back({fmt::format("B={}", r->params.value("batch", 0)), to_string(r->dtype), r->intensity_flop_per_byte(),
-                          r->flops_per_s(), series_key(*r), ""});
+    operations.push_back({fmt::format("B={}", r->params.value(param_key::batch, 0)), to_string(r->dtype),
+                          r->intensity_flop_per_byte(), r->flops_per_s(), series_key(*r), ""});
   // Without a measured peak (e.g. --bandwidth) the roof is the fastest known GPU's.
   DeviceCeilings ceilings = run.ceilings;
   const std::string dtype = to_string(run.dtype);
@@ -145,16 +146,16 @@ Plot decode_tokens_plot(const DecodeRun& run) {
   std::map<std::string, PlotSeries> measured, ceilings;
   for (const auto& r : run.records) {
     if (!is_plotted(r)) continue;
-    const double batch = r.params.value("batch", 1);
+    const double batch = r.params.value(param_key::batch, 1);
     auto& s = measured[series_key(r)];
     s.name = series_key(r);
-    s.points.push_back({batch, r.extra.value("tokens_per_s", 0.0), ""});
-    const std::string ckey = fmt::format("decode_ceiling, context {}", r.params.value("context", 0));
+    s.points.push_back({batch, r.extra.value(extra_key::tokens_per_s, 0.0), ""});
+    const std::string ckey = fmt::format("decode_ceiling, context {}", r.params.value(param_key::context, 0));
     auto& c = ceilings[ckey];
     c.name = ckey;
     c.dashed = true;
     c.markers = false;
-    c.points.push_back({batch, r.extra.value("decode_ceiling_tokens_per_s", 0.0), ""});
+    c.points.push_back({batch, r.extra.value(extra_key::decode_ceiling_tokens_per_s, 0.0), ""});
   }
   for (auto& [key, s] : measured) {
     sort_by_x(s);

@@ -88,30 +88,36 @@ std::vector<std::pair<Mode, Measurement>> time_modes(Decoder& decoder, const Swe
 Record decode_record(const Measurement& m, Mode mode, const DecodeConfiguration& point, const Sweep& sweep) {
   const auto& config = sweep.run.config;
   const StepCost& cost = point.cost;
-  const nlohmann::json params{{"model", sweep.run.model_name},      {"batch", point.batch},
-                              {"context", point.context},           {"cached_tokens", point.context - 1},
-                              {"layers", config.layers},            {"heads", config.heads},
-                              {"width", config.width},              {"vocab", config.vocab},
-                              {"gemm", to_string(point.gemm)},      {"kernel", to_string(point.kernel)},
-                              {"pdl", sweep.options.pdl},           {"working_set_bytes", cost.bytes()},
-                              {"mode", to_string(mode)}};
+  const nlohmann::json params{{param_key::model, sweep.run.model_name},
+                              {param_key::batch, point.batch},
+                              {param_key::context, point.context},
+                              {param_key::cached_tokens, point.context - 1},
+                              {param_key::layers, config.layers},
+                              {param_key::heads, config.heads},
+                              {param_key::width, config.width},
+                              {param_key::vocab, config.vocab},
+                              {param_key::gemm, to_string(point.gemm)},
+                              {param_key::kernel, to_string(point.kernel)},
+                              {param_key::pdl, sweep.options.pdl},
+                              {param_key::working_set_bytes, cost.bytes()},
+                              {param_key::mode, to_string(mode)}};
   Record r = ridge::to_record(m, "decode", sweep.run.dtype, params, cost.bytes(), cost.flops);
   r.verification = "passed";
   const double tokens_per_s = point.batch / r.median_s();
   const double ceiling = point.ceiling_tokens_per_s;
   const DeviceCeilings& bw = sweep.run.ceilings;
-  r.extra = {{"tokens_per_s", tokens_per_s},
-             {"ms_per_step", r.summary.median},
-             {"decode_ceiling_tokens_per_s", ceiling},
-             {"fraction_of_ceiling", tokens_per_s / ceiling},
-             {"weight_bytes", cost.weight_bytes},
-             {"kv_bytes_per_sequence", cost.kv_bytes_per_sequence},
-             {"intensity_flop_per_byte", cost.intensity()},
-             {"bandwidth_bytes_per_s", bw.memory_bytes_per_s},
-             {"bandwidth_source", bw.source_text},
-             {"kernels_per_step", point.kernels_per_step},
-             {"check", point.check.summary()},
-             {"meaning", describe(m.method)}};
+  r.extra = {{extra_key::tokens_per_s, tokens_per_s},
+             {extra_key::ms_per_step, r.summary.median},
+             {extra_key::decode_ceiling_tokens_per_s, ceiling},
+             {extra_key::fraction_of_ceiling, tokens_per_s / ceiling},
+             {extra_key::weight_bytes, cost.weight_bytes},
+             {extra_key::kv_bytes_per_sequence, cost.kv_bytes_per_sequence},
+             {extra_key::intensity_flop_per_byte, cost.intensity()},
+             {extra_key::bandwidth_bytes_per_s, bw.memory_bytes_per_s},
+             {extra_key::bandwidth_source, bw.source_text},
+             {extra_key::kernels_per_step, point.kernels_per_step},
+             {extra_key::check, point.check.summary()},
+             {extra_key::meaning, describe(m.method)}};
   r.clocks_end = read_clocks(sweep.options.device);
   // The roofline floor needs the dtype's peak: only measured ceilings have one.
   std::optional<DeviceCeilings> ceilings;

@@ -78,8 +78,11 @@ ProfileRun run_profile(const ProfileOptions& o) {
     r.name = "profile.decode_step";
     r.method = Method::cupti_trace;
     r.dtype = o.dtype;
-    r.params = {{"model", o.model}, {"batch", o.batch}, {"context", o.context}, {"mode", to_string(p.mode)},
-                {"kernel", to_string(run.kernel)}};
+    r.params = {{param_key::model, o.model},
+                {param_key::batch, o.batch},
+                {param_key::context, o.context},
+                {param_key::mode, to_string(p.mode)},
+                {param_key::kernel, to_string(run.kernel)}};
     r.samples_ms = {ms(p.analysis.kernel_span_ns)};
     finalize(r);
     // One traced step cannot be judged (no test reaches significance on one sample); the decode
@@ -87,8 +90,8 @@ ProfileRun run_profile(const ProfileOptions& o) {
     r.gate = RecordGate{.informational = true,
                         .reason = "one traced step: a breakdown of where the time goes, not a timing (the decode "
                                   "records time the step)"};
-    r.extra["analysis"] = trace::to_json(p.analysis);
-    r.extra["trace_path"] = p.trace_path;
+    r.extra[extra_key::analysis] = trace::to_json(p.analysis);
+    r.extra[extra_key::trace_path] = p.trace_path;
     run.records.push_back(std::move(r));
   }
   return run;
