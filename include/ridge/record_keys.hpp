@@ -79,6 +79,10 @@ inline constexpr const char* sample_sm_mhz = "sample_sm_mhz";    ///< the SM clo
 inline constexpr const char* settle_ms = "settle_ms";            ///< time spent settling the clock first
 inline constexpr const char* settled_sm_mhz = "settled_sm_mhz";  ///< the SM clock sampling started at
 inline constexpr const char* stop_reason = "stop_reason";        ///< why adaptive sampling stopped
+/// samples taken below the throttle threshold and dropped
+inline constexpr const char* throttled_samples_dropped = "throttled_samples_dropped";
+/// seconds the GPU was left idle before each held batch
+inline constexpr const char* rest_before_sample_s = "rest_before_sample_s";
 inline constexpr const char* clocks_during = "clocks_during";    ///< clock readings taken while measuring
 inline constexpr const char* sm_mhz_median = "sm_mhz_median";    ///< median of sample_sm_mhz
 inline constexpr const char* reduced_clock_samples = "reduced_clock_samples";  ///< samples at a lowered clock
@@ -157,6 +161,7 @@ std::string knee_of_peak_n(double fraction, const std::string& ceiling_label);
 /// Every extra key with a fixed spelling (the knee_* keys are built), for checks that iterate.
 inline constexpr const char* all_extra_keys[] = {
     extra_key::sample_sm_mhz, extra_key::settle_ms, extra_key::settled_sm_mhz, extra_key::stop_reason,
+    extra_key::throttled_samples_dropped, extra_key::rest_before_sample_s,
     extra_key::clocks_during, extra_key::sm_mhz_median, extra_key::reduced_clock_samples,
     extra_key::median_ms_at_full_clocks, extra_key::interleaved, extra_key::meaning, extra_key::method_choice,
     extra_key::method_auto, extra_key::check, extra_key::algorithm, extra_key::tuning, extra_key::variant,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import json
 import inspect
 import math
 import numbers
@@ -298,25 +299,10 @@ class Measurement(float):
         for what, value in (("bytes", bytes), ("flops", flops)):
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
                 raise _ridge.UsageError(f"{what} must be a finite number (per call), got {value!r}")
-        return {
-            "name": name, "method": self._method, "dtype": dtype, "params": dict(params or {}),
-            "samples_ms": [float(x) for x in self.samples], "repeats_per_sample": self.repeats_per_sample,
-            "l2_flushed": self.l2_flushed, "bytes": float(bytes), "flops": float(flops),
-            "verification": "not_checked", "warnings": self.warnings, "extra": self._record_extra(),
-        }
-
-    def _record_extra(self) -> dict:
-        extra = {"stop_reason": self.stop_reason}
-        if self.sample_sm_mhz:
-            extra["sample_sm_mhz"] = self.sample_sm_mhz  # the key the CLI's clock analysis reads
-        if self.throttled_samples_dropped:
-            extra["throttled_samples_dropped"] = self.throttled_samples_dropped
-        if self.rest_before_sample_s:
-            extra["rest_before_sample_s"] = self.rest_before_sample_s
-        if self.settle_ms > 0:
-            extra["settle_ms"] = self.settle_ms
-            extra["settled_sm_mhz"] = self.settled_sm_mhz
-        return extra
+        if not isinstance(params or {}, dict):
+            raise _ridge.UsageError(f"params must be a dict of the measured case's settings, got {params!r}")
+        return json.loads(_ridge.measurement_record(self._raw, name, self._method, self._divisor, dtype,
+                                                    json.dumps(dict(params or {})), float(bytes), float(flops)))
 
     # ---- the plain-Python helpers' dictionary ------------------------------------------------
     # The textbook helpers return {"median_ms", "min_ms", "max_ms", "samples"}; code written

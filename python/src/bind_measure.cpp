@@ -22,6 +22,7 @@
 #include "measure/cuda/probes.hpp"
 #include "ridge/checks.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/writers.hpp"
 #include "ridge/measure.hpp"
 #include "ridge/stats.hpp"
 
@@ -220,6 +221,23 @@ void bind_measurement(nb::module_& m) {
                  m.settle_reached_steady) = state;
         m.summary = summarize(m.samples_ms);
       });
+  m.def(
+      "measurement_record",
+      [](Measurement measurement, const std::string& name, const std::string& method, int per_call_divisor,
+         const std::string& dtype, const std::string& params_json, double bytes, double flops) {
+        // The record of ridge's result schema, as the CLI writes it (to_record), for a measurement
+        // whose Python wrapper names its method and divides it into calls.
+        measurement.method = method_from_string(method);
+        if (per_call_divisor > 1) {
+          for (double& sample : measurement.samples_ms) sample /= per_call_divisor;
+          measurement.repeats_per_sample *= per_call_divisor;
+          measurement.summary = summarize(measurement.samples_ms);
+        }
+        const std::optional<DType> record_dtype = dtype.empty() ? std::nullopt : std::optional(dtype_from_string(dtype));
+        return to_json(to_record(measurement, name, record_dtype, parse_json(params_json, "params"), bytes, flops)).dump();
+      },
+      "measurement"_a, "name"_a, "method"_a, "per_call_divisor"_a, "dtype"_a, "params_json"_a, "bytes"_a, "flops"_a,
+      "The measurement as a record of ridge's result schema (JSON text).");
   m.def("measurement_warnings", &measurement_warnings, "measurement"_a,
         "What the library says about a measurement on its own (e.g. 'launch-bound: ...').");
 }

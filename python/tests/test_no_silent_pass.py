@@ -176,6 +176,8 @@ def test_settling_is_reported_and_survives_pickling():
     assert record["extra"]["settle_ms"] == 250.0 and record["extra"]["settled_sm_mhz"] == 1755.0
     again = pickle.loads(pickle.dumps(unsettled))
     assert (again.settle_ms, again.settled_sm_mhz, again.settle_reached_steady) == (250.0, 1755.0, False)
+    # The record is the library's (C++ to_record), with every field the measurement has.
+    assert record["method"] == "cuda_events" and record["median_ms"] == 1.0 and record["repeats_per_sample"] == 10
     settled = ridge.Measurement(_raw_events([1.0] * 20, -1, settle=(12.0, 1980.0, True)))
     assert settled.warnings == [] and settled.to_record("add")["extra"]["settle_ms"] == 12.0
 

@@ -38,7 +38,7 @@ def test_a_record_dtype_is_one_of_the_libraries_names():
     m = ridge.measure_wall(lambda: None, samples=3)
     results = ridge.Results()
     assert results.add(m, "x", dtype="bf16")["dtype"] == "bf16"
-    with pytest.raises(ridge.UsageError, match=r"records\[1\]\.dtype: unknown dtype 'int'; expected one of fp32, "):
+    with pytest.raises(ridge.UsageError, match=r"unknown dtype 'int'"):
         results.add(m, "y", dtype="int")
     assert len(results) == 1 and results.to_json()  # the refused record is not kept
 

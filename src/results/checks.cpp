@@ -26,6 +26,8 @@ Record to_record(const Measurement& m, const std::string& name, std::optional<DT
   r.flops = flops;
   if (!m.stop_reason.empty()) r.extra[extra_key::stop_reason] = m.stop_reason;
   if (!m.sample_sm_mhz.empty()) r.extra[extra_key::sample_sm_mhz] = m.sample_sm_mhz;
+  if (m.throttled_samples_dropped > 0) r.extra[extra_key::throttled_samples_dropped] = m.throttled_samples_dropped;
+  if (m.rest_before_sample_s > 0) r.extra[extra_key::rest_before_sample_s] = m.rest_before_sample_s;
   if (m.settle_ms > 0) {
     r.extra[extra_key::settle_ms] = m.settle_ms;
     r.extra[extra_key::settled_sm_mhz] = m.settled_sm_mhz;
