@@ -103,5 +103,9 @@ struct CeilingsLookup {
 /// The datasheet entry matched for `device` (nullopt when none; a broken user catalog file throws
 /// UsageError) and its measured ceilings per `mode` (measuring needs GPU `index`).
 CeilingsLookup ceilings_for(int index, const DeviceDescription& device, CeilingsMode mode);
+/// The ceilings for a device known only by name (a saved trace's): this machine's GPU 0 per `mode`
+/// when its name is `name` (or `name` is empty), else the catalog entry whose longest match name
+/// occurs in `name` (datasheet only), with a note saying which.
+CeilingsLookup ceilings_for_device_named(const std::string& name, CeilingsMode mode);
 
 }  // namespace ridge

@@ -14,6 +14,7 @@ enum class ExitCode : int {
   regression = 5,  ///< `ridge compare`: a significant regression beyond the threshold
   nothing_compared = 6,  ///< `ridge compare`: no record was judged (none matched), so there is no verdict
   missing_library = 7,   ///< a library loaded at run time (NCCL, the MPI plugin) was not found or is unusable
+  counters_unavailable = 8,  ///< hardware counters may not be read here (not permitted, virtualized or MIG GPU)
 };
 
 /// Base of every error ridge throws; `code()` is the exit code the tool maps it to.
@@ -49,6 +50,13 @@ class NoGpuError : public Error {
 class MissingLibraryError : public Error {
  public:
   explicit MissingLibraryError(const std::string& what) : Error(what, ExitCode::missing_library) {}
+};
+
+/// Hardware counters cannot be read in this process: the user lacks the permission
+/// (ERR_NVGPUCTRPERM), or the GPU is virtualized, a MIG slice, or otherwise offers none.
+class CountersUnavailableError : public Error {
+ public:
+  explicit CountersUnavailableError(const std::string& what) : Error(what, ExitCode::counters_unavailable) {}
 };
 
 }  // namespace ridge

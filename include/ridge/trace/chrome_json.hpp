@@ -19,7 +19,10 @@ void write_chrome_trace(const Trace& trace, const std::string& path);
 /// negative duration are left out and counted in Trace::rejected_events. Negative timestamps are
 /// valid: every time is shifted so that the earliest is 0.
 Trace parse_chrome_json(const std::string& text, const std::string& source = "the trace");
-/// Reads and parses a trace file.
+/// Reads and parses a trace file, gzip-compressed or not.
 Trace load_chrome_trace(const std::string& path);
+/// Whether a trace file ridge wrote holds hardware counters: reads only its metadata, which comes
+/// before the events (false for other files, and for files that cannot be read).
+bool chrome_trace_has_counters(const std::string& path);
 
 }  // namespace ridge::trace

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ridge/trace/counters.hpp"
+
 namespace ridge::trace {
 
 using Nanoseconds = std::uint64_t;
@@ -159,6 +161,7 @@ struct Trace {
   Nanoseconds collection_start = 0, collection_stop = 0;  ///< when tracing ran (0 = unknown)
   std::unordered_map<std::uint32_t, std::string> device_names;
   DistributedInfo distributed;        ///< rank and world size when traced inside a multi-process job
+  KernelCounters counters;            ///< hardware counters of the profiled launches (`--counters`)
 
   /// Earliest timestamp of any event (collection_start when there are none).
   Nanoseconds origin() const;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ridge/catalog.hpp"
+#include "ridge/device.hpp"
 #include "ridge/errors.hpp"
 
 namespace ridge {
@@ -31,6 +32,24 @@ CeilingsLookup ceilings_for(int index, const DeviceDescription& device, Ceilings
     case CeilingsMode::measure: lookup.measured = measured_ceilings(index, false); break;
     case CeilingsMode::refresh: lookup.measured = measured_ceilings(index, true); break;
   }
+  return lookup;
+}
+
+CeilingsLookup ceilings_for_device_named(const std::string& name, CeilingsMode mode) {
+  if (device_count() > 0) {
+    const DeviceDescription here = describe_device(0);
+    if (name.empty() || here.name == name) return ceilings_for(0, here, mode);
+  }
+  CeilingsLookup lookup;
+  std::size_t longest = 0;
+  for (const auto& entry : catalog())
+    for (const auto& m : entry.match_names)
+      if (!m.empty() && name.find(m) != std::string::npos && m.size() > longest) {
+        longest = m.size();
+        lookup.datasheet = entry;
+      }
+  lookup.note = lookup.datasheet ? fmt::format("{} is not this machine's GPU: its datasheet ceilings are used", name)
+                                 : fmt::format("no ceilings known for '{}': no GPU of that name here, none in the catalog", name);
   return lookup;
 }
 

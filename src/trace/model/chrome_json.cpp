@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <fstream>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -19,6 +20,7 @@
 #include "ridge/trace/events.hpp"
 #include "ridge/version.hpp"
 #include "ridge/writers.hpp"
+#include "results/gzip.hpp"
 #include "trace/model/json_fields.hpp"
 
 namespace ridge::trace {
@@ -100,6 +102,28 @@ struct Writer {
       if (!inserted && it->second->domain == ApiDomain::driver && a.domain == ApiDomain::runtime) it->second = &a;
     }
   }
+
+  /// A profiled launch's counters as kernel args (Perfetto shows them); the rows themselves are
+  /// in the metadata, which is what the reader reads back.
+  void counter_args(std::uint32_t correlation) {
+    if (trace.counters.rows.empty()) return;
+    if (counter_rows.empty())
+      for (const auto& r : trace.counters.rows) counter_rows.emplace(r.correlation, &r);
+    const auto it = counter_rows.find(correlation);
+    if (it == counter_rows.end()) return;
+    put(R"(,"profiled":true,"counters":{)");
+    for (std::size_t i = 0; i < trace.counters.metrics.size() && i < it->second->values.size(); ++i) {
+      if (i > 0) put(",");
+      const double v = it->second->values[i];
+      fmt::format_to(std::back_inserter(out), "\"{}\":", trace.counters.metrics[i]);
+      if (std::isfinite(v))
+        fmt::format_to(std::back_inserter(out), "{}", v);
+      else
+        put("null");
+    }
+    put("}");
+  }
+  std::unordered_map<std::uint32_t, const CounterRow*> counter_rows;
 
   Us rel(Nanoseconds t) const { return Us{t >= origin ? t - origin : 0}; }
   static Us dur(Nanoseconds s, Nanoseconds e) { return Us{e > s ? e - s : 0}; }
@@ -225,6 +249,7 @@ struct Writer {
         put(R"(,"queued ns before start":)");
         put_uint(k.start - k.queued);
       }
+      counter_args(k.correlation);
       out += "}}";
       flow(launch_of(k.correlation), k.device, k.stream, k.start);
     }
@@ -328,6 +353,7 @@ struct Writer {
                         {"collection_stop_ns", trace.collection_stop},
                         {"devices", nlohmann::json::object()}};
     for (const auto& [id, name] : trace.device_names) meta["devices"][std::to_string(id)] = name;
+    if (!trace.counters.metrics.empty()) meta["counters"] = to_json(trace.counters);
     for (const auto& r : trace.rejected_events) meta["rejected_events"].push_back({{"reason", r.reason}, {"count", r.count}});
     const DistributedInfo& d = trace.distributed;
     if (d.known())
@@ -416,6 +442,7 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
                                      k));
       trace.device_names[device] = v.get<std::string>();
     }
+  if (const auto c = m.find("counters"); c != m.end()) trace.counters = kernel_counters_from_json(*c);
   if (const auto d = m.find("distributed"); d != m.end() && d->is_object()) {
     trace.distributed.launcher = d->value("launcher", std::string());
     trace.distributed.job = d->value("job", std::string());
@@ -658,6 +685,31 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
   return trace;
 }
 
-Trace load_chrome_trace(const std::string& path) { return parse_chrome_json(read_text(path), path); }
+Trace load_chrome_trace(const std::string& path) {
+  return parse_chrome_json(detail::gunzip_if_compressed(read_text(path), path), path);
+}
+
+bool chrome_trace_has_counters(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (in.peek() == 0x1f) {  // gzip's magic: stored traces are kept compressed; read it whole
+    try {
+      const Trace t = load_chrome_trace(path);
+      return !t.counters.metrics.empty();
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  std::string head;
+  std::string chunk(1 << 16, '\0');
+  // ridge's writer puts "ridge":{...,"counters":{...}} before "traceEvents".
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    head.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    const auto events = head.find("\"traceEvents\"");
+    const auto counters = head.find("\"counters\":{\"captured_launches\"");  // keys sorted: the first
+    if (counters != std::string::npos && (events == std::string::npos || counters < events)) return true;
+    if (events != std::string::npos) return false;
+  }
+  return false;
+}
 
 }  // namespace ridge::trace

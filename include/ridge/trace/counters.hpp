@@ -1,0 +1,167 @@
+#pragma once
+// Hardware counters per kernel (`ridge trace --counters roofline`): what the tracer asks CUPTI's
+// range profiler for, what it got back per profiled launch, and the measured roofline built from
+// it. The types and the analysis are CPU-only (src/trace/model/counters.cpp); collection is in
+// src/trace/cupti/kernel_counters.cpp.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ridge {
+struct DeviceCeilings;
+}
+
+namespace ridge::trace {
+
+struct Trace;
+
+/// Which launches are profiled and what is read. Replay costs time (every profiled kernel runs
+/// once per pass, serialized), so the user picks the launches.
+struct CounterOptions {
+  /// A named metric set (counter_set_names()), or "" for only `metrics`.
+  std::string metric_set = "roofline";
+  /// Raw metric names added to the set (CUPTI's names with their rollup, e.g. "dram__bytes_read.sum").
+  std::vector<std::string> metrics;
+  /// Profile every launch inside these steps (0-based, inclusive), counted by the pushes of the
+  /// NVTX range `step_range` on any thread. Unset: no step window.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> steps;
+  std::string step_range;  ///< NVTX range marking a step (needed with `steps`)
+  /// Profile at most this many launches of each kernel name (0 = no limit). Applies inside the
+  /// step window too when one is given.
+  std::uint64_t first_launches_per_kernel = default_first_launches;
+  /// Launches decoded together (the counter data image holds this many ranges).
+  std::size_t ranges_per_decode = 256;
+
+  /// Without a step window, the first launches of each kernel name profiled by default.
+  static constexpr std::uint64_t default_first_launches = 3;
+
+  /// Throws UsageError naming the field (unknown set, empty set and list, steps reversed, steps
+  /// without a step range, ranges_per_decode 0).
+  void validate() const;
+  /// The metric names to collect: the set's, then `metrics` (duplicates removed).
+  std::vector<std::string> metric_names() const;
+};
+
+nlohmann::json to_json(const CounterOptions& options);
+/// Reads to_json's form and validates it; throws UsageError.
+CounterOptions counter_options_from_json(const nlohmann::json& j);
+
+/// "10..12" -> {10, 12}; "7" -> {7, 7}. Throws UsageError on anything else.
+std::pair<std::uint64_t, std::uint64_t> parse_step_window(const std::string& text);
+/// The named metric sets: "roofline".
+std::vector<std::string> counter_set_names();
+/// The metrics of a named set; throws UsageError for an unknown name.
+const std::vector<std::string>& counter_set_metrics(const std::string& set);
+
+/// One profiled launch: its counters, in the order of KernelCounters::metrics.
+struct CounterRow {
+  std::uint32_t correlation = 0;  ///< the launch's CUPTI correlation id (joins its kernel)
+  std::uint32_t device = 0;
+  std::vector<double> values;
+  /// Host time of the launch call (CUPTI's clock, ns). CUPTI gives a replayed kernel no GPU times,
+  /// so the trace places it here, lasting its profiled pass's duration.
+  std::uint64_t launch_ns = 0;
+};
+
+/// What the range profiler collected in one trace.
+struct KernelCounters {
+  std::string metric_set;            ///< as asked ("" = raw list only)
+  std::vector<std::string> metrics;  ///< column names of every row
+  std::vector<std::string> metrics_not_offered;  ///< of the named set, the ones this GPU lacks
+  std::vector<CounterRow> rows;
+  std::size_t passes = 0;            ///< replay passes each profiled kernel ran
+  std::uint64_t launches_profiled = 0;
+  std::uint64_t graph_launches = 0;     ///< graph launches seen: their kernels are not profiled
+  std::uint64_t captured_launches = 0;  ///< launches into a stream being captured: not profiled
+  std::uint64_t ranges_dropped = 0;     ///< ranges CUPTI dropped (rows lost)
+  std::uint64_t ranges_unmatched = 0;   ///< decoded ranges that could not be tied to a launch
+  double profiling_seconds = 0;         ///< wall time spent setting up, starting, stopping and decoding
+  std::string error;                    ///< why collection stopped early ("" = it did not)
+
+  bool empty() const { return rows.empty(); }
+  /// Column of `metric`, nullopt when it was not collected.
+  std::optional<std::size_t> column(const std::string& metric) const;
+  /// Row of the launch with `correlation`, nullptr when it was not profiled.
+  const CounterRow* row_for(std::uint32_t correlation) const;
+};
+
+nlohmann::json to_json(const KernelCounters& counters);
+/// Reads to_json's form; throws UsageError naming the field.
+KernelCounters kernel_counters_from_json(const nlohmann::json& j);
+
+/// What one profiled launch did, from its counters (metrics absent from the row count as 0 and
+/// are named in `missing`).
+struct LaunchWork {
+  double dram_read_bytes = 0, dram_write_bytes = 0, l2_bytes = 0;
+  /// FLOPs by precision: "fp64", "fp32", "fp16" from SASS instruction counts (an FMA counts two),
+  /// and tensor-core FLOPs by source type: "tensor_fp16", "tensor_bf16", "tensor_tf32",
+  /// "tensor_fp8", "tensor_fp64", "tensor_int8" (operations).
+  std::map<std::string, double> flops;
+  double profiled_duration_ns = 0;  ///< gpu__time_duration of the profiled pass
+  double profiled_sm_hz = 0;        ///< SM clock during the profiled pass
+  std::vector<std::string> missing;
+
+  double dram_bytes() const { return dram_read_bytes + dram_write_bytes; }
+  double total_flops() const;
+  /// The precision with the most FLOPs ("" when none).
+  std::string dominant_precision() const;
+};
+LaunchWork launch_work(const KernelCounters& counters, const CounterRow& row);
+
+/// The ceiling dtype name a precision is judged against: "tensor_bf16" -> "bf16", "fp32" -> "fp32".
+std::string ceiling_dtype_of(const std::string& precision);
+
+enum class Bound { memory, compute, neither };
+std::string to_string(Bound b);
+
+/// One kernel name (or NVTX operator, or step) on the measured roofline.
+struct CounterRooflineRow {
+  std::string name;
+  std::uint64_t calls = 0;           ///< launches in the trace
+  std::uint64_t profiled_calls = 0;  ///< launches with counters
+  /// Time of the launches that ran untouched (profiled launches' replayed times never count);
+  /// when every launch was profiled, the profiled passes' durations, and `time_from_profiled_pass`.
+  double time_ns = 0;
+  bool time_from_profiled_pass = false;
+  double time_share = 0;          ///< of all kernel time in the trace
+  // Per call, averaged over the profiled launches.
+  double dram_bytes = 0, l2_bytes = 0, flops = 0;
+  std::map<std::string, double> flops_by_precision;
+  std::string precision;          ///< dominant precision ("" = no FLOPs)
+  double intensity = 0;           ///< FLOPs per DRAM byte (0 when no DRAM traffic)
+  double attained_flops_per_s = 0, attained_bytes_per_s = 0;
+  double flops_share_of_peak = 0, bytes_share_of_peak = 0;  ///< of the ceilings (0 when unknown)
+  Bound bound = Bound::neither;
+  std::string reason;             ///< why this bound, in words
+  double time_at_roof_ns = 0;     ///< all calls, at the roof of the binding resource
+  double win_ns = 0;              ///< time_ns - time_at_roof_ns (>= 0)
+  double whole_speedup = 1;       ///< Amdahl: the whole trace's kernel time over it minus the win
+};
+
+struct CounterRoofline {
+  std::vector<CounterRooflineRow> kernels;  ///< ranked by win, largest first
+  double kernel_time_ns = 0;      ///< all kernels in the trace, untouched launches
+  std::string ceilings_source;    ///< where the ceilings come from, for sentences
+  double memory_bytes_per_s = 0;
+  std::map<std::string, double> peak_flops_per_s;
+  std::vector<std::string> notes;
+};
+
+/// Kernels whose launches took less than this are launch- or latency-bound whatever their counters.
+inline constexpr double latency_bound_below_ns = 5000;
+/// A kernel at or above this share of its roof is bound by it; below, neither resource binds it.
+inline constexpr double bound_share_threshold = 0.5;
+
+/// The measured roofline of every profiled kernel name in `trace`, against `ceilings`.
+CounterRoofline counter_roofline(const Trace& trace, const DeviceCeilings& ceilings);
+/// A text table of the top `rows` kernels.
+std::string to_text(const CounterRoofline& r, std::size_t rows = 15);
+nlohmann::json to_json(const CounterRoofline& r);
+
+}  // namespace ridge::trace

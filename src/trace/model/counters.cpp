@@ -1,0 +1,260 @@
+// Hardware counters per kernel: the metric sets, their JSON form, what a profiled launch did
+// (bytes and FLOPs by precision) and the measured roofline of every kernel name.
+#include "ridge/trace/counters.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "ridge/ceilings.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/trace/events.hpp"
+
+namespace ridge::trace {
+
+namespace {
+
+constexpr const char* duration_metric = "gpu__time_duration.sum";
+constexpr const char* sm_clock_metric = "sm__cycles_elapsed.avg.per_second";
+constexpr const char* dram_read_metric = "dram__bytes_read.sum";
+constexpr const char* dram_write_metric = "dram__bytes_write.sum";
+constexpr const char* l2_metric = "lts__t_bytes.sum";
+constexpr std::string_view sass_prefix = "smsp__sass_thread_inst_executed_op_";
+constexpr std::string_view tensor_prefix = "sm__ops_path_tensor_src_";
+
+/// The roofline set: time and clock of the profiled pass, DRAM and L2 bytes, the SASS FP64, FP32
+/// and FP16 instruction counts (per thread, predicated on) and the tensor-core operation paths
+/// (which count FLOPs: a BF16 m*n*k GEMM gives 2*m*n*k). Paths a GPU lacks are left out there.
+const std::vector<std::string>& roofline_metrics() {
+  static const std::vector<std::string> metrics = [] {
+    std::vector<std::string> m{duration_metric, sm_clock_metric, dram_read_metric, dram_write_metric, l2_metric};
+    for (const char* precision : {"d", "f", "h"})
+      for (const char* op : {"fma", "add", "mul"}) m.push_back(fmt::format("{}{}{}_pred_on.sum", sass_prefix, precision, op));
+    for (const char* path : {"fp16_dst_fp16", "fp16_dst_fp32", "bf16_dst_fp32", "tf32_dst_fp32", "fp8_dst_fp16",
+                             "fp8_dst_fp32", "fp64", "int8"})
+      m.push_back(fmt::format("{}{}.sum", tensor_prefix, path));
+    return m;
+  }();
+  return metrics;
+}
+
+const std::unordered_map<std::string, const std::vector<std::string>*>& metric_sets() {
+  static const std::unordered_map<std::string, const std::vector<std::string>*> sets{{"roofline", &roofline_metrics()}};
+  return sets;
+}
+
+/// FLOPs one counted instruction or operation stands for, and the precision it is booked under;
+/// {0, ""} for metrics that are not FLOPs.
+std::pair<double, std::string> flops_of_metric(std::string_view metric) {
+  if (metric.starts_with(sass_prefix)) {
+    const std::string_view op = metric.substr(sass_prefix.size(), 4);  // e.g. "ffma"
+    const char precision = op.empty() ? '?' : op[0];
+    const std::string name = precision == 'd' ? "fp64" : precision == 'f' ? "fp32" : precision == 'h' ? "fp16" : "";
+    if (name.empty()) return {0, ""};
+    return {op.substr(1, 3) == "fma" ? 2.0 : 1.0, name};
+  }
+  if (metric.starts_with(tensor_prefix)) {
+    std::string_view source = metric.substr(tensor_prefix.size());
+    source = source.substr(0, std::min(source.find("_dst"), source.find('.')));
+    if (source.starts_with("fp8")) source = "fp8";
+    return {1.0, "tensor_" + std::string(source)};
+  }
+  return {0, ""};
+}
+
+std::uint64_t parse_step(std::string_view text, const std::string& whole) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+    throw UsageError(fmt::format("steps '{}' is not a step or a window FIRST..LAST of steps (e.g. 10..12)", whole));
+  return v;
+}
+
+}  // namespace
+
+std::pair<std::uint64_t, std::uint64_t> parse_step_window(const std::string& text) {
+  const auto dots = text.find("..");
+  if (dots == std::string::npos) {
+    const std::uint64_t step = parse_step(text, text);
+    return {step, step};
+  }
+  const std::pair<std::uint64_t, std::uint64_t> w{parse_step(std::string_view(text).substr(0, dots), text),
+                                                  parse_step(std::string_view(text).substr(dots + 2), text)};
+  if (w.second < w.first) throw UsageError(fmt::format("steps '{}' ends before it begins", text));
+  return w;
+}
+
+std::vector<std::string> counter_set_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, metrics] : metric_sets()) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const std::vector<std::string>& counter_set_metrics(const std::string& set) {
+  const auto it = metric_sets().find(set);
+  if (it == metric_sets().end())
+    throw UsageError(fmt::format("metric_set '{}' is not a metric set; the sets are: {}", set,
+                                 fmt::join(counter_set_names(), ", ")));
+  return *it->second;
+}
+
+void CounterOptions::validate() const {
+  if (!metric_set.empty()) counter_set_metrics(metric_set);
+  if (metric_set.empty() && metrics.empty()) throw UsageError("metrics: give a metric set or at least one metric");
+  for (const auto& m : metrics)
+    if (m.empty() || m.find('.') == std::string::npos)
+      throw UsageError(fmt::format("metrics: '{}' is not a metric with its rollup (e.g. dram__bytes_read.sum)", m));
+  if (steps && steps->second < steps->first) throw UsageError("steps: the window ends before it begins");
+  if (steps && step_range.empty()) throw UsageError("steps: a step window needs the NVTX range that marks a step (step_range)");
+  if (ranges_per_decode == 0) throw UsageError("ranges_per_decode must be at least 1");
+}
+
+nlohmann::json to_json(const CounterOptions& o) {
+  nlohmann::json j{{"metric_set", o.metric_set}, {"metrics", o.metrics}, {"step_range", o.step_range},
+                   {"first_launches_per_kernel", o.first_launches_per_kernel}, {"ranges_per_decode", o.ranges_per_decode}};
+  if (o.steps) j["steps"] = {o.steps->first, o.steps->second};
+  return j;
+}
+
+CounterOptions counter_options_from_json(const nlohmann::json& j) {
+  CounterOptions o;
+  try {
+    o.metric_set = j.value("metric_set", o.metric_set);
+    o.metrics = j.value("metrics", o.metrics);
+    o.step_range = j.value("step_range", o.step_range);
+    o.first_launches_per_kernel = j.value("first_launches_per_kernel", o.first_launches_per_kernel);
+    o.ranges_per_decode = j.value("ranges_per_decode", o.ranges_per_decode);
+    if (const auto s = j.find("steps"); s != j.end()) o.steps = std::pair{s->at(0).get<std::uint64_t>(), s->at(1).get<std::uint64_t>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("counter options: malformed ({})", e.what()));
+  }
+  o.validate();
+  return o;
+}
+
+std::vector<std::string> CounterOptions::metric_names() const {
+  std::vector<std::string> names;
+  if (!metric_set.empty()) names = counter_set_metrics(metric_set);
+  for (const auto& m : metrics)
+    if (std::find(names.begin(), names.end(), m) == names.end()) names.push_back(m);
+  return names;
+}
+
+std::optional<std::size_t> KernelCounters::column(const std::string& metric) const {
+  const auto it = std::find(metrics.begin(), metrics.end(), metric);
+  if (it == metrics.end()) return std::nullopt;
+  return static_cast<std::size_t>(it - metrics.begin());
+}
+
+const CounterRow* KernelCounters::row_for(std::uint32_t correlation) const {
+  for (const auto& r : rows)
+    if (r.correlation == correlation) return &r;
+  return nullptr;
+}
+
+nlohmann::json to_json(const KernelCounters& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : c.rows) rows.push_back({{"correlation", r.correlation}, {"device", r.device}, {"launch_ns", r.launch_ns}, {"values", r.values}});
+  return {{"metric_set", c.metric_set},
+          {"metrics", c.metrics},
+          {"metrics_not_offered", c.metrics_not_offered},
+          {"passes", c.passes},
+          {"launches_profiled", c.launches_profiled},
+          {"graph_launches", c.graph_launches},
+          {"captured_launches", c.captured_launches},
+          {"ranges_dropped", c.ranges_dropped},
+          {"ranges_unmatched", c.ranges_unmatched},
+          {"profiling_seconds", c.profiling_seconds},
+          {"error", c.error},
+          {"rows", rows}};
+}
+
+KernelCounters kernel_counters_from_json(const nlohmann::json& j) {
+  KernelCounters c;
+  try {
+    c.metric_set = j.value("metric_set", std::string());
+    c.metrics = j.at("metrics").get<std::vector<std::string>>();
+    c.metrics_not_offered = j.value("metrics_not_offered", std::vector<std::string>{});
+    c.passes = j.value("passes", std::size_t{0});
+    c.launches_profiled = j.value("launches_profiled", std::uint64_t{0});
+    c.graph_launches = j.value("graph_launches", std::uint64_t{0});
+    c.captured_launches = j.value("captured_launches", std::uint64_t{0});
+    c.ranges_dropped = j.value("ranges_dropped", std::uint64_t{0});
+    c.ranges_unmatched = j.value("ranges_unmatched", std::uint64_t{0});
+    c.profiling_seconds = j.value("profiling_seconds", 0.0);
+    c.error = j.value("error", std::string());
+    for (const auto& r : j.at("rows")) {
+      CounterRow row{r.at("correlation").get<std::uint32_t>(), r.value("device", std::uint32_t{0}), {},
+                     r.value("launch_ns", std::uint64_t{0})};
+      for (const auto& v : r.at("values"))  // a value CUPTI could not give is written as null
+        row.values.push_back(v.is_null() ? std::nan("") : v.get<double>());
+      if (row.values.size() != c.metrics.size())
+        throw UsageError(fmt::format("counters: the row of launch {} has {} values for {} metrics", row.correlation,
+                                     row.values.size(), c.metrics.size()));
+      c.rows.push_back(std::move(row));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("counters: malformed ({})", e.what()));
+  }
+  return c;
+}
+
+double LaunchWork::total_flops() const {
+  double sum = 0;
+  for (const auto& [precision, f] : flops) sum += f;
+  return sum;
+}
+
+std::string LaunchWork::dominant_precision() const {
+  std::string best;
+  double most = 0;
+  for (const auto& [precision, f] : flops)
+    if (f > most) most = f, best = precision;
+  return best;
+}
+
+LaunchWork launch_work(const KernelCounters& counters, const CounterRow& row) {
+  LaunchWork w;
+  auto value = [&](const char* metric) {
+    const auto col = counters.column(metric);
+    if (!col) {
+      w.missing.push_back(metric);
+      return 0.0;
+    }
+    const double v = row.values.at(*col);
+    return std::isfinite(v) ? v : 0.0;
+  };
+  w.dram_read_bytes = value(dram_read_metric);
+  w.dram_write_bytes = value(dram_write_metric);
+  w.l2_bytes = value(l2_metric);
+  w.profiled_duration_ns = value(duration_metric);
+  w.profiled_sm_hz = value(sm_clock_metric);
+  for (std::size_t i = 0; i < counters.metrics.size() && i < row.values.size(); ++i) {
+    const auto [per_count, precision] = flops_of_metric(counters.metrics[i]);
+    if (!precision.empty() && row.values[i] > 0) w.flops[precision] += per_count * row.values[i];
+  }
+  return w;
+}
+
+std::string ceiling_dtype_of(const std::string& precision) {
+  if (precision.starts_with("tensor_")) {
+    const std::string source = precision.substr(7);
+    return source == "fp8" ? "fp8_e4m3" : source;
+  }
+  return precision;
+}
+
+std::string to_string(Bound b) {
+  switch (b) {
+    case Bound::memory: return "memory";
+    case Bound::compute: return "compute";
+    case Bound::neither: return "neither";
+  }
+  return "neither";
+}
+
+}  // namespace ridge::trace

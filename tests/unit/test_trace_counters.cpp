@@ -1,0 +1,272 @@
+// Hardware counters in the trace model: options, what a profiled launch did, the measured
+// roofline of a synthetic trace, and the counters' round trip through the Chrome trace.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "ridge/ceilings.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/counters.hpp"
+#include "ridge/trace/events.hpp"
+
+using namespace ridge::trace;
+
+namespace {
+
+const std::vector<std::string> metrics{"gpu__time_duration.sum",
+                                       "sm__cycles_elapsed.avg.per_second",
+                                       "dram__bytes_read.sum",
+                                       "dram__bytes_write.sum",
+                                       "lts__t_bytes.sum",
+                                       "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+                                       "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+                                       "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
+                                       "sm__ops_path_tensor_src_bf16_dst_fp32.sum"};
+
+/// duration ns, clock Hz, DRAM read, DRAM write, L2, FFMA, FADD, HFMA, BF16 tensor ops.
+std::vector<double> values(double ns, double read, double write, double ffma, double fadd, double tensor) {
+  return {ns, 1.98e9, read, write, read + write, ffma, fadd, 0, tensor};
+}
+
+ridge::DeviceCeilings ceilings() {
+  ridge::DeviceCeilings c;
+  c.source_text = "test ceilings";
+  c.memory_bytes_per_s = 4e12;               // 4 TB/s
+  c.peak_flops_per_s = {{"fp32", 50e12}, {"bf16", 800e12}};
+  return c;
+}
+
+/// Three kernel names, each launched `calls` times, the first launch of each profiled. Profiled
+/// launches' recorded durations are ten times their untouched ones: replay must not leak into time.
+Trace roofline_trace(int calls = 4) {
+  Trace t;
+  t.counters.metric_set = "roofline";
+  t.counters.metrics = metrics;
+  const std::uint32_t stream = t.strings.intern("stream_add");  // 3 GB at 4 TB/s: 750 us at the roof
+  const std::uint32_t gemm = t.strings.intern("gemm_bf16");     // 2*4096^3 at 800 TFLOP/s: 172 us
+  const std::uint32_t tiny = t.strings.intern("tiny");          // 2 us, a few bytes
+  struct Kind {
+    std::uint32_t name;
+    Nanoseconds ns;
+    std::vector<double> counters;
+  };
+  const double gemm_flops = 2.0 * 4096 * 4096 * 4096;
+  const std::vector<Kind> kinds{
+      {stream, 900'000, values(900'000, 2e9, 1e9, 0, 268435456, 0)},
+      {gemm, 250'000, values(250'000, 1e8, 3.4e7, 0, 0, gemm_flops)},
+      {tiny, 2'000, values(2'000, 4096, 4096, 0, 0, 0)},
+  };
+  std::uint32_t correlation = 1;
+  Nanoseconds now = 1'000'000;
+  for (int call = 0; call < calls; ++call)
+    for (const auto& k : kinds) {
+      Kernel kernel;
+      kernel.name = k.name;
+      kernel.correlation = correlation++;
+      const bool profiled = call == 0;
+      kernel.start = now;
+      kernel.end = now + (profiled ? 10 * k.ns : k.ns);
+      now = kernel.end + 1000;
+      t.kernels.push_back(kernel);
+      if (profiled) t.counters.rows.push_back({kernel.correlation, 0, k.counters});
+    }
+  return t;
+}
+
+const CounterRooflineRow& row(const CounterRoofline& r, const std::string& name) {
+  for (const auto& k : r.kernels)
+    if (k.name == name) return k;
+  throw std::runtime_error("no row " + name);
+}
+
+}  // namespace
+
+TEST(TraceCounters, OptionsAreChecked) {
+  CounterOptions o;
+  EXPECT_NO_THROW(o.validate());
+  EXPECT_FALSE(o.metric_names().empty());
+  o.metric_set = "everything";
+  EXPECT_THROW(o.validate(), ridge::UsageError);
+  o.metric_set = "";
+  EXPECT_THROW(o.validate(), ridge::UsageError);  // neither a set nor a metric
+  o.metrics = {"dram__bytes_read"};
+  EXPECT_THROW(o.validate(), ridge::UsageError);  // no rollup
+  o.metrics = {"dram__bytes_read.sum"};
+  EXPECT_NO_THROW(o.validate());
+  o.steps = std::pair<std::uint64_t, std::uint64_t>{10, 12};
+  EXPECT_THROW(o.validate(), ridge::UsageError);  // steps without the range that marks them
+  o.step_range = "step";
+  EXPECT_NO_THROW(o.validate());
+  const CounterOptions back = counter_options_from_json(to_json(o));
+  EXPECT_EQ(back.metrics, o.metrics);
+  EXPECT_EQ(back.steps, o.steps);
+  EXPECT_EQ(back.step_range, "step");
+}
+
+TEST(TraceCounters, StepWindowsParse) {
+  EXPECT_EQ(parse_step_window("10..12"), (std::pair<std::uint64_t, std::uint64_t>{10, 12}));
+  EXPECT_EQ(parse_step_window("7"), (std::pair<std::uint64_t, std::uint64_t>{7, 7}));
+  for (const char* bad : {"", "12..10", "a..b", "1..", "..3", "-1", "1...3"})
+    EXPECT_THROW(parse_step_window(bad), ridge::UsageError) << bad;
+}
+
+TEST(TraceCounters, LaunchWorkCountsAnFmaAsTwoAndTensorOpsAsFlops) {
+  KernelCounters c;
+  c.metrics = metrics;
+  const CounterRow r{1, 0, {1000, 1.9e9, 100, 50, 400, 10, 3, 5, 4096}};
+  const LaunchWork w = launch_work(c, r);
+  EXPECT_DOUBLE_EQ(w.dram_bytes(), 150);
+  EXPECT_DOUBLE_EQ(w.l2_bytes, 400);
+  EXPECT_DOUBLE_EQ(w.flops.at("fp32"), 2 * 10 + 3);
+  EXPECT_DOUBLE_EQ(w.flops.at("fp16"), 2 * 5);
+  EXPECT_DOUBLE_EQ(w.flops.at("tensor_bf16"), 4096);
+  EXPECT_EQ(w.dominant_precision(), "tensor_bf16");
+  EXPECT_DOUBLE_EQ(w.profiled_sm_hz, 1.9e9);
+  EXPECT_TRUE(w.missing.empty());
+  KernelCounters bare;
+  bare.metrics = {"dram__bytes_read.sum"};
+  const LaunchWork partial = launch_work(bare, CounterRow{1, 0, {std::nan("")}});
+  EXPECT_EQ(partial.dram_read_bytes, 0);  // a value CUPTI could not give counts as nothing
+  EXPECT_FALSE(partial.missing.empty());
+  EXPECT_EQ(ceiling_dtype_of("tensor_bf16"), "bf16");
+  EXPECT_EQ(ceiling_dtype_of("tensor_fp8"), "fp8_e4m3");
+  EXPECT_EQ(ceiling_dtype_of("fp32"), "fp32");
+}
+
+TEST(TraceCounters, RooflineNamesTheBoundAndRanksByWin) {
+  const CounterRoofline r = counter_roofline(roofline_trace(), ceilings());
+  ASSERT_EQ(r.kernels.size(), 3u);
+  const auto& stream = row(r, "stream_add");
+  EXPECT_EQ(stream.bound, Bound::memory);
+  EXPECT_EQ(stream.calls, 4u);
+  EXPECT_EQ(stream.profiled_calls, 1u);
+  // Time from the untouched launches only: 4 calls x 900 us, not the replayed 9 ms.
+  EXPECT_DOUBLE_EQ(stream.time_ns, 4 * 900'000.0);
+  EXPECT_FALSE(stream.time_from_profiled_pass);
+  EXPECT_NEAR(stream.bytes_share_of_peak, 3e9 / 900e-6 / 4e12, 1e-9);
+  EXPECT_NEAR(stream.time_at_roof_ns, 4 * 750'000.0, 1);
+  const auto& gemm = row(r, "gemm_bf16");
+  EXPECT_EQ(gemm.bound, Bound::compute);
+  EXPECT_EQ(gemm.precision, "tensor_bf16");
+  EXPECT_NEAR(gemm.intensity, 2.0 * 4096 * 4096 * 4096 / 1.34e8, 1);
+  const auto& tiny = row(r, "tiny");
+  EXPECT_EQ(tiny.bound, Bound::neither);
+  EXPECT_NE(tiny.reason.find("launch and latency"), std::string::npos) << tiny.reason;
+  // Ranked by the time won at the roof; Amdahl over all kernel time.
+  for (std::size_t i = 1; i < r.kernels.size(); ++i) EXPECT_GE(r.kernels[i - 1].win_ns, r.kernels[i].win_ns);
+  EXPECT_EQ(r.kernels.front().name, "stream_add");  // 600 us won against the GEMM's 312 us
+  EXPECT_NEAR(r.kernel_time_ns, 4 * (900'000.0 + 250'000 + 2'000), 1);
+  EXPECT_NEAR(stream.whole_speedup, r.kernel_time_ns / (r.kernel_time_ns - stream.win_ns), 1e-12);
+  const std::string text = to_text(r);
+  EXPECT_NE(text.find("stream_add"), std::string::npos);
+  EXPECT_NE(text.find("memory"), std::string::npos);
+}
+
+TEST(TraceCounters, EveryLaunchProfiledTakesTheProfiledPassTimeAndSaysSo) {
+  const CounterRoofline r = counter_roofline(roofline_trace(1), ceilings());
+  const auto& stream = row(r, "stream_add");
+  EXPECT_TRUE(stream.time_from_profiled_pass);
+  EXPECT_DOUBLE_EQ(stream.time_ns, 900'000.0);  // gpu__time_duration, not the activity record's 9 ms
+}
+
+TEST(TraceCounters, KernelsWithoutCountersAndMissingPeaksAreNoted) {
+  Trace t = roofline_trace();
+  Kernel k;
+  k.name = t.strings.intern("unprofiled");
+  k.correlation = 999;
+  k.start = 1;
+  k.end = 100'001;
+  t.kernels.push_back(k);
+  ridge::DeviceCeilings c = ceilings();
+  c.peak_flops_per_s.erase("bf16");
+  const CounterRoofline r = counter_roofline(t, c);
+  EXPECT_EQ(r.kernels.size(), 3u);
+  bool unprofiled = false, no_peak = false;
+  for (const auto& n : r.notes) {
+    unprofiled |= n.find("1 kernel names") != std::string::npos;
+    no_peak |= n.find("no tensor_bf16 peak") != std::string::npos;
+  }
+  EXPECT_TRUE(unprofiled);
+  EXPECT_TRUE(no_peak);
+}
+
+TEST(TraceCounters, CountersRoundTripThroughTheChromeTrace) {
+  Trace t = roofline_trace(2);
+  t.counters.passes = 7;
+  t.counters.graph_launches = 3;
+  t.counters.rows[1].values[4] = std::nan("");  // a metric CUPTI could not give
+  const std::string json = to_chrome_json(t);
+  EXPECT_NE(json.find(R"("profiled":true,"counters":{"gpu__time_duration.sum":)"), std::string::npos);
+  const Trace back = parse_chrome_json(json);
+  ASSERT_EQ(back.counters.rows.size(), t.counters.rows.size());
+  EXPECT_EQ(back.counters.metrics, t.counters.metrics);
+  EXPECT_EQ(back.counters.passes, 7u);
+  EXPECT_EQ(back.counters.graph_launches, 3u);
+  EXPECT_TRUE(std::isnan(back.counters.rows[1].values[4]));
+  EXPECT_DOUBLE_EQ(back.counters.rows[0].values[2], t.counters.rows[0].values[2]);
+  const CounterRoofline a = counter_roofline(t, ceilings()), b = counter_roofline(back, ceilings());
+  ASSERT_EQ(a.kernels.size(), b.kernels.size());
+  for (std::size_t i = 0; i < a.kernels.size(); ++i) {
+    EXPECT_EQ(a.kernels[i].name, b.kernels[i].name);
+    EXPECT_NEAR(a.kernels[i].win_ns, b.kernels[i].win_ns, 1e-6 * a.kernels[i].time_ns + 2);
+  }
+}
+
+TEST(TraceCounters, AFileSaysWhetherItHoldsCountersFromItsMetadata) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("ridge_counters_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string with = (dir / "with.json").string(), without = (dir / "without.json").string();
+  write_chrome_trace(roofline_trace(2), with);
+  Trace plain = roofline_trace(2);
+  plain.counters = KernelCounters{};
+  write_chrome_trace(plain, without);
+  EXPECT_TRUE(chrome_trace_has_counters(with));
+  EXPECT_FALSE(chrome_trace_has_counters(without));
+  EXPECT_FALSE(chrome_trace_has_counters((dir / "missing.json").string()));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TraceCounters, MalformedCountersAreUsageErrors) {
+  nlohmann::json j = to_json(roofline_trace(1).counters);
+  j["rows"][0]["values"].erase(0);
+  EXPECT_THROW(kernel_counters_from_json(j), ridge::UsageError);
+  EXPECT_THROW(kernel_counters_from_json(nlohmann::json::object()), ridge::UsageError);
+}
+
+// A trace the H200 wrote (results/h200/counters): `ridge trace --counters roofline` around
+// `ridge matmul --dtypes bf16 --sizes 4096`. The tensor FLOPs of every GEMM launch are 2*m*n*k
+// with m and n rounded up to the kernel's tile (an overhanging tile computes its padding too).
+TEST(TraceCountersStoredH200, BF16GemmTensorFlopsAreTwoMnkOverTheTiles) {
+  const auto path = std::filesystem::path(RIDGE_SOURCE_DIR) / "results" / "h200" / "counters" / "gemm_trace.json.gz";
+  ASSERT_TRUE(chrome_trace_has_counters(path.string()));
+  const Trace t = load_chrome_trace(path.string());
+  ASSERT_EQ(t.counters.passes, 5u);
+  ASSERT_EQ(t.counters.rows.size(), 33u);
+  ridge::DeviceCeilings c;
+  c.source_text = "H200 datasheet";
+  c.memory_bytes_per_s = 4.8e12;
+  c.peak_flops_per_s = {{"bf16", 989e12}};
+  const CounterRoofline r = counter_roofline(t, c);
+  std::size_t gemms = 0;
+  for (const auto& k : r.kernels) {
+    if (!k.name.starts_with("nvjet_sm90_tst_")) continue;
+    ++gemms;
+    int tile_m = 0, tile_n = 0;
+    ASSERT_EQ(std::sscanf(k.name.c_str(), "nvjet_sm90_tst_%dx%d_", &tile_m, &tile_n), 2) << k.name;
+    const auto padded = [](double n, double tile) { return std::ceil(n / tile) * tile; };
+    const double expected = 2.0 * padded(4096, tile_m) * padded(4096, tile_n) * 4096;
+    EXPECT_NEAR(k.flops_by_precision.at("tensor_bf16") / expected, 1.0, 1e-6) << k.name;
+    EXPECT_EQ(k.precision, "tensor_bf16");
+    EXPECT_EQ(k.bound, Bound::compute) << k.name << ": " << k.reason;
+    EXPECT_FALSE(k.time_from_profiled_pass) << k.name;  // timed by the launches that ran untouched
+    EXPECT_GT(k.calls, k.profiled_calls);
+  }
+  EXPECT_EQ(gemms, 8u);
+}
