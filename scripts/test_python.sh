@@ -8,6 +8,7 @@
 # RIDGE_VENV: where to put the environment (the wheel goes to its `wheels/`); PYTHON: which Python.
 # --current-env: build offline with the current Python's packages (e.g. the GPU machine's PyTorch
 # environment) and install the wheel into RIDGE_VENV as a plain folder put on PYTHONPATH.
+# Arguments after -- go to pytest (e.g. `-- test_trace.py -k counters`); the default is every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
@@ -51,4 +52,8 @@ else
   python="$venv/bin/python"
 fi
 # Run from the tests' folder, so `import ridge` finds the installed package, not the sources.
-cd python/tests && "$python" -m pytest -q -p no:cacheprovider .
+pytest_args=(.)
+for i in $(seq 1 $#); do
+  if [ "${!i}" = -- ]; then pytest_args=("${@:i+1}"); break; fi
+done
+cd python/tests && "$python" -m pytest -q -p no:cacheprovider "${pytest_args[@]}"

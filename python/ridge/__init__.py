@@ -16,7 +16,8 @@ record could be compared).
 
 Errors: ``ridge.Error`` is the base; ``UsageError`` (also a ValueError) for bad arguments;
 ``PathNotFoundError`` (also FileNotFoundError) and ``NotAFileError`` (also IsADirectoryError) for
-paths; ``NoGpuError`` when no GPU is usable; ``NothingComparedError``; ``CaptureError``. Warnings:
+paths; ``NoGpuError`` when no GPU is usable; ``CountersUnavailableError`` when hardware counters
+may not be read; ``NothingComparedError``; ``CaptureError``. Warnings:
 ``LaunchBoundWarning`` when ``measure_cuda`` timed the host's launches rather than the GPU.
 Catalog and roofline with no GPU: ``ridge.device("h100-sxm")``, ``ridge.devices()``,
 ``ridge.place_matmul(16, 4096, 4096, "bf16", device="h100-sxm")``, ``ridge.roofline(...)``.
@@ -31,7 +32,7 @@ from ._cupti import load_wheel_cupti as _load_wheel_cupti
 _load_wheel_cupti()  # before the extension loads CUPTI: one copy with PyTorch, in either import order
 from . import _ridge  # noqa: E402
 from ._ridge import (  # noqa: F401  (re-exported)
-    Error, Method, NoGpuError, Summary, UsageError, VerificationError,
+    CountersUnavailableError, Error, Method, NoGpuError, Summary, UsageError, VerificationError,
     amdahl_limit, amdahl_required_speedup, amdahl_speedup, attainable_flops, bound, decode_ceiling,
     describe_method, device_count, matmul_bytes, matmul_flops, matmul_intensity, no_gpu_reason,
     DeviceCeilings, require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,

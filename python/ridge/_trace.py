@@ -5,7 +5,7 @@ import contextlib
 import json
 import os
 import warnings
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from . import _ridge
 from ._paths import PathArg, existing_path, fs_path
@@ -50,6 +50,21 @@ class TraceAnalysis:
                                doc="events left out or repaired because their times made no sense, by reason")
 
     @property
+    def counters(self):
+        """The measured roofline of the profiled kernels (a trace taken with counters), one row per
+        kernel name ranked by the time it would save at its roof: calls, time share, DRAM bytes and
+        FLOPs per call, intensity, shares of the ceilings, bound and reason, win, and what that win
+        gives all kernel time. A pandas DataFrame; None when the trace has no counters."""
+        roofline = self.data.get("counter_roofline")
+        if roofline is None:
+            return None
+        try:
+            import pandas as pd
+        except ImportError as error:
+            raise ImportError("TraceAnalysis.counters needs pandas: pip install pandas") from error
+        return pd.DataFrame(roofline["kernels"])
+
+    @property
     def kernels_per_step(self) -> list:
         return [s.get("kernels", 0) for s in self.steps]
 
@@ -68,14 +83,15 @@ class TraceSession:
 
     def __init__(self, path: Optional[PathArg], step_range: str, top: int, all_api_calls: bool,
                  skip_seconds: float = 0.0, steady_state: bool = False, sync_records: bool = False,
-                 api_calls: str = "selected", launch_calls: bool = False):
+                 api_calls: str = "selected", launch_calls: bool = False, counters: Optional[dict] = None):
         self.path = path
         self.step_range = step_range
         self.top = top
         self.skip_seconds = skip_seconds
         self.from_range = _steady_state_range(step_range, steady_state)
         self._tracer = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records,
-                                     api_calls=api_calls, launch_calls=launch_calls)
+                                     api_calls=api_calls, launch_calls=launch_calls, step_range=step_range,
+                                     **(counters or {}))
         self._dropped_records = 0
         self.analysis: Optional[TraceAnalysis] = None
 
@@ -138,7 +154,9 @@ _API_CALLS = ("none", "selected", "most", "all")
 def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", top: int = 10,
           all_api_calls: bool = False, skip_seconds: float = 0.0,
           steady_state: bool = False, sync_records: bool = False,
-          api_calls: str = "selected", launch_calls: bool = False) -> Iterator[TraceSession]:
+          api_calls: str = "selected", launch_calls: bool = False, counters: Optional[str] = None,
+          metrics: Iterable[str] = (), counters_steps: Optional[str] = None,
+          counters_first: Optional[int] = None) -> Iterator[TraceSession]:
     """Traces the CUDA work of the block (kernels, copies, API calls, NVTX ranges) with CUPTI.
 
     Writes the Chrome/Perfetto trace to ``path`` (None: write nothing) and sets ``.analysis``.
@@ -159,6 +177,13 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
     every launch costs ~0.6 us per launch from Python on an H200. Instead each kernel carries the
     time its launch was queued (~0.07 us), from which the analysis places kernels in steps and
     NVTX ranges, attributes idle gaps to the host, and times launch latency (queued to start).
+    ``counters``: "roofline" reads each selected launch's hardware counters (DRAM and L2 bytes,
+    FLOPs by precision) with CUPTI's range profiler, replaying it, and ``.analysis.counters`` is
+    then the measured roofline of every profiled kernel; "raw" reads only ``metrics`` (CUPTI names
+    with their rollup). The launches are those inside steps ``counters_steps`` ("10..12", counted
+    by ``step_range``), else the first ``counters_first`` launches of each kernel name. Replayed
+    launches never count in the timing. Raises ridge.CountersUnavailableError where counters may
+    not be read.
     """
     if api_calls not in _API_CALLS:
         raise _ridge.UsageError(f"api_calls={api_calls!r}: use one of {', '.join(_API_CALLS)}")
@@ -169,8 +194,19 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
     _ridge.check_trace_window(skip_seconds, _steady_state_range(step_range, steady_state))
     if not isinstance(launch_calls, bool):
         raise _ridge.UsageError(f"launch_calls={launch_calls!r}: use True or False")
+    counter_options = None
+    if counters is not None or metrics:
+        counter_options = {"counters": counters or "raw", "metrics": list(metrics),
+                           "counters_steps": counters_steps or ""}
+        if counters_first is not None:
+            counter_options["counters_first"] = counters_first
+        elif counters_steps:
+            counter_options["counters_first"] = 0  # every launch of the steps
+    elif counters_steps is not None or counters_first is not None:
+        raise _ridge.UsageError("counters_steps and counters_first choose the launches counters= profiles: give "
+                                "counters too")
     session = TraceSession(path, step_range, top, all_api_calls, skip_seconds, steady_state, sync_records, api_calls,
-                           launch_calls)
+                           launch_calls, counter_options)
     session._tracer.start()
     try:
         yield session

@@ -4,12 +4,17 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/counters.hpp"
 #include "ridge/trace/analysis.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/tracer.hpp"
@@ -51,6 +56,51 @@ class NvtxScope {
   std::optional<NvtxRange> range_;
 };
 
+/// The counter options Python's keywords ask for; nullopt when neither a set nor metrics are given.
+std::optional<trace::CounterOptions> counter_options(const std::string& counters, const std::vector<std::string>& metrics,
+                                                     const std::string& counters_steps, std::uint64_t counters_first,
+                                                     const std::string& step_range) {
+  if (counters.empty() && metrics.empty()) {
+    if (!counters_steps.empty()) throw UsageError("counters_steps chooses the launches counters profiles: give counters too");
+    return std::nullopt;
+  }
+  trace::CounterOptions o;
+  o.metric_set = counters == "raw" ? std::string() : counters;
+  o.metrics = metrics;
+  o.first_launches_per_kernel = counters_first;
+  o.step_range = step_range;
+  if (!counters_steps.empty()) o.steps = trace::parse_step_window(counters_steps);
+  o.validate();
+  return o;
+}
+
+/// The trace at `path` when it holds counters (ridge's metadata says so before the events).
+std::optional<trace::Trace> trace_with_counters(const std::string& path) {
+  if (!trace::chrome_trace_has_counters(path)) return std::nullopt;
+  trace::Trace t = trace::load_chrome_trace(path);
+  if (t.counters.metrics.empty()) return std::nullopt;
+  return t;
+}
+
+/// The analysis as (JSON, text), with the measured roofline of the profiled kernels added when
+/// the trace has counters (against this GPU's ceilings when it is the traced one, else the datasheet's).
+nb::tuple analysis_with_counters(const trace::Analysis& analysis, const trace::Trace* t) {
+  nlohmann::json j = to_json(analysis);
+  std::string text = trace::format_analysis(analysis);
+  if (t != nullptr && !t->counters.metrics.empty()) {
+    const std::string device = t->device_names.empty() ? std::string() : t->device_names.begin()->second;
+    const CeilingsLookup lookup = ceilings_for_device_named(device, CeilingsMode::cached);
+    const trace::CounterRoofline r = trace::counter_roofline(*t, lookup.best().value_or(DeviceCeilings{}));
+    j["counter_roofline"] = to_json(r);
+    j["counters"] = {{"metrics", t->counters.metrics}, {"passes", t->counters.passes},
+                     {"launches_profiled", t->counters.rows.size()}, {"graph_launches", t->counters.graph_launches},
+                     {"profiling_seconds", t->counters.profiling_seconds}, {"error", t->counters.error}};
+    text += fmt::format("\n{}", trace::to_text(r));
+    if (!lookup.note.empty()) text += fmt::format("note: {}\n", lookup.note);
+  }
+  return nb::make_tuple(j.dump(), text);
+}
+
 }  // namespace
 
 void bind_trace(nb::module_& m) {
@@ -58,8 +108,11 @@ void bind_trace(nb::module_& m) {
       .def(
           "__init__",
           [](Tracer* self, bool all_api_calls, std::size_t buffer_bytes, bool synchronization_records,
-             const std::string& api_calls, bool launch_calls) {
+             const std::string& api_calls, bool launch_calls, const std::string& counters,
+             const std::vector<std::string>& metrics, const std::string& counters_steps, std::uint64_t counters_first,
+             const std::string& step_range) {
             TracerOptions options;
+            options.counters = counter_options(counters, metrics, counters_steps, counters_first, step_range);
             options.all_api_calls = all_api_calls;
             options.api_calls = api_calls;
             options.buffer_bytes = buffer_bytes;
@@ -69,11 +122,15 @@ void bind_trace(nb::module_& m) {
           },
           "all_api_calls"_a = false, "buffer_bytes"_a = TracerOptions{}.buffer_bytes,
           "synchronization_records"_a = TracerOptions{}.synchronization_records, "api_calls"_a = TracerOptions{}.api_calls,
-          "launch_calls"_a = TracerOptions{}.launch_calls,
+          "launch_calls"_a = TracerOptions{}.launch_calls, "counters"_a = "", "metrics"_a = std::vector<std::string>{},
+          "counters_steps"_a = "", "counters_first"_a = trace::CounterOptions::default_first_launches, "step_range"_a = "",
           "all_api_calls: record every runtime/driver call; buffer_bytes: each CUPTI buffer (bytes); "
           "synchronization_records: CUPTI's records of host waits (CUPTI then hooks every runtime call); "
           "api_calls: none, selected, most or all (as ridge trace --api); launch_calls: with selected, record the "
-          "kernel launch calls too (else each kernel carries its launch's queue time, at a tenth of the cost).")
+          "kernel launch calls too (else each kernel carries its launch's queue time, at a tenth of the cost); "
+          "counters: a metric set (roofline) or raw, with metrics: hardware counters of the launches in steps "
+          "counters_steps (FIRST..LAST of the NVTX range step_range), else of the first counters_first launches of each "
+          "kernel name.")
       .def("start", &Tracer::start, "Begins recording; raises Error if CUPTI cannot start (another profiler attached).")
       .def("stop", &Tracer::stop, "Synchronizes the device, stops recording and flushes every record.")
       .def_prop_ro("running", &Tracer::running)
@@ -86,7 +143,7 @@ void bind_trace(nb::module_& m) {
           [](const Tracer& t, std::size_t top, const std::string& step_range, double skip_seconds,
              const std::string& from_range) {
             const auto analysis = t.summary(analysis_options(top, step_range), window_of(skip_seconds, from_range));
-            return nb::make_tuple(to_json(analysis).dump(), trace::format_analysis(analysis));
+            return analysis_with_counters(analysis, &t.events());
           },
           "top"_a = 10, "step_range"_a = "", "skip_seconds"_a = 0.0, "from_range"_a = "",
           "The analysis of the last trace, windowed: (analysis JSON, the summary `ridge trace` prints).");
@@ -108,7 +165,9 @@ void bind_trace(nb::module_& m) {
          const std::string& from_range) {
         const auto file = trace::analyze_trace_file(path.string(), window_of(skip_seconds, from_range),
                                                     analysis_options(top, step_range));
-        return nb::make_tuple(to_json(file.analysis).dump(), trace::format_analysis(file.analysis));
+        // A trace with counters is read once more for them (the analysis keeps no events).
+        const std::optional<trace::Trace> counted = trace_with_counters(path.string());
+        return analysis_with_counters(file.analysis, counted ? &*counted : nullptr);
       },
       "path"_a, "top"_a = 10, "step_range"_a = "", "skip_seconds"_a = 0.0, "from_range"_a = "",
       "Analyzes a saved trace, windowed: returns (analysis JSON, the summary `ridge trace` prints).");

@@ -55,6 +55,10 @@ NB_MODULE(_ridge, m) {
   static PyObject* no_gpu_error = new_exception(
       m, "NoGpuError", "The work needs a GPU and none is usable; the message says why and what works without one.",
       error);
+  static PyObject* counters_unavailable_error = new_exception(
+      m, "CountersUnavailableError",
+      "Hardware counters cannot be read here (not permitted, or a virtualized or MIG GPU); the message says what to do.",
+      error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -64,6 +68,8 @@ NB_MODULE(_ridge, m) {
       set_error(verification_error, e.what());
     } catch (const ridge::NoGpuError& e) {
       set_error(no_gpu_error, (std::string(e.what()) + "\n  " + no_gpu_hint).c_str());
+    } catch (const ridge::CountersUnavailableError& e) {
+      set_error(counters_unavailable_error, e.what());
     } catch (const ridge::Error& e) {
       set_error(error, e.what());
     }

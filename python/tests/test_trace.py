@@ -38,6 +38,24 @@ def test_trace_refuses_unknown_api_call_levels_before_tracing(tmp_path):
     assert not path.exists()
 
 
+def test_trace_refuses_bad_counter_options_before_tracing(tmp_path):
+    path = tmp_path / "never.json"
+    with pytest.raises(ridge.UsageError, match="metric_set 'everything'"):
+        with ridge.trace(path, counters="everything"):
+            pass
+    with pytest.raises(ridge.UsageError, match="give counters too"):
+        with ridge.trace(path, counters_steps="10..12"):
+            pass
+    with pytest.raises(ridge.UsageError, match="steps '12..10' ends before it begins"):
+        with ridge.trace(path, counters="roofline", counters_steps="12..10", step_range="step"):
+            pass
+    with pytest.raises(ridge.UsageError, match="NVTX range that marks a step"):
+        with ridge.trace(path, counters="roofline", counters_steps="3"):
+            pass
+    assert not path.exists()
+    assert issubclass(ridge.CountersUnavailableError, ridge.Error)
+
+
 torch = pytest.importorskip("torch") if ridge.device_count() > 0 else None
 
 
@@ -140,3 +158,26 @@ def test_host_waits_are_seen_with_or_without_cupti_sync_records(sync_records):
     a = t.analysis
     assert len(a.kernels_per_step) == 3 and len(set(a.kernels_per_step)) == 1 and a.kernels_per_step[0] >= 2
     assert a.sync_count >= 3 and a.sync_time_ns > 0  # without the records, from the cudaDeviceSynchronize calls
+
+
+@pytest.mark.gpu
+def test_counters_measure_the_bytes_of_an_add_and_leave_its_timing_alone(tmp_path):
+    n = 1 << 26
+    x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    torch.cuda.synchronize()
+    path = tmp_path / "counted.json"
+    with ridge.trace(path, step_range="step", counters="roofline", counters_steps="1..1") as t:
+        for _ in range(4):
+            with ridge.nvtx("step"):
+                z = x + y
+        torch.cuda.synchronize()
+    torch.testing.assert_close(z, x + y)
+    rows = t.analysis.counters
+    assert rows is not None and len(rows) >= 1
+    add = rows.iloc[rows["time_share"].argmax()]
+    assert add["calls"] == 4 and add["profiled_calls"] == 1  # only step 1 was profiled
+    assert abs(add["dram_bytes"] / (3 * 4 * n) - 1) < 0.02  # reads x and y, writes z
+    assert add["bound"] == "memory"
+    assert not add["time_from_profiled_pass"]  # its time comes from the three untouched launches
+    again = ridge.analyze_trace(path, step_range="step")
+    assert again.counters is not None and len(again.counters) == len(rows)

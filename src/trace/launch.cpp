@@ -223,6 +223,13 @@ std::vector<std::string> sibling_traces(const fs::path& output) {
   return found;
 }
 
+/// The counter options with the step range filled in from the analysis's.
+CounterOptions effective_counters(const ProgramTraceOptions& o) {
+  CounterOptions c = *o.counters;
+  if (c.step_range.empty()) c.step_range = o.analysis.step_range;
+  return c;
+}
+
 /// The settings libridge_inject.so reads in the program (inject_env.hpp).
 Environment injection_environment(const ProgramTraceOptions& o, const fs::path& library, const fs::path& output,
                                   const fs::path& summary, const fs::path& owner) {
@@ -246,6 +253,7 @@ Environment injection_environment(const ProgramTraceOptions& o, const fs::path& 
       {env::sync, o.sync ? "1" : "0"},
       {env::nvtx, o.nvtx ? "1" : "0"},
       {env::buffer_mb, fmt::format("{}", o.buffer_mb)},
+      {env::counters, o.counters ? to_json(effective_counters(o)).dump() : std::string()},
   };
 }
 
@@ -299,6 +307,10 @@ void ProgramTraceOptions::validate() const {
   if (!(window.skip_seconds >= 0)) throw UsageError(fmt::format("skip_seconds must be >= 0, got {}", window.skip_seconds));
   if (analysis.top == 0) throw UsageError("top must be at least 1");
   if (buffer_mb < 1 || buffer_mb > 1024) throw UsageError(fmt::format("buffer_mb must be within [1, 1024], got {}", buffer_mb));
+  if (counters) {
+    if (!nvtx && counters->steps) throw UsageError("nvtx is off, so no NVTX step range can choose the counted steps");
+    effective_counters(*this).validate();
+  }
   if (!(merge_timeout_seconds >= 0))
     throw UsageError(fmt::format("merge_timeout_seconds must be >= 0, got {}", merge_timeout_seconds));
 }

@@ -6,7 +6,11 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/counters.hpp"
+#include "ridge/trace/tracer.hpp"
 #include "ridge/trace/analysis.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/launch.hpp"
@@ -26,7 +30,47 @@ struct TraceCommand {
   bool no_sync = false;  // the default since sync records became opt-in; accepted for old scripts
   bool no_nvtx = false;
   bool steady_state = false;
+  std::string counters;       // metric set name, "" = none
+  std::string counter_steps;  // "10..12"
+  std::uint64_t counters_first = trace::CounterOptions::default_first_launches;
+  bool counters_first_given = false;
+  std::vector<std::string> metrics;
+  std::string ceilings = "auto";
 };
+
+/// The counter options the flags ask for (none without --counters or --metrics).
+std::optional<trace::CounterOptions> counter_options(const TraceCommand& c) {
+  if (c.counters.empty() && c.metrics.empty()) {
+    if (!c.counter_steps.empty()) throw UsageError("--counters-steps chooses the launches --counters profiles: give --counters too");
+    return std::nullopt;
+  }
+  trace::CounterOptions o;
+  o.metric_set = c.counters == "raw" ? std::string() : c.counters;
+  o.metrics = c.metrics;
+  o.first_launches_per_kernel = c.counters_first;
+  if (!c.counter_steps.empty()) {
+    o.steps = trace::parse_step_window(c.counter_steps);
+    if (!c.counters_first_given) o.first_launches_per_kernel = 0;  // every launch of the window
+  }
+  return o;
+}
+
+/// The measured roofline of a saved trace with counters; nothing when it has none.
+void print_counter_roofline(const std::string& file, const TraceCommand& c, std::FILE* out) {
+  if (!trace::chrome_trace_has_counters(file)) return;
+  const trace::Trace t = trace::load_chrome_trace(file);
+  if (t.counters.metrics.empty()) return;
+  const std::string device = t.device_names.empty() ? std::string() : t.device_names.begin()->second;
+  const CeilingsLookup lookup = ceilings_for_device_named(device, ceilings_mode_from_string(c.ceilings));
+  const std::optional<DeviceCeilings> ceilings = lookup.best();
+  fmt::print(out, "\n{}", trace::to_text(trace::counter_roofline(t, ceilings.value_or(DeviceCeilings{}))));
+  if (!lookup.note.empty()) fmt::print(out, "note: {}\n", lookup.note);
+  if (!t.counters.error.empty()) fmt::print(stderr, "ridge trace: warning: counter collection stopped early: {}\n", t.counters.error);
+  fmt::print(out, "Counters: {} launches profiled, {} replay passes each, {:.2f} s spent profiling{}{}.\n",
+             t.counters.rows.size(), t.counters.passes, t.counters.profiling_seconds,
+             t.counters.graph_launches > 0 ? fmt::format("; {} graph launches not profiled (kernel replay does not reach into CUDA graphs)", t.counters.graph_launches) : std::string(),
+             t.counters.ranges_unmatched > 0 ? fmt::format("; {} ranges could not be tied to launches and were dropped", t.counters.ranges_unmatched) : std::string());
+}
 
 /// Several rank traces, or one merged trace: communication against computation per rank, slowest rank per step.
 int analyze_ranks(const TraceCommand& c, std::FILE* out) {
@@ -57,6 +101,7 @@ int analyze_file(const TraceCommand& c, std::FILE* out) {
   const trace::TraceFileAnalysis f = trace::analyze_trace_file(c.analyze.front(), c.options.window, c.options.analysis);
   fmt::print(out, "{}: {}\n", f.file, f.command.empty() ? std::string("(command not recorded)") : f.command);
   fmt::print(out, "{}", trace::format_analysis(f.analysis));
+  print_counter_roofline(c.analyze.front(), c, out);
   if (!c.json.empty()) write_json(c.json, trace::to_json(f));
   return 0;
 }
@@ -104,6 +149,7 @@ int run_trace(TraceCommand c) {
       throw UsageError("--steady-state starts at the first step: name the step's NVTX range with --step-range NAME");
     o.window.from_range = o.analysis.step_range;
   }
+  o.counters = counter_options(c);
   o.validate();  // also before --analyze: the flags contradict each other either way
   if (!c.merge.empty()) return merge_files(c, out);
   if (!c.analyze.empty()) return analyze_file(c, out);
@@ -111,6 +157,7 @@ int run_trace(TraceCommand c) {
     throw UsageError("nothing to trace: give the program after --, e.g. `ridge trace -- python3 train.py`, or "
                      "--analyze FILE");
 
+  if (o.counters) require_counters_permitted(0);  // before the program runs: nothing is half-written
   const trace::ProgramTrace t = trace::trace_program(o);
   std::fflush(stdout);
   fmt::print(out, "\n");
@@ -123,6 +170,7 @@ int run_trace(TraceCommand c) {
     return t.exit_code();
   }
   fmt::print(out, "{}", trace::format_analysis(t.analysis));
+  if (o.counters && !t.trace_file.empty()) print_counter_roofline(t.trace_file, c, out);
   print_collection(t, out);
   if (json_to_stdout) std::printf("%s\n", t.summary.dump(2).c_str());
   else if (!c.json.empty()) write_json(c.json, t.summary);  // only after the run: never a half-made file
@@ -191,10 +239,28 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_flag("--no-nvtx", c->no_nvtx, "do not record NVTX ranges (cannot be combined with --nvtx-range or --step-range)");
       app.add_option("--buffer-mb", o.buffer_mb, "size of each CUPTI activity buffer in MiB (CUPTI takes as many as it needs)")
           ->default_val(32)->check(CLI::Range(1, 1024));
+      app.add_option("--counters", c->counters,
+                     "hardware counters per kernel (CUPTI range profiler, kernel replay): the metric set to collect "
+                     "(roofline: DRAM and L2 bytes, FP64/FP32/FP16 and tensor FLOPs, time and clock of the profiled "
+                     "pass), or raw for --metrics alone. Profiled launches are replayed, serialized; their times never "
+                     "enter the timing analysis. Prints the measured roofline of every profiled kernel")
+          ->check(CLI::IsMember({"roofline", "raw"}));
+      app.add_option("--metrics", c->metrics, "extra CUPTI metrics to collect, with their rollup (e.g. dram__bytes_read.sum)")
+          ->delimiter(',');
+      app.add_option("--counters-steps", c->counter_steps,
+                     "profile every launch in these steps, FIRST..LAST (0-based, counted by the --step-range NVTX range); "
+                     "default: the first launches of each kernel name");
+      auto* counters_first = app.add_option("--counters-first", c->counters_first,
+                     "profile at most the first N launches of each kernel name (0 = no limit)")
+          ->default_val(trace::CounterOptions::default_first_launches);
+      app.add_option("--ceilings", c->ceilings,
+                     "ceilings of the measured roofline: auto (measured and cached, else datasheet), measure, refresh, none")
+          ->default_val("auto")->check(CLI::IsMember({"auto", "measure", "refresh", "none"}));
       app.add_option("command", o.command, "the program and its arguments (after --)");
       app.positionals_at_end();
-      return std::function<int()>([c, output] {
+      return std::function<int()>([c, output, counters_first] {
         c->output_given = output->count() > 0;
+        c->counters_first_given = counters_first->count() > 0;
         return run_trace(*c);
       });
     },

@@ -2,6 +2,7 @@
 // `ridge profile` as a library call: traces one GPT-2 decode step launched eagerly and one
 // replayed as a CUDA graph with ridge's CUPTI tracer, writes both as Chrome/Perfetto traces and
 // returns their analysis (top kernels and operators, kernel count, GPU busy, launch gaps).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "ridge/gpt2/model.hpp"
 #include "ridge/result.hpp"
 #include "ridge/trace/analysis.hpp"
+#include "ridge/trace/counters.hpp"
 
 namespace ridge::gpt2 {
 
@@ -21,6 +23,9 @@ struct ProfileOptions {
   StepKernel kernel = StepKernel::automatic;
   std::string trace_path = "runs/trace.json";  ///< the eager step's trace; the graph's gets "-graph"
   int top = 8;                             ///< kernels and operators listed per mode
+  /// Also read the hardware counters of one eager step (its kernels replayed) for the measured
+  /// roofline; where counters may not be read, ProfileRun::counters_note says why instead.
+  bool counters = false;
 
   /// Throws UsageError for an unknown preset, a dtype other than fp32/bf16, batch < 1, a context
   /// outside [1, the preset's positions], or top < 1. Needs no GPU.
@@ -45,6 +50,13 @@ struct ProfileRun {
   int batch = 1, context = 1;
   StepKernel kernel = StepKernel::chain;  ///< resolved
   std::vector<ModeProfile> profiles;      ///< eager, then graph
+  /// With ProfileOptions::counters: the measured roofline of the eager step's kernels (against the
+  /// GPU's cached measured ceilings, else its datasheet's), what the step moved and computed by
+  /// its counters, and what the model states it must (gpt2::step_cost).
+  std::optional<trace::CounterRoofline> measured_roofline;
+  double measured_dram_bytes = 0, measured_flops = 0;
+  double stated_bytes = 0, stated_flops = 0;
+  std::string counters_note;  ///< why there is no measured roofline, or where its ceilings come from
   /// One "profile.decode_step" record per mode (method cupti_trace, the kernel span as its sample;
   /// extra: analysis, trace_path).
   std::vector<Record> records;

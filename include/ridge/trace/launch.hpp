@@ -2,12 +2,14 @@
 // Tracing an unmodified program under the injection library, `ridge trace -- CMD` (src/trace/launch.cpp).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "ridge/trace/analysis.hpp"
+#include "ridge/trace/counters.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/window.hpp"
 
@@ -25,6 +27,9 @@ struct ProgramTraceOptions {
   bool sync = false;              ///< also CUPTI synchronization records (CUPTI then hooks every runtime call)
   bool nvtx = true;               ///< record NVTX ranges
   std::size_t buffer_mb = 32;     ///< size of each CUPTI activity buffer, MiB (1 to 1024)
+  /// Hardware counters of the selected launches (replayed; their times leave the timing
+  /// analysis). Unset = none. A step window without its own step range uses analysis.step_range.
+  std::optional<CounterOptions> counters;
   /// Inside a job of several ranks, rank 0 waits this long for the other ranks' files and merges
   /// them (ridge/trace/ranks.hpp); 0 = no automatic merge.
   double merge_timeout_seconds = 60;

@@ -9,9 +9,11 @@
 //   tracer.write("runs/trace.json");     // open in https://ui.perfetto.dev
 //   std::puts(ridge::trace::format_analysis(tracer.summary({.step_range = "step"})).c_str());
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ridge/trace/analysis.hpp"
+#include "ridge/trace/counters.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/window.hpp"
 
@@ -41,6 +43,9 @@ struct TracerOptions {
   bool launch_calls = true;
   /// Size of each activity buffer handed to CUPTI, in bytes (CUPTI asks for as many as it needs).
   std::size_t buffer_bytes = 8u << 20;
+  /// Hardware counters of the selected launches (CUPTI's range profiler, kernel replay); unset =
+  /// none. start() checks first that counters may be read (CountersUnavailableError otherwise).
+  std::optional<trace::CounterOptions> counters;
 };
 
 /// Traces this process's CUDA activity between start() and stop(): kernels (concurrent kind,
@@ -96,5 +101,10 @@ void nvtx_mark(const char* name);
 /// library, unless it is already set. NVTX reads the variable at the process's first NVTX call,
 /// so this must run before it; Tracer::start() calls it. Returns false if CUPTI's path is unknown.
 bool enable_nvtx_capture();
+
+/// Throws CountersUnavailableError when this process may not read GPU `device`'s hardware
+/// counters (ERR_NVGPUCTRPERM, a virtualized or MIG GPU), saying why and what to do; NoGpuError
+/// when there is no such GPU. `ridge trace --counters` asks before it runs the program.
+void require_counters_permitted(int device = 0);
 
 }  // namespace ridge

@@ -112,12 +112,45 @@ SectionOutput decode_section(ReportContext& ctx) {
   return out;
 }
 
+namespace {
+
+/// The eager step's kernels on the roofline by their hardware counters, and the step's measured
+/// bytes and FLOPs against the model's.
+std::string measured_roofline_markdown(const gpt2::ProfileRun& run) {
+  if (!run.measured_roofline) return fmt::format("No measured roofline: {}\n\n", run.counters_note);
+  const trace::CounterRoofline& r = *run.measured_roofline;
+  std::string md = "### Measured roofline of the eager step\n\n";
+  md += "Every kernel of one eager step profiled with CUPTI's range profiler (replayed, serialized); times from two "
+        "untouched steps after it. Ranked by the time each kernel would save at its roof.\n\n";
+  md += "| kernel | calls | time share | DRAM / call | FLOP / call | FLOP/byte | % DRAM BW | % peak | bound | win at "
+        "the roof | whole step |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n";
+  for (std::size_t i = 0; i < r.kernels.size() && i < 10; ++i) {
+    const auto& k = r.kernels[i];
+    md += fmt::format("| `{}` | {} | {:.1f}% | {} | {:.3g} | {:.2f} | {:.0f}% | {:.0f}% | {} | {} | {:.3f}x |\n",
+                      k.name.substr(0, 70), k.calls, 100 * k.time_share, format_bytes(k.dram_bytes), k.flops, k.intensity,
+                      100 * k.bytes_share_of_peak, 100 * k.flops_share_of_peak, trace::to_string(k.bound),
+                      format_ms(k.win_ns / 1e6), k.whole_speedup);
+  }
+  if (run.stated_bytes > 0 && run.stated_flops > 0)
+    md += fmt::format("\nMeasured per step: {} of DRAM traffic and {:.3g} FLOP, against the model's {} and {:.3g} FLOP "
+                      "({:.2f}x and {:.2f}x the model's).\n",
+                      format_bytes(run.measured_dram_bytes), run.measured_flops, format_bytes(run.stated_bytes),
+                      run.stated_flops, run.measured_dram_bytes / run.stated_bytes, run.measured_flops / run.stated_flops);
+  for (const auto& n : r.notes) md += fmt::format("- {}\n", n);
+  if (!run.counters_note.empty()) md += fmt::format("- {}\n", run.counters_note);
+  md += "\n";
+  return md;
+}
+
+}  // namespace
+
 SectionOutput profile_section(ReportContext& ctx) {
   gpt2::ProfileOptions o;
   o.device = ctx.device;
   o.trace_path = (ctx.folder / "trace.json").string();
+  o.counters = true;
   o.validate();
-  ctx.status("tracing GPT-2 decode steps, eager and graph");
+  ctx.status("tracing GPT-2 decode steps, eager and graph, and reading one step's hardware counters");
   const gpt2::ProfileRun run = gpt2::run_profile(o);
   ctx.status("");
   SectionOutput out;
@@ -152,6 +185,7 @@ SectionOutput profile_section(ReportContext& ctx) {
   for (const auto& p : run.profiles)
     for (const auto& f : p.analysis.findings) md += fmt::format("- {}: {}\n", to_string(p.mode), f);
   md += "\n";
+  md += measured_roofline_markdown(run);
   return out;
 }
 

@@ -10,7 +10,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,7 @@
 
 #include "measure/cuda/cuda_check.hpp"
 #include "ridge/errors.hpp"
+#include "trace/cupti/kernel_counters.hpp"
 #include "trace/cupti/profiler_gate.hpp"
 #include "trace/model/record_times.hpp"
 
@@ -188,6 +191,10 @@ struct State {
   pid_t start_thread = 0;
   bool fork_hook = false;  // refresh_process_id registered with pthread_atfork
   CUpti_SubscriberHandle subscriber = nullptr;
+  /// Hardware counters: per driver callback id, 1 for a kernel launch, 2 for a graph launch; per
+  /// runtime callback id, 1 for a kernel launch (its correlation id is the one its kernel carries).
+  std::vector<std::uint8_t> counted_launch, counted_runtime_launch;
+  std::vector<trace::Kernel> replayed_kernels;  ///< kernel records without GPU times, counters on
   std::atomic<std::uint64_t> buffers_requested{0}, buffers_completed{0}, records{0}, completions_on_start_thread{0};
   std::atomic<std::uint64_t> completion_ns{0};
 };
@@ -286,7 +293,9 @@ void add_record(State& s, const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       // Later CUPTI versions only append fields, so the CUDA 13.0 layout reads newer records too.
       const auto* r = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      if (!complete(t, r->start, r->end)) return;
+      // A kernel replayed for its counters comes without GPU times: collector_stop places it.
+      const bool replayed = s.options.counters && classify_record_times(r->start, r->end) == RecordTimes::missing;
+      if (!replayed && !complete(t, r->start, r->end)) return;
       trace::Kernel k;
       auto it = s.kernel_names.find(r->name);
       if (it == s.kernel_names.end()) it = s.kernel_names.emplace(r->name, t.strings.intern(trace::demangle(r->name))).first;
@@ -304,7 +313,7 @@ void add_record(State& s, const CUpti_Activity* record) {
       // Host and GPU times share CUPTI's clock; a queue time after the start would be a bad record.
       if (r->queued != 0 && r->queued != CUPTI_TIMESTAMP_UNKNOWN && r->queued <= r->start) k.queued = r->queued;
       s.context_device[r->contextId] = r->deviceId;
-      t.kernels.push_back(k);
+      (replayed ? s.replayed_kernels : t.kernels).push_back(k);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -630,14 +639,90 @@ void record_selected_call(State& s, bool runtime, std::uint32_t cbid, const CUpt
   s.trace.api_calls.push_back(a);
 }
 
+/// The launch, NVTX and context callbacks the hardware counters need (kernel_counters.hpp).
+void route_to_counters(State& s, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (s.pid != this_process()) return;  // a fork()ed child
+  if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    counters_on_nvtx(cbid, *static_cast<const CUpti_NvtxData*>(data));
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    counters_on_context_destroy(static_cast<const CUpti_ResourceData*>(data)->context);
+  } else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < s.counted_runtime_launch.size() &&
+             s.counted_runtime_launch[cbid] != 0) {
+    counters_on_runtime_launch(*static_cast<const CUpti_CallbackData*>(data));
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < s.counted_launch.size() && s.counted_launch[cbid] != 0) {
+    const auto& info = *static_cast<const CUpti_CallbackData*>(data);
+    if (s.counted_launch[cbid] == 1)
+      counters_on_launch(info, cbid);
+    else
+      counters_on_graph_launch(info);
+  }
+}
+
+/// Kernels replayed for their counters have no GPU times: each one is placed at its launch call,
+/// lasting its profiled pass (gpu__time_duration), and marked by its counter row. One without a
+/// row was not replayed but unfinished: incomplete, as without counters.
+void place_replayed_kernels(State& s) {
+  trace::Trace& t = s.trace;
+  const auto duration = t.counters.column("gpu__time_duration.sum");
+  for (trace::Kernel& k : s.replayed_kernels) {
+    const trace::CounterRow* row = t.counters.row_for(k.correlation);
+    if (row == nullptr || row->launch_ns == 0) {
+      ++t.incomplete_records;
+      continue;
+    }
+    const double ns = duration && std::isfinite(row->values[*duration]) ? row->values[*duration] : 0;
+    k.start = row->launch_ns;
+    k.end = k.start + static_cast<Nanoseconds>(std::max(ns, 1.0));
+    k.queued = 0;
+    t.kernels.push_back(k);
+  }
+  s.replayed_kernels.clear();
+}
+
+/// Whether a call's callback is on only for the hardware counters (a launch the trace does not record).
+bool only_counted(const State& s, bool runtime, std::uint32_t cbid) {
+  const auto& counted = runtime ? s.counted_runtime_launch : s.counted_launch;
+  if (cbid >= counted.size() || counted[cbid] == 0) return false;
+  const auto& selected = runtime ? s.selected_runtime_calls : s.selected_driver_calls;
+  return std::find(selected.begin(), selected.end(), cbid) == selected.end();
+}
+
+/// The callbacks of the hardware counters, on or off: every driver kernel and graph launch (the
+/// runtime's launches reach the driver's), the NVTX pushes that mark steps, context teardown.
+template <typename Check>
+void switch_counter_callbacks(State& s, bool on, Check&& check) {
+  const std::uint32_t enable = on ? 1 : 0;
+  s.counted_launch.assign(s.driver_names.size(), 0);
+  s.counted_runtime_launch.assign(s.runtime_names.size(), 0);
+  for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid) {
+    if (s.runtime_names[cbid].empty() || !kernel_launch_call(s.runtime_names[cbid])) continue;
+    s.counted_runtime_launch[cbid] = on ? 1 : 0;
+    check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid), "cuptiEnableCallback(runtime launch)");
+  }
+  for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid) {
+    const std::string& name = s.driver_names[cbid];
+    if (name.empty()) continue;
+    const std::uint8_t kind = kernel_launch_call(name) ? 1 : name.starts_with("cuGraphLaunch") ? 2 : 0;
+    if (kind == 0) continue;
+    s.counted_launch[cbid] = on ? kind : 0;
+    check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid), "cuptiEnableCallback(launch)");
+  }
+  for (CUpti_CallbackId cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx})
+    check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_NVTX, cbid), "cuptiEnableCallback(NVTX)");
+  check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
+        "cuptiEnableCallback(context destroy)");
+}
+
 /// CUPTI's callback: the selected calls of an in-process trace (record_selected_call), and, gated,
 /// the four profiler calls (cudaProfilerStart/Stop, cuProfilerStart/Stop). Runs on the program's
 /// thread, inside the call: never throws.
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   if (data == nullptr) return;
-  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   State& s = state();
+  if (counters_enabled()) route_to_counters(s, domain, cbid, data);
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (only_counted(s, runtime, cbid)) return;  // switched on for the counters alone: not a recorded call
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (!is_profiler_call(runtime, cbid) || !s.gated.load()) {
     record_selected_call(s, runtime, cbid, *info);
@@ -790,7 +875,8 @@ void collector_start(const CollectorOptions& options) {
   if (s.running.load()) throw UsageError("a CUDA trace is already running in this process: stop it before starting another");
   // Subscribed also where the selected calls are recorded from callbacks (in-process, selected).
   const bool call_callbacks = options.api_calls == ApiCalls::selected && !options.before_first_context;
-  if (s.subscriber == nullptr && (options.detect_other_subscriber || options.profiler_gated || call_callbacks)) {
+  if (s.subscriber == nullptr &&
+      (options.detect_other_subscriber || options.profiler_gated || call_callbacks || options.counters)) {
     // Subscribing first detects another CUPTI client (Nsight, PyTorch's profiler) with a clear
     // error; gated, the subscriber's callbacks also see the profiler start and stop calls.
     const CUptiResult r = cuptiSubscribe(&s.subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_callback), nullptr);
@@ -803,6 +889,7 @@ void collector_start(const CollectorOptions& options) {
   {
     std::lock_guard<std::mutex> lock(s.data);
     s.trace = trace::Trace{};
+    s.replayed_kernels.clear();
     s.kernel_names.clear();
     s.runtime_ids.clear();
     s.driver_ids.clear();
@@ -855,6 +942,12 @@ void collector_start(const CollectorOptions& options) {
       enable_profiler_callbacks(s, true);  // collection waits for the first start call
     else
       enable_collection(s);
+    if (options.counters) {
+      counters_begin(*options.counters);
+      switch_counter_callbacks(s, true, [&](CUptiResult r, const char* what) {
+        if (r != CUPTI_SUCCESS) throw_cupti(r, what);
+      });
+    }
     // Device names are a nicety, and the kind costs nothing per call: on for the whole session.
     s.device_kind = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE) == CUPTI_SUCCESS;
   }
@@ -869,12 +962,23 @@ void collector_start(const CollectorOptions& options) {
   s.running = true;
 }
 
-trace::Trace collector_stop() {
+trace::Trace collector_stop(bool process_exiting) {
   State& s = state();
   std::lock_guard<std::mutex> control(s.control);
   if (!s.running.load()) return trace::Trace{};
   const Nanoseconds stop = collector_now();
   ProfilerWindows windows;
+  trace::KernelCounters counters;
+  if (counters_enabled()) {
+    {
+      // Off first: decoding and disabling the profiler must not call back into it.
+      std::lock_guard<std::mutex> gate(s.gate);
+      switch_counter_callbacks(s, false, [&](CUptiResult r, const char* what) {
+        if (r != CUPTI_SUCCESS) note_cupti_error(s, fmt::format("{} failed at the end: {}", what, detail::status_text(r)));
+      });
+    }
+    counters = counters_end(process_exiting);
+  }
   {
     std::lock_guard<std::mutex> gate(s.gate);
     if (s.gated.load()) {
@@ -932,6 +1036,8 @@ trace::Trace collector_stop() {
     s.open_ranges.clear();
     s.sync_contexts.clear();
     s.trace.collection_stop = stop;
+    s.trace.counters = std::move(counters);
+    place_replayed_kernels(s);
     out = std::move(s.trace);
     s.trace = trace::Trace{};
   }

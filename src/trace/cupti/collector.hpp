@@ -3,6 +3,7 @@
 // CUPTI calls back through plain functions, so there is exactly one collector per process.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,8 @@ struct CollectorOptions {
   /// selected calls from the collector's own callbacks on them (measured on the H200, CUDA 13.0).
   /// Switching the whole API kinds on instead would hook every call the program makes.
   bool before_first_context = false;
+  /// Hardware counters of the selected launches (CUPTI's range profiler, kernel replay): unset = none.
+  std::optional<trace::CounterOptions> counters;
 };
 
 /// What the collector itself did, for overhead diagnosis.
@@ -86,8 +89,9 @@ ApiCalls parse_api_calls(const std::string& text);
 /// UsageError (already running).
 void collector_start(const CollectorOptions& options);
 /// Stops recording and flushes every buffer; returns the finalized events collected since start.
-/// Safe to call when not running (returns an empty trace).
-trace::Trace collector_stop();
+/// Safe to call when not running (returns an empty trace). `process_exiting`: called from an exit
+/// handler, so the counter profiler is decoded but not torn down.
+trace::Trace collector_stop(bool process_exiting = false);
 bool collector_running();
 /// CUPTI's current timestamp (the clock every event uses), in ns.
 trace::Nanoseconds collector_now();

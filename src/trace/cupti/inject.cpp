@@ -95,6 +95,11 @@ Config read_config() {
   } catch (const std::exception&) {
     throw UsageError("malformed RIDGE_TRACE_* number in the environment");
   }
+  if (auto s = getenv_or(env::counters); !s.empty()) {
+    const auto j = nlohmann::json::parse(s, nullptr, false);
+    if (j.is_discarded()) throw UsageError(fmt::format("{} is not JSON", env::counters));
+    c.collector.counters = trace::counter_options_from_json(j);
+  }
   // One rank of a job (mpirun, srun, torchrun: its launcher's variables are in our environment)
   // writes trace.rank<R>.json with distributedInfo, whether ridge runs inside each rank or starts
   // the launcher itself.
@@ -151,7 +156,7 @@ void finish(const char* reason, int sig = 0) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
     synchronize_context();
-    trace::Trace t = detail::collector_stop();
+    trace::Trace t = detail::collector_stop(/*process_exiting=*/true);
     t.command = c.command;
     t.distributed = c.distributed;
     if (!c.window.empty()) t = trace::apply_window(t, c.window);

@@ -21,6 +21,8 @@ inline constexpr const char* api = "RIDGE_TRACE_API";              ///< none | s
 inline constexpr const char* sync = "RIDGE_TRACE_SYNC";            ///< "1": synchronization records (default off)
 inline constexpr const char* nvtx = "RIDGE_TRACE_NVTX";            ///< "0": no NVTX range records
 inline constexpr const char* buffer_mb = "RIDGE_TRACE_BUFFER_MB";
+/// hardware counters: trace::CounterOptions as JSON (unset or "" = none)
+inline constexpr const char* counters = "RIDGE_TRACE_COUNTERS";
 // Overhead-tuning knobs, not set by `ridge trace` (bench/trace_overhead_cpp.sh sweeps them).
 inline constexpr const char* memcpy = "RIDGE_TRACE_MEMCPY";                ///< "0": no memcpy/memset records
 inline constexpr const char* detect_subscriber = "RIDGE_TRACE_DETECT_SUBSCRIBER";  ///< "0": skip the cuptiSubscribe check

@@ -37,6 +37,11 @@ void Tracer::start() {
   o.buffer_bytes = options_.buffer_bytes;
   o.synchronization = options_.synchronization_records;
   o.launch_calls = options_.launch_calls;
+  if (options_.counters) {
+    options_.counters->validate();
+    require_counters_permitted(0);
+    o.counters = options_.counters;
+  }
   detail::collector_start(o);
   running_ = true;
 }

@@ -1,6 +1,7 @@
 // `ridge profile` as a library call, GPU part: trace one decode step per mode and analyse it.
 #include "ridge/gpt2/profile.hpp"
 
+#include "ridge/catalog.hpp"
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/trace/analysis.hpp"
@@ -48,6 +49,41 @@ ModeProfile profile_mode(Decoder& decoder, Mode mode, const std::string& path, i
   return {mode, trace::analyze(one_step, options), path};
 }
 
+/// One eager step with every kernel's counters (step 0 of the trace), then two untouched steps
+/// that give the kernels' times: the measured roofline and the step's measured bytes and FLOPs.
+void measure_counters(Decoder& decoder, const ProfileOptions& o, ProfileRun& run) {
+  decoder.warmup(Mode::eager, 1);
+  TracerOptions options;
+  options.api_calls = "none";
+  options.synchronization_records = false;
+  options.counters = trace::CounterOptions{};
+  options.counters->steps = std::pair<std::uint64_t, std::uint64_t>{0, 0};
+  options.counters->step_range = "step";
+  options.counters->first_launches_per_kernel = 0;
+  Tracer tracer(options);
+  try {
+    tracer.start();
+  } catch (const CountersUnavailableError& e) {
+    run.counters_note = e.what();
+    return;
+  }
+  for (int i = 0; i < 3; ++i) {
+    NvtxRange step("step");
+    decoder.step(Mode::eager, nullptr);
+  }
+  tracer.stop();
+  const trace::Trace& t = tracer.events();
+  const CeilingsLookup lookup = ceilings_for(o.device, describe_device(o.device), CeilingsMode::cached);
+  run.measured_roofline = trace::counter_roofline(t, lookup.best().value_or(DeviceCeilings{}));
+  for (const auto& row : t.counters.rows) {
+    const trace::LaunchWork w = trace::launch_work(t.counters, row);
+    run.measured_dram_bytes += w.dram_bytes();
+    run.measured_flops += w.total_flops();
+  }
+  if (!t.counters.error.empty()) run.counters_note = "counter collection stopped early: " + t.counters.error;
+  else run.counters_note = lookup.note;
+}
+
 }  // namespace
 
 ProfileRun run_profile(const ProfileOptions& o) {
@@ -73,6 +109,12 @@ ProfileRun run_profile(const ProfileOptions& o) {
   run.kernel = decoder.kernel();
   run.profiles.push_back(profile_mode(decoder, Mode::eager, o.trace_path, o.top));
   run.profiles.push_back(profile_mode(decoder, Mode::graph, graph_trace_path(o.trace_path), o.top));
+  if (o.counters) {
+    const StepCost cost = decoder.cost(o.context - 1);
+    run.stated_bytes = cost.bytes();
+    run.stated_flops = cost.flops;
+    measure_counters(decoder, o, run);
+  }
   for (const auto& p : run.profiles) {
     Record r;
     r.name = "profile.decode_step";
