@@ -128,6 +128,9 @@ struct CheckOptions {
   std::string since;
 };
 
+/// Throws UsageError naming the first bad field of `options`.
+void validate(const CheckOptions& options);
+
 /// A change of a record's level at one commit.
 struct HistoryChange {
   std::string commit;           ///< the first commit at the new level

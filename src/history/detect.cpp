@@ -65,14 +65,6 @@ double rank_effect(const RecordComparison& row) {
   return pairs > 0 ? std::abs(row.test.u / pairs - 0.5) : 0;
 }
 
-void validate(const CheckOptions& options) {
-  if (options.window_runs < 1) throw UsageError("window_runs must be >= 1");
-  if (options.min_runs_before < 1) throw UsageError("min_runs_before must be >= 1");
-  if (options.window_runs < options.min_runs_before)
-    throw UsageError(fmt::format("window_runs ({}) must be >= min_runs_before ({})", options.window_runs,
-                                 options.min_runs_before));
-  if (!(options.compare.alpha > 0 && options.compare.alpha < 1)) throw UsageError("alpha must be in (0, 1)");
-}
 
 // The window around candidate k: up to window_runs runs each side, never across a kept change.
 std::pair<std::size_t, std::size_t> window_of(std::size_t k, std::size_t n, const std::set<std::size_t>& kept,
@@ -119,6 +111,16 @@ HistoryChange change_from(std::span<const SeriesPoint> points, std::size_t lo, s
 }
 
 }  // namespace
+
+void validate(const CheckOptions& options) {
+  if (options.window_runs < 1) throw UsageError("window_runs must be >= 1");
+  if (options.min_runs_before < 1) throw UsageError("min_runs_before must be >= 1");
+  if (options.window_runs < options.min_runs_before)
+    throw UsageError(fmt::format("window_runs ({}) must be >= min_runs_before ({})", options.window_runs,
+                                 options.min_runs_before));
+  if (!(options.compare.alpha > 0 && options.compare.alpha < 1)) throw UsageError("alpha must be in (0, 1)");
+  if (!(options.compare.threshold >= 0)) throw UsageError("threshold must be >= 0");
+}
 
 std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, std::size_t first_candidate,
                                           const CheckOptions& options, std::size_t* candidates) {
