@@ -178,8 +178,9 @@ bool judgeable(const Record& r) {
 std::size_t since_index(const std::vector<HistoryRun>& runs, const std::string& since) {
   std::optional<std::size_t> found;
   std::set<std::string> matches;
+  const bool exact = std::any_of(runs.begin(), runs.end(), [&](const HistoryRun& r) { return r.commit == since; });
   for (std::size_t i = 0; i < runs.size(); ++i)
-    if (runs[i].commit.rfind(since, 0) == 0) {
+    if (exact ? runs[i].commit == since : runs[i].commit.rfind(since, 0) == 0) {
       found = i;
       matches.insert(runs[i].commit);
     }
