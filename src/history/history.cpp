@@ -158,8 +158,10 @@ std::optional<RunProvenance> git_revision(const std::filesystem::path& folder) {
   if (!commit) return std::nullopt;
   RunProvenance p;
   p.commit = *commit;
-  const auto branch = git_line(folder, "rev-parse --abbrev-ref HEAD");
-  if (branch && *branch != "HEAD") p.branch = *branch;  // "HEAD": a detached checkout has no branch
+  // A detached checkout has no branch: symbolic-ref fails there.
+  constexpr std::string_view heads = "refs/heads/";
+  if (const auto ref = git_line(folder, "symbolic-ref HEAD"); ref && ref->rfind(heads, 0) == 0)
+    p.branch = ref->substr(heads.size());
   return p;
 }
 

@@ -335,6 +335,15 @@ TEST(HistoryProvenance, AGivenCommitWinsThenGitThenTheResultFile) {
     const auto git = git_revision(RIDGE_SOURCE_DIR);
     ASSERT_TRUE(git.has_value());
     EXPECT_EQ(git->commit.size(), 40u);
+    // The branch as git names it, "" on a detached checkout (CI).
+    std::string branch;
+    if (std::FILE* pipe = popen("git -C " RIDGE_SOURCE_DIR " symbolic-ref --short -q HEAD", "r")) {
+      char line[256] = {};
+      if (std::fgets(line, sizeof line, pipe)) branch = line;
+      pclose(pipe);
+    }
+    while (!branch.empty() && branch.back() == '\n') branch.pop_back();
+    EXPECT_EQ(git->branch, branch);
   }
 #endif
 }
