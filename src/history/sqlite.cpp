@@ -98,7 +98,9 @@ Connection::Connection(const std::filesystem::path& path, bool create, int busy_
     const std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
     db_ = nullptr;
-    throw Error(fmt::format("history: cannot open {}: {}: {}", path.string(), message, advice(rc & 0xff)));
+    const std::string text = fmt::format("history {}: cannot open it: {}: {}", path.string(), message, advice(rc & 0xff));
+    if ((rc & 0xff) == SQLITE_CANTOPEN) throw UsageError(text);  // the path given is at fault
+    throw Error(text);
   }
   sqlite3_extended_result_codes(db_, 1);
   check(sqlite3_busy_timeout(db_, busy_timeout_ms), db_, "setting the busy timeout");

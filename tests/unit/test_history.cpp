@@ -2,6 +2,7 @@
 // writers at once) and change detection over commits.
 #include <sqlite3.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,6 +216,24 @@ TEST(HistoryStore, HostileFilesAreRefusedAndLeftIntact) {
   expect_refused(newer, "newer ridge (schema version 7; this ridge reads up to version 1)");
 
   expect_refused(dir, "is a folder");
+
+  const fs::path fifo = dir / "fifo.db";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (bool create : {true, false}) {
+    try {
+      if (create) History::open_or_create(fifo);
+      else History::open_existing(fifo);
+      ADD_FAILURE() << "a FIFO was opened";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(HistoryStore, AHistoryInAMissingFolderIsAUsageError) {
+  const fs::path db = test_folder() / "no" / "such" / "folder" / "h.db";
+  EXPECT_THROW(History::open_or_create(db), UsageError);
+  EXPECT_FALSE(fs::exists(db.parent_path()));
 }
 
 TEST(HistoryStore, OpenExistingRefusesAMissingFileWithoutCreatingIt) {
@@ -439,6 +458,20 @@ TEST(HistoryCheck, SeriesAreSplitByMachine) {
   const HistoryCheck check = check_history(h);
   EXPECT_EQ(check.series, 2u);
   EXPECT_TRUE(check.changes.empty()) << to_text(check);
+}
+
+TEST(HistoryCheck, RepeatedRunsOfACommitAreOneCandidate) {
+  // Three runs of each of 12 commits, 10% slower from commit 6 on: one change, at commit 6.
+  History h = History::open_or_create(test_folder() / "h.db");
+  for (int i = 0; i < 36; ++i) {
+    const int commit = i / 3;
+    h.add(make_run(i, {.level_ms = commit >= 6 ? 1.1 : 1.0}), {commit_name(commit), "main", ""});
+  }
+  const HistoryCheck check = check_history(h);
+  EXPECT_EQ(check.candidates, 11u);  // commits 1..11: the first run of each, with two runs before
+  ASSERT_EQ(check.changes.size(), 1u) << to_text(check);
+  EXPECT_EQ(check.changes[0].commit, commit_name(6));
+  EXPECT_EQ(check.changes[0].previous_commit, commit_name(5));
 }
 
 TEST(HistoryCheck, BadOptionsAreUsageErrors) {
