@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # history_flow.sh RIDGE SOURCE_DIR: `ridge history` end to end on two stored H200 reports: add
 # (and add again: nothing changes), runs, check (two runs: nothing to judge, exit 6), export,
-# import into a second history (the export reads back the same), and usage errors (exit 2).
+# import into a second history (the export reads back the same), usage errors (exit 2), and a
+# regression at the newest commit of a small fixture (exit 5).
 set -euo pipefail
 ridge=$1; src=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -33,4 +34,12 @@ cmp -s "$tmp/runs.jsonl" "$tmp/copy.jsonl" || fail "export of the imported copy 
 expect_rc 2 "$ridge" history runs "$tmp/missing.db"
 [ ! -e "$tmp/missing.db" ] || fail "runs created a missing history"
 expect_rc 2 "$ridge" history add "$tmp/h.db" "$tmp/runs.jsonl"
+# Six runs of one record, the newest 20% slower (tests/cli/history_step.jsonl): exit 5 at it.
+expect_rc 0 "$ridge" history import "$tmp/step.db" "$src/tests/cli/history_step.jsonl"
+expect_rc 5 "$ridge" history check "$tmp/step.db" --json "$tmp/step.json"
+grep -Eq "REGRESSION  matmul cuda_events bf16 n=4096  at commit5 \(after commit4\)  \+(19|20|21)\.[0-9]%" "$tmp/out" ||
+  fail "step: $(cat "$tmp/out")"
+grep -q '"regression_at_newest": true' "$tmp/step.json" || fail "step JSON: $(cat "$tmp/step.json")"
+expect_rc 5 "$ridge" history check "$tmp/step.db" --since commit4
+expect_rc 0 "$ridge" history check "$tmp/step.db" --threshold 50%
 echo "ok: ridge history add, runs, check, export and import"
