@@ -27,6 +27,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The folders test_folder made, removed when the test program ends.
+std::vector<fs::path>& made_folders() {
+  static std::vector<fs::path> folders;
+  return folders;
+}
+
+class RemoveTestFolders : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ignored;
+    for (const auto& dir : made_folders()) fs::remove_all(dir, ignored);
+  }
+};
+[[maybe_unused]] const auto* const remove_test_folders = ::testing::AddGlobalTestEnvironment(new RemoveTestFolders);
+
 // A fresh folder per test (ctest runs tests as separate processes at once).
 fs::path test_folder() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -34,6 +49,7 @@ fs::path test_folder() {
                        fmt::format("ridge-history-{}-{}-{}", info->test_suite_name(), info->name(), ::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
+  made_folders().push_back(dir);
   return dir;
 }
 
