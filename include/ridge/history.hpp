@@ -140,7 +140,9 @@ struct HistoryChange {
   nlohmann::json params = nlohmann::json::object();
   std::string machine, gpu;
   std::size_t runs_before = 0, runs_after = 0;  ///< runs in each window
-  double median_before_ms = 0, median_after_ms = 0;  ///< medians of each window's runs' medians
+  /// Before: the median of the runs' medians; after: the median of the runs' pooled samples (as
+  /// compare_results gives baselines and the new run).
+  double median_before_ms = 0, median_after_ms = 0;
   double ratio = 0;  ///< median after / median before (> 1: slower)
   double ratio_ci_low = 0, ratio_ci_high = 0;  ///< 95% interval (bootstrap, or order statistics for large windows)
   double p_value = 1;        ///< two-sided Mann-Whitney over the windows' raw samples
