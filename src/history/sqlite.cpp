@@ -102,10 +102,16 @@ Connection::Connection(const std::filesystem::path& path, bool create, int busy_
     if ((rc & 0xff) == SQLITE_CANTOPEN) throw UsageError(text);  // the path given is at fault
     throw Error(text);
   }
-  sqlite3_extended_result_codes(db_, 1);
-  check(sqlite3_busy_timeout(db_, busy_timeout_ms), db_, "setting the busy timeout");
+  try {
+    check(sqlite3_extended_result_codes(db_, 1), db_, "enabling extended result codes");
+    check(sqlite3_busy_timeout(db_, busy_timeout_ms), db_, "setting the busy timeout");
+  } catch (...) {
+    sqlite3_close(db_);  // the destructor does not run for a constructor that throws
+    throw;
+  }
 }
 
+// Every statement is finalized by then (Statement objects never outlive a call), so close succeeds.
 Connection::~Connection() { sqlite3_close(db_); }
 
 void Connection::execute(std::string_view sql, std::string_view what) {
