@@ -490,6 +490,39 @@ TEST(HistoryCheck, RepeatedRunsOfACommitAreOneCandidate) {
   EXPECT_EQ(check.changes[0].previous_commit, commit_name(5));
 }
 
+TEST(HistoryCheck, TheRecordsGateIsRespected) {
+  // 10% slower from point 10 on, under three gates: a 15% producer band hides it, an
+  // informational record is never judged, and no gate finds it.
+  const auto points_with = [](std::optional<RecordGate> gate) {
+    std::vector<SeriesPoint> points;
+    for (int i = 0; i < 20; ++i) {
+      ResultSet run = make_run(i, {.level_ms = i >= 10 ? 1.1 : 1.0});
+      run.records[0].gate = gate;
+      points.push_back({commit_name(i), run.context.timestamp_utc, 13000, run.records[0]});
+    }
+    return points;
+  };
+  const CheckOptions options;
+  std::size_t tested = 0;
+  const auto open = detect_changes(points_with(std::nullopt), 0, options, &tested);
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].commit, commit_name(10));
+  EXPECT_EQ(tested, 18u);
+  EXPECT_TRUE(detect_changes(points_with(RecordGate{false, 0.15, "spread"}), 0, options).empty());
+  EXPECT_TRUE(detect_changes(points_with(RecordGate{true, 0, "host latency"}), 0, options).empty());
+  // Through the store, an informational series is not one that could be judged.
+  History h = History::open_or_create(test_folder() / "h.db");
+  for (const SeriesPoint& p : points_with(RecordGate{true, 0, "host latency"})) {
+    ResultSet run = make_run(0, {});
+    run.context.timestamp_utc = p.run_time_utc;
+    run.records[0] = p.record;
+    h.add(run, {p.commit, "main", ""});
+  }
+  const HistoryCheck check = check_history(h);
+  EXPECT_TRUE(check.changes.empty());
+  EXPECT_TRUE(check.nothing_compared());
+}
+
 TEST(HistoryCheck, BadOptionsAreUsageErrors) {
   History h = series_history(test_folder() / "h.db", 3);
   CheckOptions options;
