@@ -53,6 +53,10 @@ find_package(MPI COMPONENTS C QUIET)
 if(NOT MPI_C_FOUND)
   list(APPEND missing MPI)
 endif()
+find_package(SQLite3 QUIET)
+if(NOT SQLite3_FOUND)
+  list(APPEND missing SQLite3)
+endif()
 if(PROBE_TESTS)
   find_package(GTest QUIET)
   if(NOT GTest_FOUND)
@@ -77,6 +81,7 @@ apt_name() {
     ZLIB) echo zlib1g-dev ;;
     GTest) echo libgtest-dev ;;
     MPI) echo libopenmpi-dev ;;
+    SQLite3) echo libsqlite3-dev ;;
   esac
 }
 
@@ -95,15 +100,22 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 for pkg in $(cmake_packages_missing); do
-  [ "$pkg" = MPI ] || want "$(apt_name "$pkg")" "CMake package $pkg"
+  [ "$pkg" = MPI ] || [ "$pkg" = SQLite3 ] || want "$(apt_name "$pkg")" "CMake package $pkg"
 done
 install_missing
-left=$(cmake_packages_missing | tr ' ' '\n' | { grep -vx MPI || true; } | tr '\n' ' ' | sed 's/ *$//')
+left=$(cmake_packages_missing | tr ' ' '\n' | { grep -vxE 'MPI|SQLite3' || true; } | tr '\n' ' ' | sed 's/ *$//')
 if [ -n "$left" ]; then say "CMake still does not find: $left (set CMAKE_PREFIX_PATH to where they are)"; exit 1; fi
 # MPI is optional: it builds libridge_mpi.so, the plugin `mpirun -np N ridge collectives` loads.
 if cmake_packages_missing | grep -qw MPI; then
   want libopenmpi-dev "MPI headers (optional: the plugin for mpirun launches)"
   ( install_missing ) || say "continuing without MPI: libridge_mpi.so is not built (threads launch still works)"
+  apt_need=(); missing=()
+fi
+# SQLite is wanted (the run history, `ridge history`) but optional: where apt-get cannot install
+# it (no root, no network: the GPU machine) the build goes on without the history.
+if cmake_packages_missing | grep -qw SQLite3; then
+  want libsqlite3-dev "SQLite headers (for the run history, ridge history)"
+  ( install_missing ) || say "continuing without SQLite: ridge history is not built (install libsqlite3-dev and rebuild)"
   apt_need=(); missing=()
 fi
 

@@ -1,0 +1,200 @@
+#pragma once
+// Run history: every run kept in one SQLite file, and the commits where a record's level changed.
+// CPU only; built when CMake finds SQLite (Debian libsqlite3-dev). (Implementation: src/history/;
+// the schema is documented in src/history/schema.cpp and docs/architecture.md.)
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ridge/compare.hpp"
+#include "ridge/result.hpp"
+
+namespace ridge {
+
+/// Schema version of the history file this ridge writes (`PRAGMA user_version`). Older files are
+/// migrated forward when opened; a newer one is refused with both versions named.
+inline constexpr int history_schema_version = 1;
+/// `PRAGMA application_id` of a ridge history file ("RDGH"), which tells it from other SQLite files.
+inline constexpr std::int32_t history_application_id = 0x52444748;
+
+/// Where a run's code came from. Empty fields are filled by History::add from the run's context.
+struct RunProvenance {
+  std::string commit;  ///< the commit measured (a git sha, or any label that orders like one)
+  std::string branch;
+  std::string source;  ///< the file or folder it was read from
+};
+
+/// The commit and branch of the git repository holding `folder`; none when it is not in one or
+/// git is not installed.
+std::optional<RunProvenance> git_revision(const std::filesystem::path& folder);
+
+/// Fills `commit` and `branch` where empty: from the git repository at `folder` when there is
+/// one, else the commit from the result's context (the git sha of the ridge that wrote it).
+RunProvenance resolve_provenance(RunProvenance given, const ResultSet& run, const std::filesystem::path& folder);
+
+/// One run as the history lists it.
+struct HistoryRun {
+  std::int64_t id = 0;
+  std::string content_hash;  ///< 16 hex digits, FNV-1a 64 of the run's canonical JSON: the same run adds once
+  std::string commit, branch, source;
+  std::string run_time_utc;  ///< ISO 8601, from the result file (its added time when it has none)
+  std::string added_utc;     ///< when it entered this history (kept across export and import)
+  std::string machine;       ///< host name
+  std::string gpu;           ///< device name ("" when the run had no device)
+  std::string gpu_uuid;
+  int driver_version = 0;  ///< CUDA driver version, e.g. 13000; 0 unknown
+  std::string ridge_version, ridge_build;  ///< the ridge that measured it: version and git sha
+  std::size_t records = 0;
+};
+
+/// What History::add did.
+struct AddResult {
+  bool added = false;  ///< false: the same run (same content hash) was already there; nothing changed
+  std::int64_t run_id = 0;
+  std::string content_hash;
+};
+
+/// What History::import_json_lines did.
+struct ImportResult {
+  std::size_t added = 0, already_present = 0;
+};
+
+struct HistoryOptions {
+  /// How long a write waits for another writer's lock before failing, in seconds.
+  double busy_timeout_s = 10;
+};
+
+/// A history file. Opening checks it before anything is written: a folder, a file that is not
+/// SQLite, a truncated file, an SQLite file that is not a ridge history, or a history of a newer
+/// schema is a UsageError naming the problem, and the file is left as it was. Writers on one
+/// machine or on a shared disk with working locks may add at once (WAL, one transaction per run).
+class History {
+ public:
+  /// Opens the history at `path`, creating it (and nothing else: not its folder) when missing.
+  static History open_or_create(const std::filesystem::path& path, const HistoryOptions& options = {});
+  /// Opens an existing history; a missing or empty file is a UsageError.
+  static History open_existing(const std::filesystem::path& path, const HistoryOptions& options = {});
+  ~History();
+  History(History&&) noexcept;
+  History& operator=(History&&) noexcept;
+
+  const std::filesystem::path& path() const;
+  /// The schema version of the open file (history_schema_version once opened).
+  int schema_version() const;
+
+  /// Adds one run (context, records, raw samples) in one transaction. `provenance` must have a
+  /// commit (see resolve_provenance). Adding a run already present changes nothing.
+  AddResult add(const ResultSet& run, const RunProvenance& provenance);
+  /// Every run, oldest first (by run time, then by when it was added).
+  std::vector<HistoryRun> runs() const;
+  /// A stored run, as it was added.
+  ResultSet load_run(std::int64_t run_id) const;
+
+  /// Every run as JSON lines, oldest first: one object a line with its provenance and the result
+  /// file's JSON, so import into another history reproduces it exactly.
+  std::string export_json_lines() const;
+  /// Adds each line's run (one transaction each; runs already present are counted, not added).
+  /// Lines are all parsed first: a bad line is a UsageError naming `source` and the line number,
+  /// and nothing is added then.
+  ImportResult import_json_lines(std::string_view text, const std::string& source);
+
+  /// Implementation detail (the open connection); public only so src/history can reach it.
+  struct State;
+
+ private:
+  explicit History(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+/// Options of change detection over commits. Each record's series (same name, method, dtype,
+/// params, machine and GPU) is tested at every commit under review: the raw samples of up to
+/// `window_runs` runs before against up to `window_runs` runs from that commit on, with a two-sided
+/// Mann-Whitney test and the noise band of `ridge compare` (threshold, the record's gate, its
+/// run-to-run spread, its clock change, the timer's resolution) — compare_results judges each
+/// window pair.
+struct CheckOptions {
+  CompareOptions compare;  ///< threshold, alpha, spread factor, clock terms: as `ridge compare`
+  std::size_t window_runs = 5;  ///< runs on each side of a candidate commit
+  std::size_t min_runs_before = 2;  ///< a candidate needs this many runs before it (and one at or after)
+  /// Only commits after this one (a run's commit, or a unique prefix of it) are under review; empty: all.
+  std::string since;
+};
+
+/// Throws UsageError naming the first bad field of `options`.
+void validate(const CheckOptions& options);
+
+/// A change of a record's level at one commit.
+struct HistoryChange {
+  std::string commit;           ///< the first commit at the new level
+  std::string previous_commit;  ///< the last commit at the old level
+  std::string run_time_utc;     ///< of the first run at the new level
+  std::string name, method, dtype;
+  nlohmann::json params = nlohmann::json::object();
+  std::string machine, gpu;
+  std::size_t runs_before = 0, runs_after = 0;  ///< runs in each window
+  /// Before: the median of the runs' medians; after: the median of the runs' pooled samples (as
+  /// compare_results gives baselines and the new run).
+  double median_before_ms = 0, median_after_ms = 0;
+  double ratio = 0;  ///< median after / median before (> 1: slower)
+  double ratio_ci_low = 0, ratio_ci_high = 0;  ///< 95% interval (bootstrap, or order statistics for large windows)
+  double p_value = 1;        ///< two-sided Mann-Whitney over the windows' raw samples
+  double alpha = 0;          ///< the level it had to pass: CompareOptions::alpha / candidates of the series
+  double noise_band = 0;     ///< relative change it had to exceed, and which term set it
+  std::string noise_band_source;
+  bool regression = false;   ///< slower (an improvement otherwise)
+  double clock_difference = -1;  ///< relative SM clock difference of the record between the windows; -1 unknown
+  bool clock_changed = false;    ///< clock_difference > CompareOptions::clock_tolerance
+  bool driver_changed = false;   ///< the windows' runs do not all share one driver version
+  int driver_before = 0, driver_after = 0;  ///< driver of the last run before and the first after
+  bool at_newest_commit = false;  ///< at the newest commit of the history
+};
+
+/// The result of History-wide change detection.
+struct HistoryCheck {
+  CheckOptions options;
+  std::vector<HistoryChange> changes;  ///< by series, then commit
+  std::size_t series = 0;          ///< record series in the history
+  std::size_t series_judged = 0;   ///< series long enough for at least one candidate commit
+  std::size_t candidates = 0;      ///< (series, commit) pairs tested
+  std::string newest_commit;       ///< of the newest run
+  std::size_t runs = 0;
+
+  /// A regression at the newest commit: `ridge history check` exits ExitCode::regression.
+  bool regression_at_newest() const;
+  /// No series could be judged: exits ExitCode::nothing_compared.
+  bool nothing_compared() const { return series_judged == 0; }
+};
+
+/// One run of a series: when and where, and its record.
+struct SeriesPoint {
+  std::string commit, run_time_utc;
+  int driver_version = 0;
+  Record record;
+};
+
+/// Changes in one series (points oldest first); `first_candidate` is the index of the first
+/// point under review. `alpha` and the windows come from `options`; `candidates` (out) counts
+/// the commits tested. Changes are found greedily: the strongest candidate (largest rank effect
+/// |U / (m n) - 1/2|) that passes is kept, windows never cross a kept change, and the rest are
+/// tested again (a windowed form of Pettitt's 1979 Mann-Whitney change-point statistic).
+std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, std::size_t first_candidate,
+                                          const CheckOptions& options, std::size_t* candidates = nullptr);
+
+/// Change detection over every series of the history. Throws UsageError on bad options or a
+/// `since` commit that no run has.
+HistoryCheck check_history(const History& history, const CheckOptions& options = {});
+
+/// Plain text for a terminal: a summary line and one line per change.
+std::string to_text(const HistoryCheck& check);
+std::string to_text(std::span<const HistoryRun> runs);
+nlohmann::json to_json(const HistoryCheck& check);
+
+}  // namespace ridge

@@ -1,0 +1,248 @@
+// Change detection over a record's series of runs. At each commit under review the runs before
+// and from it on are compared as `ridge compare` compares baselines with a new run: the same
+// function (compare_results) gives the rank test, the ratio and its interval, and the noise band
+// (threshold, the record's gate, its run-to-run spread, its clock change, the timer's resolution),
+// so history and compare judge a record alike. Only the significance level differs: it is divided
+// by the number of commits tested in the series (Bonferroni), since each is a test.
+#include "ridge/history.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "ridge/errors.hpp"
+#include "ridge/record_keys.hpp"
+
+namespace ridge {
+
+namespace {
+
+// The after-window's runs as one record: their samples pooled, the strictest gate, clocks from
+// the first start to the last end, per-sample clocks where every run has them.
+Record pooled_record(std::span<const SeriesPoint> after) {
+  Record pooled = after.front().record;
+  pooled.samples_ms.clear();
+  bool all_sample_clocks = true;
+  nlohmann::json sample_clocks = nlohmann::json::array();
+  for (const SeriesPoint& p : after) {
+    const Record& r = p.record;
+    pooled.samples_ms.insert(pooled.samples_ms.end(), r.samples_ms.begin(), r.samples_ms.end());
+    if (r.gate && (!pooled.gate || r.gate->informational || r.gate->min_threshold > pooled.gate->min_threshold))
+      pooled.gate = r.gate;
+    const auto it = r.extra.find(extra_key::sample_sm_mhz);
+    if (it == r.extra.end() || !it->is_array()) all_sample_clocks = false;
+    else
+      for (const auto& v : *it) sample_clocks.push_back(v);
+  }
+  pooled.clocks_end = after.back().record.clocks_end;
+  if (all_sample_clocks) pooled.extra[extra_key::sample_sm_mhz] = std::move(sample_clocks);
+  else pooled.extra.erase(extra_key::sample_sm_mhz);
+  finalize(pooled);
+  return pooled;
+}
+
+// Runs [lo, k) against runs [k, hi), judged by compare_results.
+RecordComparison judge_window(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
+                              const CompareOptions& options) {
+  std::vector<ResultSet> baselines(k - lo);
+  for (std::size_t i = lo; i < k; ++i) baselines[i - lo].records.push_back(points[i].record);
+  ResultSet next;
+  next.records.push_back(pooled_record(points.subspan(k, hi - k)));
+  return compare_results(baselines, next, options).rows.front();
+}
+
+bool is_change(const RecordComparison& row) {
+  return row.verdict == Verdict::regression || row.verdict == Verdict::improvement;
+}
+
+// How cleanly the windows separate: |U / (m n) - 1/2|, 1/2 when every sample moved.
+double rank_effect(const RecordComparison& row) {
+  const double pairs = double(row.base_count) * double(row.new_count);
+  return pairs > 0 ? std::abs(row.test.u / pairs - 0.5) : 0;
+}
+
+
+// The window around candidate k: up to window_runs runs each side, never across a kept change.
+std::pair<std::size_t, std::size_t> window_of(std::size_t k, std::size_t n, const std::set<std::size_t>& kept,
+                                              std::size_t window_runs) {
+  std::size_t lo = k >= window_runs ? k - window_runs : 0;
+  std::size_t hi = std::min(n, k + window_runs);
+  if (auto it = kept.lower_bound(k); it != kept.begin()) lo = std::max(lo, *std::prev(it));
+  if (auto it = kept.upper_bound(k); it != kept.end()) hi = std::min(hi, *it);
+  return {lo, hi};
+}
+
+HistoryChange change_from(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
+                          const RecordComparison& row, const CompareOptions& options) {
+  HistoryChange c;
+  const SeriesPoint& first = points[k];
+  c.commit = first.commit;
+  c.previous_commit = points[k - 1].commit;
+  c.run_time_utc = first.run_time_utc;
+  c.name = row.name;
+  c.method = row.method;
+  c.dtype = row.dtype;
+  c.params = row.params;
+  c.runs_before = k - lo;
+  c.runs_after = hi - k;
+  c.median_before_ms = row.base_median_ms;
+  c.median_after_ms = row.new_median_ms;
+  c.ratio = row.ratio;
+  c.ratio_ci_low = row.ratio_ci_low;
+  c.ratio_ci_high = row.ratio_ci_high;
+  c.p_value = row.test.p_value;
+  c.alpha = options.alpha;
+  c.noise_band = row.noise_band;
+  c.noise_band_source = row.noise_band_source;
+  c.regression = row.verdict == Verdict::regression;
+  c.clock_difference = row.clock_difference;
+  c.clock_changed = row.clock_difference > options.clock_tolerance;
+  std::set<int> drivers;
+  for (std::size_t i = lo; i < hi; ++i)
+    if (points[i].driver_version > 0) drivers.insert(points[i].driver_version);
+  c.driver_changed = drivers.size() > 1;
+  c.driver_before = points[k - 1].driver_version;
+  c.driver_after = first.driver_version;
+  return c;
+}
+
+}  // namespace
+
+void validate(const CheckOptions& options) {
+  if (options.window_runs < 1) throw UsageError("window_runs must be >= 1");
+  if (options.min_runs_before < 1) throw UsageError("min_runs_before must be >= 1");
+  if (options.window_runs < options.min_runs_before)
+    throw UsageError(fmt::format("window_runs ({}) must be >= min_runs_before ({})", options.window_runs,
+                                 options.min_runs_before));
+  if (!(options.compare.alpha > 0 && options.compare.alpha < 1)) throw UsageError("alpha must be in (0, 1)");
+  if (!(options.compare.threshold >= 0)) throw UsageError("threshold must be >= 0");
+}
+
+std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, std::size_t first_candidate,
+                                          const CheckOptions& options, std::size_t* candidates) {
+  validate(options);
+  const std::size_t n = points.size();
+  // Candidates: the first run of each commit under review with enough runs before it.
+  std::vector<std::size_t> positions;
+  for (std::size_t k = std::max(first_candidate, options.min_runs_before); k < n; ++k)
+    if (points[k].commit != points[k - 1].commit) positions.push_back(k);
+  if (candidates) *candidates = positions.size();
+  if (positions.empty()) return {};
+  CompareOptions scan = options.compare;
+  scan.alpha = options.compare.alpha / double(positions.size());
+  scan.bootstrap_budget = 0;  // the interval does not decide; order statistics are O(1)
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t>, RecordComparison> judged;
+  std::set<std::size_t> kept;
+  for (;;) {
+    std::optional<std::size_t> best;
+    double best_effect = -1;
+    for (std::size_t k : positions) {
+      if (kept.count(k)) continue;
+      const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
+      if (k - lo < options.min_runs_before) continue;
+      auto it = judged.find({lo, k, hi});
+      if (it == judged.end()) it = judged.emplace(std::tuple{lo, k, hi}, judge_window(points, lo, k, hi, scan)).first;
+      if (!is_change(it->second)) continue;
+      if (const double effect = rank_effect(it->second); effect > best_effect) {
+        best = k;
+        best_effect = effect;
+      }
+    }
+    if (!best) break;
+    kept.insert(*best);
+  }
+  // Each kept change again over its final windows, with the caller's interval method.
+  CompareOptions report = options.compare;
+  report.alpha = scan.alpha;
+  std::vector<HistoryChange> changes;
+  for (std::size_t k : kept) {
+    const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
+    const RecordComparison row = judge_window(points, lo, k, hi, report);
+    if (is_change(row)) changes.push_back(change_from(points, lo, k, hi, row, report));
+  }
+  return changes;
+}
+
+namespace {
+
+// Whether a series can be judged at all: a record some verdict can come from.
+bool judgeable(const Record& r) {
+  return r.method != Method::none && r.method != Method::wall_naive && !(r.gate && r.gate->informational);
+}
+
+// Index of the last run at commit `since` (or a unique prefix of one); throws when none matches.
+std::size_t since_index(const std::vector<HistoryRun>& runs, const std::string& since) {
+  std::optional<std::size_t> found;
+  std::set<std::string> matches;
+  const bool exact = std::any_of(runs.begin(), runs.end(), [&](const HistoryRun& r) { return r.commit == since; });
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (exact ? runs[i].commit == since : runs[i].commit.rfind(since, 0) == 0) {
+      found = i;
+      matches.insert(runs[i].commit);
+    }
+  if (!found)
+    throw UsageError(fmt::format("since: commit '{}' is not in the history ({} runs); give the commit of a run in it",
+                                 since, runs.size()));
+  if (matches.size() > 1)
+    throw UsageError(fmt::format("since: '{}' matches {} commits; give more of the commit", since, matches.size()));
+  return *found;
+}
+
+}  // namespace
+
+bool HistoryCheck::regression_at_newest() const {
+  return std::any_of(changes.begin(), changes.end(), [](const HistoryChange& c) { return c.regression && c.at_newest_commit; });
+}
+
+HistoryCheck check_history(const History& history, const CheckOptions& options) {
+  validate(options);
+  HistoryCheck result;
+  result.options = options;
+  const std::vector<HistoryRun> runs = history.runs();
+  result.runs = runs.size();
+  if (runs.empty()) return result;
+  result.newest_commit = runs.back().commit;
+  const std::size_t first_run = options.since.empty() ? 0 : since_index(runs, options.since) + 1;
+  // Series in order of first appearance; each point remembers its run's position.
+  std::map<std::string, std::size_t> series_of_key;
+  std::vector<std::vector<SeriesPoint>> series;
+  std::vector<std::vector<std::size_t>> run_positions;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    ResultSet run = history.load_run(runs[i].id);
+    std::map<std::string, std::size_t> occurrences;
+    for (Record& r : run.records) {
+      const std::string match = record_match_key(r);
+      const std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
+      const auto [it, is_new] = series_of_key.emplace(key, series.size());
+      if (is_new) {
+        series.emplace_back();
+        run_positions.emplace_back();
+      }
+      series[it->second].push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
+      run_positions[it->second].push_back(i);
+    }
+  }
+  result.series = series.size();
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    const auto& positions = run_positions[s];
+    const auto first = static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), first_run) -
+                                                positions.begin());
+    std::size_t tested = 0;
+    std::vector<HistoryChange> changes = detect_changes(series[s], first, options, &tested);
+    result.candidates += tested;
+    if (tested > 0 && judgeable(series[s].back().record)) ++result.series_judged;
+    for (HistoryChange& c : changes) {
+      c.machine = runs[positions.front()].machine;
+      c.gpu = runs[positions.front()].gpu;
+      c.at_newest_commit = c.commit == result.newest_commit;
+      result.changes.push_back(std::move(c));
+    }
+  }
+  return result;
+}
+
+}  // namespace ridge

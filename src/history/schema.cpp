@@ -1,0 +1,178 @@
+// The history schema, version 1. One SQLite file (WAL journal), PRAGMA application_id =
+// history_application_id and PRAGMA user_version = the schema version.
+//
+//   runs     one row per run added: its content hash (unique: a run adds once), commit, branch,
+//            run time, added time, machine, GPU (name, uuid), driver, ridge version and build,
+//            source path, and the result file's context as JSON (records left out).
+//   records  one row per record of a run, in file order: its identity (name, method, dtype,
+//            params as canonical JSON), what the gate and verdict need (verification, gate
+//            informational and min_threshold), median, SM clocks at start and end, and the record
+//            as JSON without its samples.
+//   samples  the raw samples of each record (ms per operation), in order.
+//
+// A new version adds a migrate_to_N step below and bumps history_schema_version; a file is
+// migrated forward in one transaction when a newer ridge opens it.
+#include "history/schema.hpp"
+
+#include <array>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ridge/errors.hpp"
+#include "ridge/history.hpp"
+
+namespace ridge::history_detail {
+
+namespace {
+
+constexpr const char* schema_v1 = R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  content_hash TEXT NOT NULL UNIQUE,
+  commit_sha TEXT NOT NULL,
+  branch TEXT NOT NULL,
+  run_time_utc TEXT NOT NULL,
+  added_utc TEXT NOT NULL,
+  machine TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  driver_version INTEGER NOT NULL,
+  ridge_version TEXT NOT NULL,
+  ridge_build TEXT NOT NULL,
+  source TEXT NOT NULL,
+  context_json TEXT NOT NULL
+);
+CREATE INDEX runs_by_time ON runs(run_time_utc, id);
+CREATE TABLE records (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  method TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  params_json TEXT NOT NULL,
+  verification TEXT NOT NULL,
+  gate_informational INTEGER NOT NULL,
+  gate_min_threshold REAL NOT NULL,
+  median_ms REAL NOT NULL,
+  sm_mhz_start REAL NOT NULL,
+  sm_mhz_end REAL NOT NULL,
+  record_json TEXT NOT NULL,
+  UNIQUE (run_id, position)
+);
+CREATE INDEX records_by_identity ON records(name, method, dtype, params_json);
+CREATE TABLE samples (
+  record_id INTEGER NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  ms REAL NOT NULL,
+  PRIMARY KEY (record_id, position)
+) WITHOUT ROWID;
+)sql";
+
+void migrate_to_1(Connection& c) { c.execute(schema_v1, "creating the history tables"); }
+
+// Step N brings a file from version N - 1 to N; index 0 is creation from nothing.
+using Migration = void (*)(Connection&);
+constexpr std::array<Migration, history_schema_version> migrations = {migrate_to_1};
+
+std::vector<std::string> table_names(Connection& c) {
+  Statement s(c.get(), "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name");
+  std::vector<std::string> names;
+  while (s.step()) names.push_back(s.text(0));
+  return names;
+}
+
+// What the file is, read without writing: throws for a file this ridge must not touch; returns
+// its version (0: an empty database, to be created).
+int readable_version(Connection& c, const std::filesystem::path& path, bool create) {
+  const auto application_id = static_cast<std::int32_t>(c.integer_value("PRAGMA application_id"));
+  const auto version = static_cast<int>(c.integer_value("PRAGMA user_version"));
+  const std::vector<std::string> tables = table_names(c);
+  if (application_id != history_application_id) {
+    if (tables.empty() && version == 0 && application_id == 0) {
+      if (create) return 0;
+      throw UsageError(fmt::format("history {}: an empty database, not a ridge history yet; add a run to it first",
+                                   path.string()));
+    }
+    throw UsageError(fmt::format(
+        "history {}: an SQLite database, but not a ridge history (application_id {}, tables: {}); give a ridge "
+        "history file or a new path",
+        path.string(), application_id, tables.empty() ? "none" : fmt::format("{}", fmt::join(tables, ", "))));
+  }
+  if (version > history_schema_version)
+    throw UsageError(fmt::format("history {}: written by a newer ridge (schema version {}; this ridge reads up to "
+                                 "version {}); use that ridge or a newer one",
+                                 path.string(), version, history_schema_version));
+  if (version < 1)
+    throw UsageError(fmt::format("history {}: marked as a ridge history but has no schema version; the file is "
+                                 "damaged",
+                                 path.string()));
+  return version;
+}
+
+}  // namespace
+
+bool inspect_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec && status.type() != std::filesystem::file_type::not_found)
+    throw UsageError(fmt::format("history {}: cannot examine it: {}", path.string(), ec.message()));
+  if (status.type() == std::filesystem::file_type::not_found) return false;
+  if (status.type() == std::filesystem::file_type::directory)
+    throw UsageError(fmt::format("history {}: is a folder; give the path of a history file", path.string()));
+  if (status.type() != std::filesystem::file_type::regular)
+    throw UsageError(fmt::format("history {}: not a regular file (a FIFO, device or socket); give a history file",
+                                 path.string()));
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw UsageError(fmt::format("history {}: cannot read its size: {}", path.string(), ec.message()));
+  if (size == 0) return false;
+  std::array<unsigned char, 100> header{};
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(header.data()), header.size());
+  const auto got = static_cast<std::size_t>(in.gcount());
+  constexpr std::string_view magic("SQLite format 3\0", 16);
+  if (got < header.size() || std::string_view(reinterpret_cast<const char*>(header.data()), magic.size()) != magic)
+    throw UsageError(fmt::format("history {}: not an SQLite database ({} bytes without SQLite's header); give a "
+                                 "ridge history file or a new path",
+                                 path.string(), size));
+  // The header's page size (1 means 65536) and page count, valid when the change counter matches
+  // the version-valid-for number; without a WAL beside it the file must hold every page.
+  const auto be32 = [&](std::size_t at) {
+    return std::uint32_t(header[at]) << 24 | std::uint32_t(header[at + 1]) << 16 | std::uint32_t(header[at + 2]) << 8 |
+           std::uint32_t(header[at + 3]);
+  };
+  const std::uint32_t raw_page = std::uint32_t(header[16]) << 8 | header[17];
+  const std::uintmax_t page_size = raw_page == 1 ? 65536 : raw_page;
+  const std::uintmax_t pages = be32(28);
+  const bool count_valid = be32(24) == be32(92) && pages > 0;
+  const bool wal_beside = std::filesystem::exists(path.string() + "-wal", ec);
+  if (count_valid && !wal_beside && size < pages * page_size)
+    throw UsageError(fmt::format("history {}: truncated ({} bytes of the {} its header says); restore it from a copy",
+                                 path.string(), size, pages * page_size));
+  return true;
+}
+
+int prepare_schema(Connection& c, const std::filesystem::path& path, bool create) {
+  const int found = readable_version(c, path, create);
+  if (found == history_schema_version) {
+    c.execute("PRAGMA journal_mode = WAL", "switching to the WAL journal");
+    return found;
+  }
+  // A new or older file: WAL first (it cannot change inside a transaction), then create or
+  // migrate under the write lock, reading the version again (another writer may have done it).
+  c.execute("PRAGMA journal_mode = WAL", "switching to the WAL journal");
+  Transaction transaction(c);
+  int version = readable_version(c, path, create);
+  for (; version < history_schema_version; ++version) migrations[static_cast<std::size_t>(version)](c);
+  c.execute(fmt::format("PRAGMA application_id = {}; PRAGMA user_version = {}", history_application_id, version),
+            "marking the file as a ridge history");
+  transaction.commit();
+  return version;
+}
+
+}  // namespace ridge::history_detail

@@ -1,0 +1,534 @@
+// The run history: its SQLite store (schema, deduplication, hostile files, export and import,
+// writers at once) and change detection over commits.
+#include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "ridge/errors.hpp"
+#include "ridge/history.hpp"
+#include "ridge/writers.hpp"
+
+using namespace ridge;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The folders test_folder made, removed when the test program ends.
+std::vector<fs::path>& made_folders() {
+  static std::vector<fs::path> folders;
+  return folders;
+}
+
+class RemoveTestFolders : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ignored;
+    for (const auto& dir : made_folders()) fs::remove_all(dir, ignored);
+  }
+};
+[[maybe_unused]] const auto* const remove_test_folders = ::testing::AddGlobalTestEnvironment(new RemoveTestFolders);
+
+// A fresh folder per test (ctest runs tests as separate processes at once).
+fs::path test_folder() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::temp_directory_path() /
+                       fmt::format("ridge-history-{}-{}-{}", info->test_suite_name(), info->name(), ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  made_folders().push_back(dir);
+  return dir;
+}
+
+std::string bytes_of(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct RunShape {
+  double level_ms = 1.0;   // median time of the record
+  double sm_mhz = 1980;    // SM clock the record ran at
+  int driver = 13000;
+  unsigned seed = 1;
+  std::string host = "ci-1";
+};
+
+// A run of one GEMM-like record: 30 samples with 1% log-normal noise and a 0.3% run offset.
+ResultSet make_run(int index, const RunShape& shape) {
+  std::mt19937 rng(shape.seed * 7919u + static_cast<unsigned>(index));
+  std::normal_distribution<double> z(0, 1);
+  ResultSet set;
+  set.context.tool_version = "0.1.0";
+  set.context.git_sha = "toolsha";
+  set.context.hostname = shape.host;
+  set.context.timestamp_utc = fmt::format("2026-12-01T00:{:02}:{:02}Z", index / 60, index % 60);
+  DeviceDescription device;
+  device.name = "NVIDIA H200";
+  device.driver_version = shape.driver;
+  set.context.device = device;
+  Record r;
+  r.name = "matmul";
+  r.method = Method::cuda_events;
+  r.dtype = DType::bf16;
+  r.params = {{"n", 4096}};
+  const double run_offset = std::exp(0.003 * z(rng));
+  for (int i = 0; i < 30; ++i) r.samples_ms.push_back(shape.level_ms * run_offset * std::exp(0.01 * z(rng)));
+  r.clocks_start.sm_mhz = r.clocks_end.sm_mhz = shape.sm_mhz;
+  finalize(r);
+  set.records.push_back(r);
+  return set;
+}
+
+std::string commit_name(int i) { return fmt::format("c{:04}", i); }
+
+// A history of `runs` runs, one per commit, the level times `step` from commit `step_at` on.
+History series_history(const fs::path& path, int runs, int step_at = -1, double step = 1.0, unsigned seed = 1) {
+  History h = History::open_or_create(path);
+  for (int i = 0; i < runs; ++i) {
+    RunShape shape;
+    shape.seed = seed;
+    if (step_at >= 0 && i >= step_at) shape.level_ms *= step;
+    h.add(make_run(i, shape), {commit_name(i), "main", "synthetic"});
+  }
+  return h;
+}
+
+std::int64_t pragma_value(const fs::path& path, const char* pragma) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, pragma, -1, &s, nullptr), SQLITE_OK);
+  std::int64_t value = -1;
+  if (sqlite3_step(s) == SQLITE_ROW) value = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return value;
+}
+
+std::string pragma_text(const fs::path& path, const char* pragma) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, pragma, -1, &s, nullptr), SQLITE_OK);
+  std::string value;
+  if (sqlite3_step(s) == SQLITE_ROW) value = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return value;
+}
+
+void raw_sql(const fs::path& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// Opening `path` either way fails with a UsageError whose message contains `expected`, and the
+// file's bytes are what they were.
+void expect_refused(const fs::path& path, const std::string& expected) {
+  const bool folder = fs::is_directory(path);
+  const std::string before = folder ? "" : bytes_of(path);
+  for (bool create : {true, false}) {
+    try {
+      if (create) History::open_or_create(path);
+      else History::open_existing(path);
+      ADD_FAILURE() << path << " was opened (create " << create << ")";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+    if (!folder) {
+      EXPECT_EQ(bytes_of(path), before) << "the file changed";
+    }
+  }
+  EXPECT_FALSE(fs::exists(path.string() + "-wal"));
+}
+
+}  // namespace
+
+TEST(HistoryStore, CreatesTheSchemaAndReopens) {
+  const fs::path db = test_folder() / "h.db";
+  {
+    History h = History::open_or_create(db);
+    EXPECT_EQ(h.schema_version(), history_schema_version);
+    EXPECT_TRUE(h.add(make_run(0, {}), {"abc", "main", "r.json"}).added);
+  }
+  EXPECT_EQ(pragma_value(db, "PRAGMA user_version"), history_schema_version);
+  EXPECT_EQ(pragma_value(db, "PRAGMA application_id"), history_application_id);
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM samples"), 30);
+  History h = History::open_existing(db);
+  const auto runs = h.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].commit, "abc");
+  EXPECT_EQ(runs[0].gpu, "NVIDIA H200");
+  EXPECT_EQ(runs[0].driver_version, 13000);
+  EXPECT_EQ(runs[0].records, 1u);
+  EXPECT_EQ(to_json(h.load_run(runs[0].id)), to_json(make_run(0, {})));
+}
+
+TEST(HistoryStore, AddingTheSameRunTwiceChangesNothing) {
+  const fs::path db = test_folder() / "h.db";
+  History h = History::open_or_create(db);
+  const AddResult first = h.add(make_run(0, {}), {"abc", "main", "a.json"});
+  const AddResult again = h.add(make_run(0, {}), {"def", "other", "b.json"});
+  EXPECT_TRUE(first.added);
+  EXPECT_FALSE(again.added);
+  EXPECT_EQ(again.run_id, first.run_id);
+  EXPECT_EQ(again.content_hash, first.content_hash);
+  ASSERT_EQ(h.runs().size(), 1u);
+  EXPECT_EQ(h.runs()[0].commit, "abc");
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM records"), 1);
+  EXPECT_TRUE(h.add(make_run(1, {}), {"abc", "main", "c.json"}).added);  // another run of that commit
+}
+
+TEST(HistoryStore, ARunNeedsACommit) {
+  History h = History::open_or_create(test_folder() / "h.db");
+  EXPECT_THROW(h.add(make_run(0, {}), {}), UsageError);
+  EXPECT_TRUE(h.runs().empty());
+}
+
+TEST(HistoryStore, HostileFilesAreRefusedAndLeftIntact) {
+  const fs::path dir = test_folder();
+  const fs::path good = dir / "good.db";
+  series_history(good, 20);
+  ASSERT_GT(fs::file_size(good), 8192u);
+
+  const fs::path truncated = dir / "truncated.db";
+  fs::copy_file(good, truncated);
+  fs::resize_file(truncated, fs::file_size(good) / 2);
+  expect_refused(truncated, "truncated");
+
+  const fs::path random = dir / "random.db";
+  std::mt19937 rng(3);
+  std::string noise(5000, '\0');
+  for (char& c : noise) c = static_cast<char>(rng());
+  std::ofstream(random, std::ios::binary) << noise;
+  expect_refused(random, "not an SQLite database");
+
+  const fs::path text = dir / "short.db";
+  std::ofstream(text) << "hello";
+  expect_refused(text, "not an SQLite database");
+
+  const fs::path foreign = dir / "foreign.db";
+  raw_sql(foreign, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices VALUES (1, 2.5)");
+  expect_refused(foreign, "not a ridge history (application_id 0, tables: invoices)");
+
+  const fs::path newer = dir / "newer.db";
+  fs::copy_file(good, newer);
+  raw_sql(newer, "PRAGMA user_version = 7");
+  expect_refused(newer, "newer ridge (schema version 7; this ridge reads up to version 1)");
+
+  expect_refused(dir, "is a folder");
+
+  const fs::path fifo = dir / "fifo.db";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (bool create : {true, false}) {
+    try {
+      if (create) History::open_or_create(fifo);
+      else History::open_existing(fifo);
+      ADD_FAILURE() << "a FIFO was opened";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(HistoryStore, AHistoryInAMissingFolderIsAUsageError) {
+  const fs::path db = test_folder() / "no" / "such" / "folder" / "h.db";
+  EXPECT_THROW(History::open_or_create(db), UsageError);
+  EXPECT_FALSE(fs::exists(db.parent_path()));
+}
+
+TEST(HistoryStore, OpenExistingRefusesAMissingFileWithoutCreatingIt) {
+  const fs::path db = test_folder() / "missing.db";
+  EXPECT_THROW(History::open_existing(db), UsageError);
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST(HistoryStore, ExportThenImportRoundTripsExactly) {
+  const fs::path dir = test_folder();
+  History a = series_history(dir / "a.db", 6);
+  a.add(make_run(99, {.level_ms = 0.02, .host = "ci-2"}), {"zzz", "", "x.json"});
+  const std::string exported = a.export_json_lines();
+  EXPECT_EQ(std::count(exported.begin(), exported.end(), '\n'), 7);
+
+  History b = History::open_or_create(dir / "b.db");
+  const ImportResult first = b.import_json_lines(exported, "a.jsonl");
+  EXPECT_EQ(first.added, 7u);
+  EXPECT_EQ(first.already_present, 0u);
+  EXPECT_EQ(b.export_json_lines(), exported);
+  const ImportResult again = b.import_json_lines(exported, "a.jsonl");
+  EXPECT_EQ(again.added, 0u);
+  EXPECT_EQ(again.already_present, 7u);
+  EXPECT_EQ(b.runs().size(), 7u);
+}
+
+TEST(HistoryStore, ABadImportLineAddsNothingAndNamesTheLine) {
+  const fs::path dir = test_folder();
+  History a = series_history(dir / "a.db", 2);
+  const std::string text = a.export_json_lines() + "{\"ridge_history_run\": 1, \"commit\": \"x\"}\n";
+  History b = History::open_or_create(dir / "b.db");
+  try {
+    b.import_json_lines(text, "runs.jsonl");
+    FAIL() << "a line without a result was imported";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("runs.jsonl line 3"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(b.runs().empty());
+}
+
+TEST(HistoryStore, WritersAtOnceLoseNothingAndDuplicateNothing) {
+  const fs::path db = test_folder() / "shared.db";
+  constexpr int writers = 6, runs_each = 15;
+  std::vector<pid_t> children;
+  for (int w = 0; w < writers; ++w) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 0;
+      try {
+        History h = History::open_or_create(db);
+        for (int i = 0; i < runs_each; ++i)
+          h.add(make_run(i, {.seed = static_cast<unsigned>(100 + w)}), {fmt::format("w{}-{}", w, i), "main", ""});
+        h.add(make_run(0, {.seed = 7}), {"shared", "main", ""});  // the same run from every writer
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "writer %d: %s\n", w, e.what());
+        code = 1;
+      }
+      _exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  History h = History::open_existing(db);
+  const auto runs = h.runs();
+  EXPECT_EQ(runs.size(), std::size_t(writers * runs_each + 1));
+  std::set<std::string> hashes;
+  for (const auto& r : runs) hashes.insert(r.content_hash);
+  EXPECT_EQ(hashes.size(), runs.size());
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM samples"), (writers * runs_each + 1) * 30);
+  EXPECT_EQ(pragma_text(db, "PRAGMA integrity_check"), "ok");
+}
+
+TEST(HistoryStore, AFullDiskFailsTheRunAndLeavesTheHistoryIntact) {
+  const fs::path db = test_folder() / "h.db";
+  series_history(db, 3);
+  ResultSet big = make_run(50, {});
+  big.records[0].samples_ms.assign(400000, 1.0);  // about 8 MB of samples: more than the disk below holds
+  finalize(big.records[0]);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // A full disk, as the process sees it: writes past 1 MB more than the file fail (EFBIG).
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{static_cast<rlim_t>(fs::file_size(db) + (1 << 20)), RLIM_INFINITY};
+    int code = 3;
+    try {
+      setrlimit(RLIMIT_FSIZE, &limit);
+      History h = History::open_existing(db);
+      h.add(big, {"big", "main", ""});
+      code = 2;  // added: the limit did not bite
+    } catch (const UsageError&) {
+      code = 4;  // the wrong kind: the file is not at fault
+    } catch (const Error& e) {
+      code = std::string(e.what()).find("failed") != std::string::npos ? 0 : 5;
+    }
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: added anyway, 4: a usage error, 5: an unclear message";
+  EXPECT_EQ(pragma_text(db, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(History::open_existing(db).runs().size(), 3u);
+}
+
+TEST(HistoryProvenance, AGivenCommitWinsThenGitThenTheResultFile) {
+  const ResultSet run = make_run(0, {});
+  EXPECT_EQ(resolve_provenance({"given", "b", ""}, run, fs::temp_directory_path()).commit, "given");
+  const fs::path plain = test_folder();  // under /tmp: not in a git repository
+  EXPECT_EQ(resolve_provenance({}, run, plain).commit, "toolsha");
+#ifdef RIDGE_SOURCE_DIR
+  if (fs::exists(fs::path(RIDGE_SOURCE_DIR) / ".git")) {
+    const auto git = git_revision(RIDGE_SOURCE_DIR);
+    ASSERT_TRUE(git.has_value());
+    EXPECT_EQ(git->commit.size(), 40u);
+    // The branch as git names it, "" on a detached checkout (CI).
+    std::string branch;
+    if (std::FILE* pipe = popen("git -C " RIDGE_SOURCE_DIR " symbolic-ref --short -q HEAD", "r")) {
+      char line[256] = {};
+      if (std::fgets(line, sizeof line, pipe)) branch = line;
+      pclose(pipe);
+    }
+    while (!branch.empty() && branch.back() == '\n') branch.pop_back();
+    EXPECT_EQ(git->branch, branch);
+  }
+#endif
+}
+
+TEST(HistoryCheck, FindsATenPercentStepAtItsCommit) {
+  History h = series_history(test_folder() / "h.db", 40, 20, 1.10);
+  const HistoryCheck check = check_history(h);
+  EXPECT_EQ(check.series, 1u);
+  EXPECT_EQ(check.series_judged, 1u);
+  ASSERT_EQ(check.changes.size(), 1u) << to_text(check);
+  const HistoryChange& c = check.changes[0];
+  EXPECT_EQ(c.commit, commit_name(20));
+  EXPECT_TRUE(c.regression);
+  EXPECT_NEAR(c.ratio, 1.10, 0.02);
+  EXPECT_LT(c.ratio_ci_low, c.ratio);
+  EXPECT_GT(c.ratio_ci_high, c.ratio);
+  EXPECT_LT(c.p_value, c.alpha);
+  EXPECT_FALSE(c.clock_changed);
+  EXPECT_FALSE(c.driver_changed);
+  EXPECT_FALSE(check.regression_at_newest());
+  EXPECT_FALSE(check.nothing_compared());
+}
+
+TEST(HistoryCheck, IdenticalNoiseGivesNoChange) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    History h = series_history(test_folder() / fmt::format("h{}.db", seed), 40, -1, 1.0, seed);
+    const HistoryCheck check = check_history(h);
+    EXPECT_TRUE(check.changes.empty()) << to_text(check);
+    EXPECT_EQ(check.candidates, 38u);  // commits 2..39: two runs before each
+  }
+}
+
+TEST(HistoryCheck, TwoRunsAreNothingToCompare) {
+  History h = series_history(test_folder() / "h.db", 2, 1, 1.5);
+  const HistoryCheck check = check_history(h);
+  EXPECT_TRUE(check.nothing_compared());
+  EXPECT_TRUE(check.changes.empty());
+}
+
+TEST(HistoryCheck, ARegressionAtTheNewestCommitIsFlagged) {
+  History h = series_history(test_folder() / "h.db", 10, 9, 1.20);
+  const HistoryCheck check = check_history(h);
+  ASSERT_EQ(check.changes.size(), 1u) << to_text(check);
+  EXPECT_TRUE(check.changes[0].at_newest_commit);
+  EXPECT_EQ(check.changes[0].runs_after, 1u);
+  EXPECT_TRUE(check.regression_at_newest());
+  EXPECT_EQ(check.newest_commit, commit_name(9));
+}
+
+TEST(HistoryCheck, SinceLimitsTheCommitsUnderReview) {
+  History h = series_history(test_folder() / "h.db", 40, 20, 1.10);
+  CheckOptions options;
+  options.since = commit_name(25);
+  const HistoryCheck after = check_history(h, options);
+  EXPECT_TRUE(after.changes.empty()) << to_text(after);
+  EXPECT_EQ(after.candidates, 14u);  // commits 26..39
+  options.since = commit_name(10);
+  EXPECT_EQ(check_history(h, options).changes.size(), 1u);
+  options.since = "nosuchcommit";
+  EXPECT_THROW(check_history(h, options), UsageError);
+}
+
+TEST(HistoryCheck, AStepWithAClockChangeIsMarked) {
+  History h = History::open_or_create(test_folder() / "h.db");
+  for (int i = 0; i < 20; ++i) {
+    RunShape shape;
+    if (i >= 10) {
+      shape.level_ms = 1.3;
+      shape.sm_mhz = 1700;  // 14% lower
+      shape.driver = 13010;
+    }
+    h.add(make_run(i, shape), {commit_name(i), "main", ""});
+  }
+  const HistoryCheck check = check_history(h);
+  ASSERT_EQ(check.changes.size(), 1u) << to_text(check);
+  const HistoryChange& c = check.changes[0];
+  EXPECT_EQ(c.commit, commit_name(10));
+  EXPECT_TRUE(c.clock_changed);
+  EXPECT_NEAR(c.clock_difference, 280.0 / 1980, 1e-9);
+  EXPECT_EQ(c.noise_band_source, "clock");  // the band widened by the clock change, as compare does
+  EXPECT_TRUE(c.driver_changed);
+  EXPECT_EQ(c.driver_before, 13000);
+  EXPECT_EQ(c.driver_after, 13010);
+  const nlohmann::json j = to_json(check);
+  EXPECT_EQ(j["changes"][0]["clock_changed"], true);
+}
+
+TEST(HistoryCheck, SeriesAreSplitByMachine) {
+  History h = History::open_or_create(test_folder() / "h.db");
+  // Two machines alternate; one is 30% slower throughout: no change within either series.
+  for (int i = 0; i < 20; ++i)
+    h.add(make_run(i, {.level_ms = i % 2 ? 1.3 : 1.0, .host = i % 2 ? "slow" : "fast"}), {commit_name(i), "main", ""});
+  const HistoryCheck check = check_history(h);
+  EXPECT_EQ(check.series, 2u);
+  EXPECT_TRUE(check.changes.empty()) << to_text(check);
+}
+
+TEST(HistoryCheck, RepeatedRunsOfACommitAreOneCandidate) {
+  // Three runs of each of 12 commits, 10% slower from commit 6 on: one change, at commit 6.
+  History h = History::open_or_create(test_folder() / "h.db");
+  for (int i = 0; i < 36; ++i) {
+    const int commit = i / 3;
+    h.add(make_run(i, {.level_ms = commit >= 6 ? 1.1 : 1.0}), {commit_name(commit), "main", ""});
+  }
+  const HistoryCheck check = check_history(h);
+  EXPECT_EQ(check.candidates, 11u);  // commits 1..11: the first run of each, with two runs before
+  ASSERT_EQ(check.changes.size(), 1u) << to_text(check);
+  EXPECT_EQ(check.changes[0].commit, commit_name(6));
+  EXPECT_EQ(check.changes[0].previous_commit, commit_name(5));
+}
+
+TEST(HistoryCheck, TheRecordsGateIsRespected) {
+  // 10% slower from point 10 on, under three gates: a 15% producer band hides it, an
+  // informational record is never judged, and no gate finds it.
+  const auto points_with = [](std::optional<RecordGate> gate) {
+    std::vector<SeriesPoint> points;
+    for (int i = 0; i < 20; ++i) {
+      ResultSet run = make_run(i, {.level_ms = i >= 10 ? 1.1 : 1.0});
+      run.records[0].gate = gate;
+      points.push_back({commit_name(i), run.context.timestamp_utc, 13000, run.records[0]});
+    }
+    return points;
+  };
+  const CheckOptions options;
+  std::size_t tested = 0;
+  const auto open = detect_changes(points_with(std::nullopt), 0, options, &tested);
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].commit, commit_name(10));
+  EXPECT_EQ(tested, 18u);
+  EXPECT_TRUE(detect_changes(points_with(RecordGate{false, 0.15, "spread"}), 0, options).empty());
+  EXPECT_TRUE(detect_changes(points_with(RecordGate{true, 0, "host latency"}), 0, options).empty());
+  // Through the store, an informational series is not one that could be judged.
+  History h = History::open_or_create(test_folder() / "h.db");
+  for (const SeriesPoint& p : points_with(RecordGate{true, 0, "host latency"})) {
+    ResultSet run = make_run(0, {});
+    run.context.timestamp_utc = p.run_time_utc;
+    run.records[0] = p.record;
+    h.add(run, {p.commit, "main", ""});
+  }
+  const HistoryCheck check = check_history(h);
+  EXPECT_TRUE(check.changes.empty());
+  EXPECT_TRUE(check.nothing_compared());
+}
+
+TEST(HistoryCheck, BadOptionsAreUsageErrors) {
+  History h = series_history(test_folder() / "h.db", 3);
+  CheckOptions options;
+  options.window_runs = 0;
+  EXPECT_THROW(check_history(h, options), UsageError);
+  options.window_runs = 1;
+  options.min_runs_before = 2;
+  EXPECT_THROW(check_history(h, options), UsageError);
+}
