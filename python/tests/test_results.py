@@ -11,10 +11,12 @@ SOURCE = pathlib.Path(__file__).resolve().parents[2]
 CLI_DATA = SOURCE / "tests" / "cli" / "data"
 
 
-def sample_results(scale=1.0):
+def sample_results(scale=1.0, measurements=None):
+    """Two records of a Python sum; `measurements` reuses earlier ones, so a scaled copy differs
+    from its base only by `scale` (two separate measurements on a loaded CPU may differ by 2x)."""
     results = ridge.Results()
-    for n in (1000, 2000):
-        m = ridge.measure_wall(lambda: sum(range(n)), samples=15)
+    for i, n in enumerate((1000, 2000)):
+        m = measurements[i] if measurements else ridge.measure_wall(lambda: sum(range(n)), samples=15)
         results.add(m, "python.sum", params={"n": n}, flops=n)  # no float dtype: ""
     if scale != 1.0:
         for r in results.records:
@@ -58,7 +60,8 @@ def test_cli_files_load_in_python():
 
 
 def test_compare_flags_a_slower_run():
-    base, slow = sample_results(), sample_results(scale=3.0)
+    measurements = [ridge.measure_wall(lambda: sum(range(n)), samples=15) for n in (1000, 2000)]
+    base, slow = sample_results(measurements=measurements), sample_results(scale=3.0, measurements=measurements)
     c = ridge.compare(base, slow)
     assert len(c.rows) == 2
     assert len(c.regressions) == 2 and c.geomean_ratio > 2
@@ -93,7 +96,8 @@ def test_compare_gates_and_repeated_baselines():
 
 
 def test_a_gate_set_from_python_reaches_compare():
-    base, slow = sample_results(), sample_results(scale=3.0)
+    measurements = [ridge.measure_wall(lambda: sum(range(n)), samples=15) for n in (1000, 2000)]
+    base, slow = sample_results(measurements=measurements), sample_results(scale=3.0, measurements=measurements)
     for r in slow.records:
         r["gate"] = {"mode": "informational", "reason": "a demonstration"}
     with pytest.raises(ridge.NothingComparedError) as caught:  # only informational records: no verdict
