@@ -9,6 +9,9 @@ namespace ridge {
 struct PlotPoint {
   double x = 0, y = 0;
   std::string label;  ///< drawn beside the point when non-empty; also its tooltip
+  /// The marker's area relative to the default marker (e.g. a kernel's share of the time); drawn
+  /// translucent when not 1, between 1/16 and 50 times the default.
+  double area = 1;
 };
 
 struct PlotSeries {

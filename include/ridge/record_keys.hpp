@@ -56,6 +56,9 @@ inline constexpr const char* pdl = "pdl";    ///< programmatic dependent launch 
 inline constexpr const char* mode = "mode";  ///< "eager" or "graph"
 inline constexpr const char* reference_file = "reference_file";  ///< check: the file of reference logits
 inline constexpr const char* reference = "reference";            ///< check: what made the reference
+// The measured roofline of a trace.
+inline constexpr const char* grouping = "grouping";  ///< what a row gathers: "kernel", "nvtx_range", "step"
+inline constexpr const char* group = "group";        ///< the kernel name, NVTX range or step of the row
 }  // namespace param_key
 
 /// Every param key, for checks that iterate over them.
@@ -69,6 +72,7 @@ inline constexpr const char* all_param_keys[] = {
     param_key::model, param_key::batch, param_key::context, param_key::cached_tokens, param_key::layers,
     param_key::heads, param_key::width, param_key::vocab, param_key::gemm, param_key::pdl, param_key::mode,
     param_key::reference_file, param_key::reference,
+    param_key::grouping, param_key::group,
 };
 
 /// Keys of Record::extra: values derived from the measurement and notes on how it was made. A key
@@ -150,6 +154,8 @@ inline constexpr const char* relative_l2_error_vs_reference_bf16 = "relative_l2_
 inline constexpr const char* tolerance = "tolerance";
 inline constexpr const char* max_abs_error = "max_abs_error";
 inline constexpr const char* argmax_agree = "argmax_agree";
+// The measured roofline of a trace.
+inline constexpr const char* counter_roofline_row = "counter_roofline_row";  ///< the row: counters, bound, win
 
 /// "knee_90_elements": the smallest streaming size that reaches `fraction` of the knee_ceiling.
 std::string knee_elements(double fraction);
@@ -181,7 +187,7 @@ inline constexpr const char* all_extra_keys[] = {
     extra_key::bandwidth_bytes_per_s, extra_key::bandwidth_source, extra_key::kernels_per_step,
     extra_key::analysis, extra_key::trace_path, extra_key::relative_l2_error,
     extra_key::relative_l2_error_vs_reference_bf16, extra_key::tolerance, extra_key::max_abs_error,
-    extra_key::argmax_agree,
+    extra_key::argmax_agree, extra_key::counter_roofline_row,
 };
 
 }  // namespace ridge

@@ -74,6 +74,7 @@ struct RooflineOperation {
   double flops_per_s = 0;  ///< achieved FLOP/s (for a model: the attainable rate)
   std::string series;      ///< plot series it is drawn in; empty = the plot's default series
   std::string file;        ///< the result file it was read from, if any
+  double marker_area = 1;  ///< its marker's area relative to the default (PlotPoint::area)
   /// Throws UsageError naming the operation and the field unless intensity and rate are finite
   /// and > 0 (a log-log roofline cannot show anything else).
   void validate() const;

@@ -64,6 +64,28 @@ class TraceAnalysis:
             raise ImportError("TraceAnalysis.counters needs pandas: pip install pandas") from error
         return pd.DataFrame(roofline["kernels"])
 
+    def counters_by(self, by: str = "kernel"):
+        """The measured roofline with one row per ``by``: "kernel" (as :attr:`counters`),
+        "nvtx_range" (the innermost NVTX range each kernel was launched in: an operator) or "step"
+        (each step of the trace's step range; its ``whole_speedup`` is that step's own). Launches
+        without counters of their own count their kernel name's mean. A pandas DataFrame; None when
+        the trace has no counters. Raises ridge.UsageError for another ``by`` or for "step" when the
+        trace was analysed without a step range."""
+        if by == "kernel":
+            return self.counters
+        if self.data.get("counter_roofline") is None:
+            return None
+        if by not in ("nvtx_range", "step"):
+            raise _ridge.UsageError(f"by: unknown grouping '{by}': give kernel, nvtx_range or step")
+        roofline = self.data.get("counter_roofline_by", {}).get(by)
+        if roofline is None:
+            raise _ridge.UsageError("by: grouping by step needs the step range: trace with step_range=NAME")
+        try:
+            import pandas as pd
+        except ImportError as error:
+            raise ImportError("TraceAnalysis.counters_by needs pandas: pip install pandas") from error
+        return pd.DataFrame(roofline["kernels"])
+
     @property
     def kernels_per_step(self) -> list:
         return [s.get("kernels", 0) for s in self.steps]

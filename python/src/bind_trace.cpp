@@ -90,8 +90,18 @@ nb::tuple analysis_with_counters(const trace::Analysis& analysis, const trace::T
   if (t != nullptr && !t->counters.metrics.empty()) {
     const std::string device = t->device_names.empty() ? std::string() : t->device_names.begin()->second;
     const CeilingsLookup lookup = ceilings_for_device_named(device, CeilingsMode::cached);
-    const trace::CounterRoofline r = trace::counter_roofline(*t, lookup.best().value_or(DeviceCeilings{}));
+    const DeviceCeilings ceilings = lookup.best().value_or(DeviceCeilings{});
+    const trace::CounterRoofline r = trace::counter_roofline(*t, ceilings);
     j["counter_roofline"] = to_json(r);
+    // The same counters by NVTX range (operator), and by step where steps are marked.
+    trace::CounterRooflineOptions by;
+    by.step_range = analysis.step_range;
+    by.by = trace::CounterGrouping::nvtx_range;
+    j["counter_roofline_by"][trace::to_string(by.by)] = to_json(trace::counter_roofline(*t, ceilings, by));
+    if (!by.step_range.empty()) {
+      by.by = trace::CounterGrouping::step;
+      j["counter_roofline_by"][trace::to_string(by.by)] = to_json(trace::counter_roofline(*t, ceilings, by));
+    }
     j["counters"] = {{"metrics", t->counters.metrics}, {"passes", t->counters.passes},
                      {"launches_profiled", t->counters.rows.size()}, {"graph_launches", t->counters.graph_launches},
                      {"profiling_seconds", t->counters.profiling_seconds}, {"error", t->counters.error}};

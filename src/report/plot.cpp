@@ -324,10 +324,13 @@ std::string series_svg(const Plot& plot, std::size_t index, const Layout& l, Lab
       const double cx = std::clamp(l.x.to_pixel(p.x), l.left, l.right);
       const double cy = std::clamp(l.y.to_pixel(p.y), l.top, l.bottom);
       const std::string tip = (p.label.empty() ? s.name : p.label) + fmt::format(" (x = {:.4g}, y = {:.4g})", p.x, p.y);
-      svg += fmt::format("<circle class=\"marker\" cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\" stroke=\"white\" "
+      const bool sized = p.area != 1;
+      const double r = sized ? 4 * std::sqrt(std::clamp(p.area, 1.0 / 16, 50.0)) : 4;
+      svg += fmt::format("<circle class=\"marker\" cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\"{} stroke=\"white\" "
                          "stroke-width=\"1\"><title>{}</title></circle>\n",
-                         px(cx), px(cy), color, xml_escape(tip));
-      state.taken.push_back({cx - 4, cy - 4, cx + 4, cy + 4});
+                         px(cx), px(cy), sized ? px(r) : std::string("4"), color, sized ? " fill-opacity=\"0.55\"" : "",
+                         xml_escape(tip));
+      state.taken.push_back({cx - r, cy - r, cx + r, cy + r});
       if (!p.label.empty() && s.draw_labels) state.pending.push_back({cx, cy, p.label, s.labels_below});
     }
   }

@@ -199,7 +199,8 @@ Plot roofline_plot(const DeviceCeilings& ceilings, const std::vector<RooflineOpe
       index[name] = plot.series.size();
       plot.series.push_back(marker_series(name, op.series.empty() ? "#111111" : ""));
     }
-    plot.series[index[name]].points.push_back({op.intensity_flop_per_byte, op.flops_per_s, flag_operation(ceilings, op, plot)});
+    plot.series[index[name]].points.push_back(
+        {op.intensity_flop_per_byte, op.flops_per_s, flag_operation(ceilings, op, plot), op.marker_area});
   }
   return plot;
 }

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "ridge/ceilings.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/record_keys.hpp"
 #include "ridge/trace/chrome_json.hpp"
 #include "ridge/trace/counters.hpp"
 #include "ridge/trace/events.hpp"
@@ -110,6 +112,15 @@ TEST(TraceCounters, OptionsAreChecked) {
   EXPECT_EQ(back.step_range, "step");
 }
 
+TEST(TraceCounters, TheMemorySetReadsBytesInOnePassAndNoFlops) {
+  EXPECT_EQ(counter_set_names(), (std::vector<std::string>{"memory", "roofline"}));
+  const auto& memory = counter_set_metrics("memory");
+  for (const char* m : {"dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum", "gpu__time_duration.sum"})
+    EXPECT_NE(std::find(memory.begin(), memory.end(), m), memory.end()) << m;
+  for (const auto& m : memory) EXPECT_EQ(m.find("inst_executed"), std::string::npos) << m;
+  EXPECT_LT(memory.size(), counter_set_metrics("roofline").size());
+}
+
 TEST(TraceCounters, StepWindowsParse) {
   EXPECT_EQ(parse_step_window("10..12"), (std::pair<std::uint64_t, std::uint64_t>{10, 12}));
   EXPECT_EQ(parse_step_window("7"), (std::pair<std::uint64_t, std::uint64_t>{7, 7}));
@@ -167,6 +178,88 @@ TEST(TraceCounters, RooflineNamesTheBoundAndRanksByWin) {
   const std::string text = to_text(r);
   EXPECT_NE(text.find("stream_add"), std::string::npos);
   EXPECT_NE(text.find("memory"), std::string::npos);
+}
+
+/// roofline_trace's launches with one "step" range around each round of three kernels, an NVTX
+/// range "mlp" around each stream_add and "attention" around each GEMM (tiny is in neither).
+Trace grouped_trace() {
+  Trace t = roofline_trace();
+  const std::uint32_t step = t.strings.intern("step"), mlp = t.strings.intern("mlp"), attention = t.strings.intern("attention");
+  const std::uint32_t stream = *t.strings.find("stream_add"), gemm = *t.strings.find("gemm_bf16");
+  for (std::size_t i = 0; i < t.kernels.size(); i += 3)
+    t.ranges.push_back({step, 1, 1, t.kernels[i].start - 10, t.kernels[i + 2].end + 10});
+  for (const auto& k : t.kernels)
+    if (k.name == stream || k.name == gemm) t.ranges.push_back({k.name == stream ? mlp : attention, 1, 1, k.start - 5, k.end + 5});
+  return t;
+}
+
+TEST(TraceCounters, GroupedByStepEachStepAddsUpItsKernelsAtTheirOwnRoofs) {
+  const Trace t = grouped_trace();
+  const CounterRoofline kernels = counter_roofline(t, ceilings());
+  CounterRooflineOptions o;
+  o.by = CounterGrouping::step;
+  EXPECT_THROW(counter_roofline(t, ceilings(), o), ridge::UsageError);  // no step range named
+  o.step_range = "step";
+  const CounterRoofline steps = counter_roofline(t, ceilings(), o);
+  ASSERT_EQ(steps.kernels.size(), 4u);
+  EXPECT_EQ(steps.by, CounterGrouping::step);
+  double step_wins = 0, kernel_wins = 0;
+  for (const auto& k : kernels.kernels) kernel_wins += k.win_ns;
+  for (const auto& s : steps.kernels) {
+    EXPECT_EQ(s.calls, 3u);
+    // Replayed launches take their name's untouched time: every step lasts the same.
+    EXPECT_NEAR(s.time_ns, 900'000.0 + 250'000 + 2'000, 1e-6) << s.name;
+    EXPECT_NEAR(s.dram_bytes * 3, 3e9 + 1.34e8 + 8192, 1) << s.name;
+    EXPECT_NEAR(s.whole_speedup, s.time_ns / (s.time_ns - s.win_ns), 1e-12);
+    step_wins += s.win_ns;
+  }
+  EXPECT_NEAR(step_wins, kernel_wins, 1e-3);  // each kernel at its own roof, not the roof of averages
+  EXPECT_EQ(row(steps, "step 0").profiled_calls, 3u);
+  EXPECT_EQ(row(steps, "step 1").profiled_calls, 0u);
+  EXPECT_NE(to_text(steps).find("step 3"), std::string::npos);
+}
+
+TEST(TraceCounters, GroupedByNvtxRangeEachKernelGoesToItsInnermostRange) {
+  CounterRooflineOptions o;
+  o.by = counter_grouping_from_string("operator");
+  o.step_range = "step";  // the step range is not an operator
+  const CounterRoofline r = counter_roofline(grouped_trace(), ceilings(), o);
+  ASSERT_EQ(r.kernels.size(), 3u);
+  const CounterRoofline kernels = counter_roofline(grouped_trace(), ceilings());
+  const auto& mlp = row(r, "mlp");
+  EXPECT_EQ(mlp.calls, 4u);
+  EXPECT_EQ(mlp.bound, Bound::memory);
+  EXPECT_NEAR(mlp.time_ns, row(kernels, "stream_add").time_ns, 1e-6);
+  EXPECT_NEAR(mlp.win_ns, row(kernels, "stream_add").win_ns, 1e-3);
+  EXPECT_EQ(row(r, "attention").bound, Bound::compute);
+  EXPECT_EQ(row(r, "(outside NVTX ranges)").calls, 4u);  // tiny
+  o.step_range.clear();  // without it, the step range is the innermost range of tiny
+  EXPECT_EQ(row(counter_roofline(grouped_trace(), ceilings(), o), "step").calls, 4u);
+  EXPECT_THROW(counter_grouping_from_string("thread"), ridge::UsageError);
+}
+
+TEST(TraceCounters, RooflineRowsBecomeRecordsAndAPlot) {
+  const CounterRoofline r = counter_roofline(roofline_trace(), ceilings());
+  const std::vector<ridge::Record> records = counter_records(r);
+  ASSERT_EQ(records.size(), 3u);
+  for (const auto& rec : records) {
+    ASSERT_TRUE(rec.gate && rec.gate->informational);
+    EXPECT_EQ(rec.method, ridge::Method::cupti_trace);
+    EXPECT_EQ(rec.params.at(ridge::param_key::grouping), "kernel");
+    const auto& k = row(r, rec.params.at(ridge::param_key::group).get<std::string>());
+    EXPECT_DOUBLE_EQ(rec.bytes, k.dram_bytes);
+    EXPECT_DOUBLE_EQ(rec.flops, k.flops);
+    EXPECT_NEAR(rec.summary.median, k.time_ns / static_cast<double>(k.calls) / 1e6, 1e-12);
+    EXPECT_EQ(rec.extra.at(ridge::extra_key::bound), to_string(k.bound));
+  }
+  EXPECT_EQ(records.front().dtype, ridge::DType::fp32);  // stream_add: FP32 adds
+  const ridge::Plot plot = counter_roofline_plot(r, ceilings(), 1);
+  const std::string svg = ridge::render_svg(plot);
+  EXPECT_NE(svg.find("stream_add"), std::string::npos);
+  EXPECT_NE(svg.find("gemm_bf16"), std::string::npos);   // in its tooltip at least
+  EXPECT_NE(svg.find("fill-opacity"), std::string::npos);  // markers sized by time share
+  ASSERT_FALSE(plot.warnings.empty());                     // tiny: no FLOPs, not drawn
+  EXPECT_NE(plot.warnings.back().find("1 rows"), std::string::npos);
 }
 
 TEST(TraceCounters, EveryLaunchProfiledTakesTheProfiledPassTimeAndSaysSo) {

@@ -36,6 +36,8 @@ struct TraceCommand {
   bool counters_first_given = false;
   std::vector<std::string> metrics;
   std::string ceilings = "auto";
+  std::string counters_by = trace::to_string(trace::CounterRooflineOptions{}.by);
+  std::string counters_svg, counters_records;  // files of the measured roofline ("" = none)
 };
 
 /// The counter options the flags ask for (none without --counters or --metrics).
@@ -55,21 +57,43 @@ std::optional<trace::CounterOptions> counter_options(const TraceCommand& c) {
   return o;
 }
 
-/// The measured roofline of a saved trace with counters; nothing when it has none.
-void print_counter_roofline(const std::string& file, const TraceCommand& c, std::FILE* out) {
-  if (!trace::chrome_trace_has_counters(file)) return;
-  const trace::Trace t = trace::load_chrome_trace(file);
-  if (t.counters.metrics.empty()) return;
+/// The measured roofline of a saved trace with counters, printed and written where asked; nothing
+/// when it has none (then the files asked for are a usage error).
+std::optional<trace::CounterRoofline> print_counter_roofline(const std::string& file, const TraceCommand& c, std::FILE* out) {
+  const bool files_asked = !c.counters_svg.empty() || !c.counters_records.empty();
+  const trace::Trace t = trace::chrome_trace_has_counters(file) ? trace::load_chrome_trace(file) : trace::Trace{};
+  if (t.counters.metrics.empty()) {
+    if (files_asked) throw UsageError(fmt::format("{} has no hardware counters: --counters-svg and --counters-records need a trace taken with --counters", file));
+    return std::nullopt;
+  }
   const std::string device = t.device_names.empty() ? std::string() : t.device_names.begin()->second;
   const CeilingsLookup lookup = ceilings_for_device_named(device, ceilings_mode_from_string(c.ceilings));
-  const std::optional<DeviceCeilings> ceilings = lookup.best();
-  fmt::print(out, "\n{}", trace::to_text(trace::counter_roofline(t, ceilings.value_or(DeviceCeilings{}))));
+  const DeviceCeilings ceilings = lookup.best().value_or(DeviceCeilings{});
+  trace::CounterRooflineOptions options;
+  options.by = trace::counter_grouping_from_string(c.counters_by);
+  options.step_range = c.options.analysis.step_range;
+  const trace::CounterRoofline roofline = trace::counter_roofline(t, ceilings, options);
+  fmt::print(out, "\n{}", trace::to_text(roofline));
   if (!lookup.note.empty()) fmt::print(out, "note: {}\n", lookup.note);
   if (!t.counters.error.empty()) fmt::print(stderr, "ridge trace: warning: counter collection stopped early: {}\n", t.counters.error);
   fmt::print(out, "Counters: {} launches profiled, {} replay passes each, {:.2f} s spent profiling{}{}.\n",
              t.counters.rows.size(), t.counters.passes, t.counters.profiling_seconds,
              t.counters.graph_launches > 0 ? fmt::format("; {} graph launches not profiled (kernel replay does not reach into CUDA graphs)", t.counters.graph_launches) : std::string(),
              t.counters.ranges_unmatched > 0 ? fmt::format("; {} ranges could not be tied to launches and were dropped", t.counters.ranges_unmatched) : std::string());
+  if (!c.counters_svg.empty()) {
+    if (ceilings.memory_bytes_per_s <= 0) throw UsageError("--counters-svg draws the roofline under ceilings: --ceilings none has none");
+    write_text(c.counters_svg, render_svg(trace::counter_roofline_plot(roofline, ceilings)));
+    fmt::print(out, "Measured roofline plot: {}\n", c.counters_svg);
+  }
+  if (!c.counters_records.empty()) {
+    ResultSet set = new_result_set(-1);
+    set.records = trace::counter_records(roofline);
+    const std::string& path = c.counters_records;
+    const auto ends_with = [&path](const char* ext) { return path.size() >= std::strlen(ext) && path.ends_with(ext); };
+    export_results(set, ends_with(".csv") || ends_with(".md") ? "" : path, ends_with(".csv") ? path : "",
+                   ends_with(".md") ? path : "");
+  }
+  return roofline;
 }
 
 /// Several rank traces, or one merged trace: communication against computation per rank, slowest rank per step.
@@ -101,8 +125,12 @@ int analyze_file(const TraceCommand& c, std::FILE* out) {
   const trace::TraceFileAnalysis f = trace::analyze_trace_file(c.analyze.front(), c.options.window, c.options.analysis);
   fmt::print(out, "{}: {}\n", f.file, f.command.empty() ? std::string("(command not recorded)") : f.command);
   fmt::print(out, "{}", trace::format_analysis(f.analysis));
-  print_counter_roofline(c.analyze.front(), c, out);
-  if (!c.json.empty()) write_json(c.json, trace::to_json(f));
+  const auto roofline = print_counter_roofline(c.analyze.front(), c, out);
+  if (!c.json.empty()) {
+    nlohmann::json j = trace::to_json(f);
+    if (roofline) j["counter_roofline"] = trace::to_json(*roofline);
+    write_json(c.json, j);
+  }
   return 0;
 }
 
@@ -242,9 +270,14 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--counters", c->counters,
                      "hardware counters per kernel (CUPTI range profiler, kernel replay): the metric set to collect "
                      "(roofline: DRAM and L2 bytes, FP64/FP32/FP16 and tensor FLOPs, time and clock of the profiled "
-                     "pass), or raw for --metrics alone. Profiled launches are replayed, serialized; their times never "
-                     "enter the timing analysis. Prints the measured roofline of every profiled kernel")
-          ->check(CLI::IsMember({"roofline", "raw"}));
+                     "pass; memory: its bytes, time and clock alone, in one pass), or raw for --metrics alone. "
+                     "Profiled launches are replayed, serialized; their times never enter the timing analysis. Prints "
+                     "the measured roofline of every profiled kernel")
+          ->check(CLI::IsMember([] {
+            std::vector<std::string> names = trace::counter_set_names();
+            names.push_back("raw");
+            return names;
+          }()));
       app.add_option("--metrics", c->metrics, "extra CUPTI metrics to collect, with their rollup (e.g. dram__bytes_read.sum)")
           ->delimiter(',');
       app.add_option("--counters-steps", c->counter_steps,
@@ -253,6 +286,13 @@ RIDGE_REGISTER_COMMAND(Command{
       auto* counters_first = app.add_option("--counters-first", c->counters_first,
                      "profile at most the first N launches of each kernel name (0 = no limit)")
           ->default_val(trace::CounterOptions::default_first_launches);
+      app.add_option("--counters-by", c->counters_by,
+                     "rows of the measured roofline: kernel (each kernel name), nvtx_range (the innermost NVTX range a "
+                     "kernel was launched in: an operator) or step (each --step-range step)")
+          ->capture_default_str()->check(CLI::IsMember({"kernel", "nvtx_range", "nvtx", "operator", "step"}));
+      app.add_option("--counters-svg", c->counters_svg, "draw the measured roofline (one point per row, area by time share) to FILE.svg");
+      app.add_option("--counters-records", c->counters_records,
+                     "write the measured roofline's rows as ridge records to FILE: .json (a result file), .csv or .md");
       app.add_option("--ceilings", c->ceilings,
                      "ceilings of the measured roofline: auto (measured and cached, else datasheet), measure, refresh, none")
           ->default_val("auto")->check(CLI::IsMember({"auto", "measure", "refresh", "none"}));

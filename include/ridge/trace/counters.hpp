@@ -13,6 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ridge/plot.hpp"
+#include "ridge/result.hpp"
+
 namespace ridge {
 struct DeviceCeilings;
 }
@@ -144,8 +147,28 @@ struct CounterRooflineRow {
   double whole_speedup = 1;       ///< Amdahl: the whole trace's kernel time over it minus the win
 };
 
+/// What one row of the measured roofline gathers: the launches of one kernel name, the kernels
+/// launched inside one NVTX range name (an operator: the innermost range on the launching thread
+/// other than the step range), or the kernels launched inside one step.
+enum class CounterGrouping { kernel, nvtx_range, step };
+std::string to_string(CounterGrouping g);
+/// "kernel", "nvtx_range" (also "nvtx", "operator"), "step"; throws UsageError naming field "by".
+CounterGrouping counter_grouping_from_string(const std::string& text);
+
+struct CounterRooflineOptions {
+  CounterGrouping by = CounterGrouping::kernel;
+  /// NVTX range marking one step: needed to group by step; left out of the operator ranges.
+  std::string step_range;
+  /// Throws UsageError naming the field (grouping by step without a step range).
+  void validate() const;
+};
+
 struct CounterRoofline {
-  std::vector<CounterRooflineRow> kernels;  ///< ranked by win, largest first
+  CounterGrouping by = CounterGrouping::kernel;
+  /// Rows ranked by win, largest first: kernel names, NVTX ranges or steps (see `by`). A row of
+  /// several kernel names adds up its launches: each launch with counters counts its own, one
+  /// without counts its kernel name's mean, and times come from untouched launches as for kernels.
+  std::vector<CounterRooflineRow> kernels;
   double kernel_time_ns = 0;      ///< all kernels in the trace, untouched launches
   std::string ceilings_source;    ///< where the ceilings come from, for sentences
   double memory_bytes_per_s = 0;
@@ -158,10 +181,27 @@ inline constexpr double latency_bound_below_ns = 5000;
 /// A kernel at or above this share of its roof is bound by it; below, neither resource binds it.
 inline constexpr double bound_share_threshold = 0.5;
 
-/// The measured roofline of every profiled kernel name in `trace`, against `ceilings`.
-CounterRoofline counter_roofline(const Trace& trace, const DeviceCeilings& ceilings);
+/// The measured roofline of every profiled kernel name in `trace`, against `ceilings`; or, with
+/// `options.by`, of every NVTX range or step whose kernels have counters. A step row's
+/// `whole_speedup` is that step's own (its kernel time over it minus the win).
+CounterRoofline counter_roofline(const Trace& trace, const DeviceCeilings& ceilings,
+                                 const CounterRooflineOptions& options = {});
 /// A text table of the top `rows` kernels.
 std::string to_text(const CounterRoofline& r, std::size_t rows = 15);
 nlohmann::json to_json(const CounterRoofline& r);
+
+/// The measured roofline drawn: one point per row at its measured intensity and attained FLOP/s,
+/// its marker's area by its share of the kernel time, the `labelled` rows of largest win labelled
+/// (the rest named in their tooltips), under the ceilings' memory slope, roofs and ridge points.
+/// Rows without both FLOPs and DRAM bytes have no place on a log-log roofline: Plot::warnings
+/// counts them.
+Plot counter_roofline_plot(const CounterRoofline& r, const DeviceCeilings& ceilings, std::size_t labelled = 8,
+                           const std::string& title = "");
+
+/// One record per row (Method::cupti_trace, gated informational: a breakdown, not a timing): its
+/// per-call time as the sample, measured DRAM bytes and FLOPs per call, params grouping and group,
+/// the bound in extra "bound" and the whole row in extra "counter_roofline_row". The writers turn
+/// them into JSON, CSV and Markdown.
+std::vector<Record> counter_records(const CounterRoofline& r);
 
 }  // namespace ridge::trace

@@ -186,6 +186,12 @@ SectionOutput profile_section(ReportContext& ctx) {
     for (const auto& f : p.analysis.findings) md += fmt::format("- {}: {}\n", to_string(p.mode), f);
   md += "\n";
   md += measured_roofline_markdown(run);
+  if (run.measured_roofline && ctx.ceilings.memory_bytes_per_s > 0) {
+    out.svgs.push_back({"measured_roofline.svg",
+                        render_svg(trace::counter_roofline_plot(*run.measured_roofline, ctx.ceilings, 8,
+                                                                "GPT-2 eager decode step: each kernel by its hardware counters"))});
+    md += "![the eager step's kernels on the roofline by their counters, area by time share](measured_roofline.svg)\n\n";
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "ridge/stats.hpp"
 #include "ridge/trace/analysis.hpp"
 #include "ridge/trace/chrome_json.hpp"
+#include "launch_index.hpp"
 
 namespace ridge::trace {
 
@@ -51,42 +52,10 @@ double ms(double ns) { return ns / 1e6; }
 
 std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
 
-/// When and by whom a kernel was launched: its launch call's start, or, where the call was not
-/// recorded, the time the launch was queued (TracerOptions::launch_calls; thread unknown).
-struct LaunchPoint {
-  Nanoseconds at = 0;
-  const ApiCall* call = nullptr;  ///< nullptr: `at` is the kernel's queue time
-};
-
-/// A kernel's launch call, found by correlation id.
-struct LaunchIndex {
-  std::unordered_map<std::uint32_t, const ApiCall*> by_correlation;
-  explicit LaunchIndex(const Trace& t) {
-    by_correlation.reserve(t.api_calls.size());
-    // Prefer the runtime call when a driver call shares the id (both cannot launch one kernel).
-    for (const auto& a : t.api_calls) {
-      auto [it, inserted] = by_correlation.emplace(a.correlation, &a);
-      if (!inserted && it->second->domain == ApiDomain::driver && a.domain == ApiDomain::runtime) it->second = &a;
-    }
-  }
-  const ApiCall* find(std::uint32_t correlation) const {
-    if (correlation == 0) return nullptr;
-    auto it = by_correlation.find(correlation);
-    return it == by_correlation.end() ? nullptr : it->second;
-  }
-  std::optional<LaunchPoint> launch_of(const Kernel& k) const {
-    if (const ApiCall* call = find(k.correlation)) return LaunchPoint{call->start, call};
-    if (k.queued != 0) return LaunchPoint{k.queued, nullptr};
-    return std::nullopt;
-  }
-};
-
-std::uint64_t thread_key(std::uint32_t process, std::uint32_t thread) {
-  return (static_cast<std::uint64_t>(process) << 32) | thread;
-}
-
-/// Where kernels known only by their queue time go: their launching thread is unknown.
-constexpr std::uint64_t any_thread = ~std::uint64_t{0};
+using detail::any_thread;
+using detail::LaunchIndex;
+using detail::LaunchPoint;
+using detail::thread_key;
 
 /// Kernel launches of one thread, by launch-call start, with prefix sums for range queries.
 struct Launches {

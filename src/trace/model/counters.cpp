@@ -41,8 +41,17 @@ const std::vector<std::string>& roofline_metrics() {
   return metrics;
 }
 
+/// The memory set: time, clock, DRAM and L2 bytes, which fit in one pass (each profiled kernel runs
+/// once more instead of once per pass of the roofline set); no FLOPs.
+const std::vector<std::string>& memory_metrics() {
+  static const std::vector<std::string> metrics{duration_metric, sm_clock_metric, dram_read_metric, dram_write_metric,
+                                                l2_metric};
+  return metrics;
+}
+
 const std::unordered_map<std::string, const std::vector<std::string>*>& metric_sets() {
-  static const std::unordered_map<std::string, const std::vector<std::string>*> sets{{"roofline", &roofline_metrics()}};
+  static const std::unordered_map<std::string, const std::vector<std::string>*> sets{
+      {"roofline", &roofline_metrics()}, {"memory", &memory_metrics()}};
   return sets;
 }
 
