@@ -206,6 +206,8 @@ HistoryCheck check_history(const History& history, const CheckOptions& options =
 /// Plain text for a terminal: a summary line and one line per change.
 std::string to_text(const HistoryCheck& check);
 std::string to_text(std::span<const HistoryRun> runs);
+/// A run's fields as one JSON object (keys as HistoryRun's members; `commit` for the commit).
+nlohmann::json to_json(const HistoryRun& run);
 nlohmann::json to_json(const HistoryCheck& check);
 
 }  // namespace ridge
