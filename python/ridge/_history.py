@@ -128,6 +128,11 @@ class HistoryCheck:
         return self.text
 
 
+def _shown(encoded: bytes) -> str:
+    # A file name as ridge's messages and the history's `source` show it: bytes that are not UTF-8 as \xNN.
+    return encoded.decode("utf-8", "backslashreplace")
+
+
 def _require_history() -> None:
     if not _ridge.have_history:
         raise _ridge.Error("ridge.History: this ridge was built without SQLite: install libsqlite3-dev (or the "
@@ -146,8 +151,7 @@ class History:
         _require_history()
         encoded = existing_path(path, "the history") if not create else fs_path(path, "the history")
         if os.path.isdir(encoded):
-            shown = encoded.decode("utf-8", "backslashreplace")
-            raise NotAFileError(errno.EISDIR, f"the history {shown} is a folder, not a file", shown)
+            raise NotAFileError(errno.EISDIR, f"the history {_shown(encoded)} is a folder, not a file", _shown(encoded))
         self._file = _ridge.HistoryFile.open(encoded, bool(create))
 
     @property
@@ -169,7 +173,7 @@ class History:
             text, source = run.to_json(), "ridge.Results"
         elif isinstance(run, (str, bytes, os.PathLike)):
             encoded = existing_path(run, "the run", folder_ok=True)
-            text, source = _ridge.load_result_file(encoded), os.fsdecode(encoded)
+            text, source = _ridge.load_result_file(encoded), _shown(encoded)
         else:
             raise TypeError(f"expected Results or a path to a result file or report folder, got {type(run).__name__}")
         return HistoryAdd(*self._file.add(text, commit or "", branch or "", source, os.getcwd()))
@@ -240,10 +244,9 @@ class History:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
-            shown = encoded.decode("utf-8", "backslashreplace")
-            raise _ridge.UsageError(f"{shown}: not UTF-8 text at byte {error.start}; give a file that "
+            raise _ridge.UsageError(f"{_shown(encoded)}: not UTF-8 text at byte {error.start}; give a file that "
                                     "ridge history export wrote") from None
-        return HistoryImport(*self._file.import_json_lines(text, os.fsdecode(encoded)))
+        return HistoryImport(*self._file.import_json_lines(text, _shown(encoded)))
 
     def close(self) -> None:
         """Closes the file (also at the end of a ``with`` block); the object is unusable then."""

@@ -2,6 +2,7 @@
 gate's run-1 and run-2: the same report measured twice on one H200)."""
 import inspect
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -260,3 +261,44 @@ def test_the_report_adds_its_run_to_a_history(tmp_path):
         (tmp_path / "notes.txt").write_text("notes\n" * 100)
         ridge.report(tmp_path / "second", history=tmp_path / "notes.txt", progress=False)
     assert not (tmp_path / "second").exists()
+
+
+HOSTILE = [
+    ("path int", lambda t: ridge.History(5), TypeError),
+    ("path nul", lambda t: ridge.History("a\0b"), ValueError),
+    ("path in a missing folder", lambda t: ridge.History(t / "no" / "h.db"), ridge.UsageError),
+    ("check nan threshold", lambda t: ridge.History(t / "h.db").check(threshold=float("nan")), ridge.UsageError),
+    ("check alpha 0", lambda t: ridge.History(t / "h.db").check(alpha=0.0), ridge.UsageError),
+    ("check negative window", lambda t: ridge.History(t / "h.db").check(window_runs=-1), TypeError),
+    ("check window str", lambda t: ridge.History(t / "h.db").check(window_runs="5"), TypeError),
+    ("check since int", lambda t: ridge.History(t / "h.db").check(since=5), TypeError),
+    ("add None", lambda t: ridge.History(t / "h.db").add(None), TypeError),
+    ("add commit int", lambda t: ridge.History(t / "h.db").add(RUN_FILES[0], commit=5), TypeError),
+    ("import missing", lambda t: ridge.History(t / "h.db").import_json_lines(t / "none.jsonl"), FileNotFoundError),
+    ("import folder", lambda t: ridge.History(t / "h.db").import_json_lines(t), IsADirectoryError),
+    ("load_run missing", lambda t: ridge.History(t / "h.db").load_run(99), ridge.UsageError),
+]
+
+
+@needs_history
+@pytest.mark.parametrize("name, call, expected", HOSTILE, ids=[c[0] for c in HOSTILE])
+def test_hostile_argument(tmp_path, name, call, expected):
+    with pytest.raises(expected) as caught:
+        call(tmp_path)
+    assert str(caught.value), "an exception without a message"
+
+
+@needs_history
+def test_files_under_names_that_are_not_utf8(tmp_path):
+    folder = os.fsencode(tmp_path)
+    history = ridge.History(folder + b"/h\xe9.db")
+    assert history.path == tmp_path / os.fsdecode(b"h\xe9.db")
+    run = folder + b"/run\xff.json"
+    ridge.Results.load(RUN_FILES[0]).write(run)
+    assert history.add(run, commit="aaa").added
+    # The source is the name as ridge's messages show it (\xNN), here inside JSON (\\xNN).
+    assert "run\\\\xff.json" in history.export_json_lines()
+    exported = folder + b"/runs\xff.jsonl"
+    history.export_json_lines(exported)
+    copy = ridge.History(os.fsdecode(folder + b"/copy\xff.db"))
+    assert copy.import_json_lines(exported).added == 1
