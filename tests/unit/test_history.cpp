@@ -489,7 +489,8 @@ TEST(HistoryCheck, RecordSeriesGiveEachMachinesRunsInOrder) {
   EXPECT_EQ(series[1].run_positions, (std::vector<std::size_t>{1, 3, 5}));
   for (std::size_t k = 0; k < 3; ++k) {
     EXPECT_EQ(series[1].points[k].commit, commit_name(int(2 * k + 1)));
-    EXPECT_NEAR(series[1].points[k].record.summary.median, 2.0 + 2 * k, 0.05);
+    const double level_ms = 2.0 + 2 * k;  // make_run's 1% noise: the median lands within 3%
+    EXPECT_NEAR(series[1].points[k].record.summary.median, level_ms, 0.03 * level_ms);
   }
   const nlohmann::json run = to_json(runs[1]);
   EXPECT_EQ(run["commit"], commit_name(1));
