@@ -112,10 +112,10 @@ def report(folder: Optional[PathArg] = None, *, device: Optional[int] = None, qu
     model: the catalog device of the model-only report, when there is no GPU (default: the
     library's, ``h100-sxm``). predictions: numbers committed before the run, ``{"hbm_tb_per_s": 4.2}``
     or ``["hbm_tb_per_s=4.2"]``; the report scores them. progress: one line per section on stderr.
-history: a run history file (see :class:`History`, created when missing) the finished report is
-added to, under the commit of the git repository of the current directory, else the results' git
-sha; ``.history`` of the result says how. It is opened before any work: a bad file is a UsageError
-then, and a ridge built without SQLite raises ridge.Error.
+    history: a run history file (see :class:`History`, created when missing) the finished report is
+    added to, under the commit of the git repository of the current directory, else the results' git
+    sha; ``.history`` of the result says how. It is opened before any work: a bad file is a UsageError
+    then, and a ridge built without SQLite raises ridge.Error.
 
     Raises UsageError before any work for bad arguments; ReportError (with ``.report``) when a
     section failed; KeyboardInterrupt after Ctrl-C, which stops at the next section and leaves
