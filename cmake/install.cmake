@@ -18,7 +18,7 @@ set(RIDGE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ridge CACHE STRING
 # ---- the libraries and the umbrella target --------------------------------------------------
 # Every library ridge::ridge links, plus the umbrella itself; optional parts only where built.
 set(_ridge_exported)
-foreach(_t ridge_core ridge_gpu ridge_trace ridge_report ridge_gpt2_host ridge_gpt2 ridge)
+foreach(_t ridge_core ridge_history ridge_gpu ridge_trace ridge_report ridge_gpt2_host ridge_gpt2 ridge)
   if(TARGET ${_t})
     list(APPEND _ridge_exported ${_t})
   endif()

@@ -52,7 +52,7 @@ def _nanobind_property_type(app, what, name, obj, options, lines):
 # Classes that ridge makes and hands back: their constructors take its internal data (the C++
 # measurement, JSON text), so the reference shows no constructor to call.
 MADE_BY_RIDGE = {"ridge.Measurement", "ridge.Comparison", "ridge.Sweep", "ridge.Figure",
-                 "ridge.TraceAnalysis", "ridge._trace.TraceSession"}
+                 "ridge.TraceAnalysis", "ridge._trace.TraceSession", "ridge.HistoryCheck"}
 
 
 def _signature(app, what, name, obj, options, signature, return_annotation):

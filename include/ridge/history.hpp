@@ -180,6 +180,17 @@ struct SeriesPoint {
   Record record;
 };
 
+/// One record's series: the same record (name, method, dtype, params; the n-th of equal ones in a
+/// run) in every run of one machine and GPU, oldest run first.
+struct RecordSeries {
+  std::string machine, gpu;
+  std::vector<SeriesPoint> points;
+  std::vector<std::size_t> run_positions;  ///< each point's run, as an index into the `runs` given
+};
+
+/// Every record's series over `runs` (History::runs(), oldest first), in order of first appearance.
+std::vector<RecordSeries> record_series(const History& history, std::span<const HistoryRun> runs);
+
 /// Changes in one series (points oldest first); `first_candidate` is the index of the first
 /// point under review. `alpha` and the windows come from `options`; `candidates` (out) counts
 /// the commits tested. Changes are found greedily: the strongest candidate (largest rank effect
@@ -195,6 +206,8 @@ HistoryCheck check_history(const History& history, const CheckOptions& options =
 /// Plain text for a terminal: a summary line and one line per change.
 std::string to_text(const HistoryCheck& check);
 std::string to_text(std::span<const HistoryRun> runs);
+/// A run's fields as one JSON object (keys as HistoryRun's members; `commit` for the commit).
+nlohmann::json to_json(const HistoryRun& run);
 nlohmann::json to_json(const HistoryCheck& check);
 
 }  // namespace ridge

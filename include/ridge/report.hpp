@@ -20,6 +20,7 @@
 
 #include "ridge/catalog.hpp"
 #include "ridge/ceilings.hpp"
+#include "ridge/history.hpp"
 #include "ridge/result.hpp"
 
 namespace ridge {
@@ -39,6 +40,12 @@ struct ReportOptions {
   /// An existing, non-empty folder is refused (UsageError) unless this is set; then ridge's own
   /// files in it (is_report_file) are replaced at the end and every other file is kept.
   bool force = false;
+  /// A run history (SQLite file, include/ridge/history.hpp) the finished report is added to, as
+  /// one run; "" = none. Opened (or created) before any work, so a bad file is a UsageError then;
+  /// a ridge built without SQLite throws Error. The commit and branch are resolve_provenance's
+  /// (git at the current directory, else the results' git sha) unless given here.
+  std::string history;
+  RunProvenance history_provenance;
 };
 
 /// How one section went.
@@ -85,6 +92,10 @@ struct ReportResult {
   int stopped_by_signal = 0;
   /// Entries of an existing folder (--force) that are not ridge's and were kept, by name.
   std::vector<std::string> kept_files;
+  /// How the run went into ReportOptions::history (none when no history was given or the report
+  /// was stopped), and the commit and branch it was added under.
+  std::optional<AddResult> history_added;
+  RunProvenance history_provenance;
 };
 
 /// Runs the sections in order on one GPU (GPU and always sections), or the model-only and always

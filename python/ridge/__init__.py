@@ -23,7 +23,10 @@ Catalog and roofline with no GPU: ``ridge.device("h100-sxm")``, ``ridge.devices(
 ``ridge.place_matmul(16, 4096, 4096, "bf16", device="h100-sxm")``, ``ridge.roofline(...)``.
 Size sweeps: ``ridge.sweep(factory, sizes, bytes=..., ceilings=0)`` (knees, warnings, plot).
 Tracing: ``with ridge.trace("runs/trace.json", step_range="step") as t: ...`` then ``t.analysis``.
-The whole report: ``r = ridge.report("runs/report")`` writes the folder ``ridge report`` writes.
+The whole report: ``r = ridge.report("runs/report")`` writes the folder ``ridge report`` writes
+(``history="runs/history.db"`` also adds the run to a run history).
+Run history: ``h = ridge.History("runs/history.db")``; ``h.add(results)``, ``h.runs`` and
+``h.series()`` (pandas DataFrames), ``h.check().regression_at_newest``.
 """
 import atexit as _atexit
 
@@ -39,6 +42,7 @@ from ._ridge import (  # noqa: F401  (re-exported)
 )
 from ._paths import NotAFileError, PathNotFoundError  # noqa: F401
 from ._results import Comparison, NothingComparedError, Results, compare  # noqa: F401
+from ._history import History, HistoryAdd, HistoryChange, HistoryCheck, HistoryImport  # noqa: F401
 from ._report import Report, ReportError, ReportSection, report  # noqa: F401
 from ._roofline import (  # noqa: F401
     Figure, cache_folder, cached_ceilings, ceilings, device, devices, load_catalog, place_matmul, roofline,

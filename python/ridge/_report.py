@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _ridge
+from ._history import HistoryAdd
 from ._paths import PathArg, fs_path
 from ._results import Results
 
@@ -47,6 +48,8 @@ class Report:
     files: List[str]
     wall_seconds: float
     kept_files: List[str] = field(default_factory=list)
+    #: How the run went into the ``history`` given to :func:`report` (None when none was given).
+    history: Optional[HistoryAdd] = None
 
     @property
     def ok(self) -> bool:
@@ -92,9 +95,15 @@ def _print_done(index: int, count: int, run_json: str) -> None:
           flush=True)
 
 
+def _history_add(raw: Optional[dict]) -> Optional[HistoryAdd]:
+    if raw is None:
+        return None
+    return HistoryAdd(raw["added"], raw["run_id"], raw["content_hash"], raw["commit"], raw["branch"])
+
+
 def report(folder: Optional[PathArg] = None, *, device: Optional[int] = None, quick: bool = False,
            model: Optional[str] = None, predictions: Union[None, Mapping[str, float], Sequence[str]] = None,
-           force: bool = False, progress: bool = True) -> Report:
+           force: bool = False, progress: bool = True, history: Optional[PathArg] = None) -> Report:
     """Runs the report and writes its folder, as ``ridge report`` does.
 
     folder: where to write (default ``runs/report-<UTC time>``); an existing non-empty folder is
@@ -103,6 +112,10 @@ def report(folder: Optional[PathArg] = None, *, device: Optional[int] = None, qu
     model: the catalog device of the model-only report, when there is no GPU (default: the
     library's, ``h100-sxm``). predictions: numbers committed before the run, ``{"hbm_tb_per_s": 4.2}``
     or ``["hbm_tb_per_s=4.2"]``; the report scores them. progress: one line per section on stderr.
+    history: a run history file (see :class:`History`, created when missing) the finished report is
+    added to, under the commit of the git repository of the current directory, else the results' git
+    sha; ``.history`` of the result says how. It is opened before any work: a bad file is a UsageError
+    then, and a ridge built without SQLite raises ridge.Error.
 
     Raises UsageError before any work for bad arguments; ReportError (with ``.report``) when a
     section failed; KeyboardInterrupt after Ctrl-C, which stops at the next section and leaves
@@ -110,10 +123,11 @@ def report(folder: Optional[PathArg] = None, *, device: Optional[int] = None, qu
     if device is not None and (isinstance(device, bool) or not isinstance(device, int)):
         raise TypeError(f"device must be an int, not {type(device).__name__}")
     path = os.fsdecode(fs_path(folder, "folder")) if folder is not None else None
+    history_path = os.fsdecode(fs_path(history, "history")) if history is not None else None
     argv = ["ridge.report()"]
     raw_json, folder_path = _ridge.run_report(
         path, device, bool(quick), model, _prediction_texts(predictions), bool(force), argv,
-        _print_start if progress else None, _print_done if progress else None)
+        _print_start if progress else None, _print_done if progress else None, history_path)
     raw = json.loads(raw_json)
     folder_path = pathlib.Path(folder_path)
     sections = [ReportSection(s["key"], s["title"], s["seconds"], s["records"], s["error"]) for s in raw["sections"]]
@@ -122,7 +136,8 @@ def report(folder: Optional[PathArg] = None, *, device: Optional[int] = None, qu
                                 f"{folder_path} (marked INCOMPLETE); the destination folder was not touched")
     result = Report(folder=folder_path, gpu=raw["gpu"], subject=raw["subject"], sections=sections,
                     results=Results.load(folder_path), measured=raw["measured"], markdown=raw["markdown"],
-                    files=raw["files"], wall_seconds=raw["wall_seconds"], kept_files=raw["kept_files"])
+                    files=raw["files"], wall_seconds=raw["wall_seconds"], kept_files=raw["kept_files"],
+                    history=_history_add(raw["history"]))
     failed = [s for s in sections if s.failed]
     if failed:
         reasons = "; ".join(f"{s.title}: {s.error}" for s in failed)

@@ -47,14 +47,20 @@ std::string result_json(const ReportResult& r) {
                         {"kept_files", r.kept_files},
                         {"wall_seconds", r.wall_seconds},
                         {"exit_code", r.exit_code},
-                        {"stopped_by_signal", r.stopped_by_signal}}
+                        {"stopped_by_signal", r.stopped_by_signal},
+                        {"history", r.history_added ? nlohmann::json{{"added", r.history_added->added},
+                                                                     {"run_id", r.history_added->run_id},
+                                                                     {"content_hash", r.history_added->content_hash},
+                                                                     {"commit", r.history_provenance.commit},
+                                                                     {"branch", r.history_provenance.branch}}
+                                                    : nlohmann::json(nullptr)}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::pair<std::string, std::filesystem::path> run_report_json(const std::optional<std::filesystem::path>& folder, std::optional<int> device,
                             bool quick, std::optional<std::string> model, const std::vector<std::string>& predictions,
                             bool force, const std::vector<std::string>& argv, const SectionStart& on_start,
-                            const SectionDone& on_done) {
+                            const SectionDone& on_done, const std::optional<std::filesystem::path>& history) {
   ReportOptions o;
   if (folder) o.folder = folder->string();
   if (device) o.device = *device;
@@ -63,6 +69,7 @@ std::pair<std::string, std::filesystem::path> run_report_json(const std::optiona
   o.force = force;
   o.predictions = predictions;
   o.argv = argv;
+  if (history) o.history = history->string();
   ReportCallbacks callbacks;
   // Python's callbacks need the interpreter: the report itself runs without it held.
   if (on_start)
@@ -93,7 +100,7 @@ void bind_report(nb::module_& m) {
   m.def("run_report", &run_report_json, "folder"_a.none() = nb::none(), "device"_a.none() = nb::none(),
         "quick"_a = false, "model"_a.none() = nb::none(), "predictions"_a = std::vector<std::string>{},
         "force"_a = false, "argv"_a = std::vector<std::string>{}, "on_section_start"_a.none() = nb::none(),
-        "on_section_done"_a.none() = nb::none(),
+        "on_section_done"_a.none() = nb::none(), "history"_a.none() = nb::none(),
         "Runs the report (ridge::run_report); returns its result as JSON text and the folder, which holds the rest.");
 }
 

@@ -15,6 +15,7 @@ inline nanobind::str message_text(std::string_view text) {
 }
 
 void bind_measure(nanobind::module_& m);  // timers, Measurement, Summary
+void bind_history(nanobind::module_& m);  // the run history (SQLite): runs, series, change detection
 void bind_model(nanobind::module_& m);    // roofline, decode ceiling, Amdahl: no GPU needed
 void bind_report(nanobind::module_& m);   // the report: what `ridge report` writes
 void bind_results(nanobind::module_& m);  // result files, writers, compare, device queries

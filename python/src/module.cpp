@@ -84,6 +84,7 @@ NB_MODULE(_ridge, m) {
         "Whether nanobind reports objects left alive at interpreter exit.");
   ridge::python::bind_measure(m);
   ridge::python::bind_model(m);
+  ridge::python::bind_history(m);
   ridge::python::bind_report(m);
   ridge::python::bind_results(m);
   ridge::python::bind_roofline(m);

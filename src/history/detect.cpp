@@ -198,6 +198,24 @@ bool HistoryCheck::regression_at_newest() const {
   return std::any_of(changes.begin(), changes.end(), [](const HistoryChange& c) { return c.regression && c.at_newest_commit; });
 }
 
+std::vector<RecordSeries> record_series(const History& history, std::span<const HistoryRun> runs) {
+  std::map<std::string, std::size_t> series_of_key;
+  std::vector<RecordSeries> series;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    ResultSet run = history.load_run(runs[i].id);
+    std::map<std::string, std::size_t> occurrences;
+    for (Record& r : run.records) {
+      const std::string match = record_match_key(r);
+      const std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
+      const auto [it, is_new] = series_of_key.emplace(key, series.size());
+      if (is_new) series.push_back({runs[i].machine, runs[i].gpu, {}, {}});
+      series[it->second].points.push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
+      series[it->second].run_positions.push_back(i);
+    }
+  }
+  return series;
+}
+
 HistoryCheck check_history(const History& history, const CheckOptions& options) {
   validate(options);
   HistoryCheck result;
@@ -207,37 +225,19 @@ HistoryCheck check_history(const History& history, const CheckOptions& options) 
   if (runs.empty()) return result;
   result.newest_commit = runs.back().commit;
   const std::size_t first_run = options.since.empty() ? 0 : since_index(runs, options.since) + 1;
-  // Series in order of first appearance; each point remembers its run's position.
-  std::map<std::string, std::size_t> series_of_key;
-  std::vector<std::vector<SeriesPoint>> series;
-  std::vector<std::vector<std::size_t>> run_positions;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    ResultSet run = history.load_run(runs[i].id);
-    std::map<std::string, std::size_t> occurrences;
-    for (Record& r : run.records) {
-      const std::string match = record_match_key(r);
-      const std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
-      const auto [it, is_new] = series_of_key.emplace(key, series.size());
-      if (is_new) {
-        series.emplace_back();
-        run_positions.emplace_back();
-      }
-      series[it->second].push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
-      run_positions[it->second].push_back(i);
-    }
-  }
+  const std::vector<RecordSeries> series = record_series(history, runs);
   result.series = series.size();
-  for (std::size_t s = 0; s < series.size(); ++s) {
-    const auto& positions = run_positions[s];
+  for (const RecordSeries& s : series) {
+    const auto& positions = s.run_positions;
     const auto first = static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), first_run) -
                                                 positions.begin());
     std::size_t tested = 0;
-    std::vector<HistoryChange> changes = detect_changes(series[s], first, options, &tested);
+    std::vector<HistoryChange> changes = detect_changes(s.points, first, options, &tested);
     result.candidates += tested;
-    if (tested > 0 && judgeable(series[s].back().record)) ++result.series_judged;
+    if (tested > 0 && judgeable(s.points.back().record)) ++result.series_judged;
     for (HistoryChange& c : changes) {
-      c.machine = runs[positions.front()].machine;
-      c.gpu = runs[positions.front()].gpu;
+      c.machine = s.machine;
+      c.gpu = s.gpu;
       c.at_newest_commit = c.commit == result.newest_commit;
       result.changes.push_back(std::move(c));
     }

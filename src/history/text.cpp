@@ -50,6 +50,23 @@ std::string to_text(std::span<const HistoryRun> runs) {
   return out;
 }
 
+nlohmann::json to_json(const HistoryRun& r) {
+  return {{"id", r.id},
+          {"commit", r.commit},
+          {"branch", r.branch},
+          {"run_time_utc", r.run_time_utc},
+          {"added_utc", r.added_utc},
+          {"machine", r.machine},
+          {"gpu", r.gpu},
+          {"gpu_uuid", r.gpu_uuid},
+          {"driver_version", r.driver_version},
+          {"ridge_version", r.ridge_version},
+          {"ridge_build", r.ridge_build},
+          {"records", r.records},
+          {"source", r.source},
+          {"content_hash", r.content_hash}};
+}
+
 nlohmann::json to_json(const HistoryCheck& check) {
   nlohmann::json changes = nlohmann::json::array();
   for (const HistoryChange& c : check.changes)

@@ -476,6 +476,29 @@ TEST(HistoryCheck, SeriesAreSplitByMachine) {
   EXPECT_TRUE(check.changes.empty()) << to_text(check);
 }
 
+TEST(HistoryCheck, RecordSeriesGiveEachMachinesRunsInOrder) {
+  History h = History::open_or_create(test_folder() / "h.db");
+  for (int i = 0; i < 6; ++i)
+    h.add(make_run(i, {.level_ms = 1.0 + i, .host = i % 2 ? "odd" : "even"}), {commit_name(i), "main", ""});
+  const std::vector<HistoryRun> runs = h.runs();
+  const std::vector<RecordSeries> series = record_series(h, runs);
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].machine, "even");
+  EXPECT_EQ(series[1].machine, "odd");
+  ASSERT_EQ(series[1].points.size(), 3u);
+  EXPECT_EQ(series[1].run_positions, (std::vector<std::size_t>{1, 3, 5}));
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(series[1].points[k].commit, commit_name(int(2 * k + 1)));
+    const double level_ms = 2.0 + 2 * k;  // make_run's 1% noise: the median lands within 3%
+    EXPECT_NEAR(series[1].points[k].record.summary.median, level_ms, 0.03 * level_ms);
+  }
+  const nlohmann::json run = to_json(runs[1]);
+  EXPECT_EQ(run["commit"], commit_name(1));
+  EXPECT_EQ(run["machine"], "odd");
+  EXPECT_EQ(run["records"], 1);
+  EXPECT_EQ(run["id"], runs[1].id);
+}
+
 TEST(HistoryCheck, RepeatedRunsOfACommitAreOneCandidate) {
   // Three runs of each of 12 commits, 10% slower from commit 6 on: one change, at commit 6.
   History h = History::open_or_create(test_folder() / "h.db");

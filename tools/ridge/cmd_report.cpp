@@ -66,7 +66,7 @@ ReportResult run_report_naming_options(const ReportCommand& c, const ReportCallb
     return detail::run_report_with_testing_aids(c.options, callbacks, c.testing);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("{} (options: -o/--output sets the folder, --force, --predict KEY=VALUE, --model, "
-                                 "--device)",
+                                 "--device, --history DB)",
                                  e.what()));
   }
 }
@@ -102,6 +102,12 @@ int report(ReportCommand c) {
                r.kept_files.size(), r.folder.string(), fmt::join(r.kept_files, ", "));
   fmt::print(stderr, "ridge report: wrote {} in {:.1f} s{}\n", (r.folder / "report.html").string(), r.wall_seconds,
              r.gpu ? "" : " (model-only: no usable GPU)");
+  if (r.history_added && r.history_added->added)
+    fmt::print(stderr, "ridge report: added to {} as run {} (commit {})\n", c.options.history,
+               r.history_added->run_id, r.history_provenance.commit);
+  else if (r.history_added)
+    fmt::print(stderr, "ridge report: already in {} as run {}; nothing changed\n", c.options.history,
+               r.history_added->run_id);
   fmt::print("{}\n", r.folder.string());
   return r.exit_code;
 }
@@ -135,6 +141,10 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_flag("--force", o.force,
                    "write into an existing folder: replace ridge's own files there (report.md, report.html, "
                    "results.json, trace*.json, *.svg, INCOMPLETE) and keep every other file");
+      app.add_option("--history", o.history,
+                     "at the end, add the run to this history (SQLite file, created when missing; see `ridge "
+                     "history`), under the commit of the git repository here, else the results' git sha")
+          ->type_name("DB");
       app.add_flag("-v,--verbose", c->verbose, "also print each section's Markdown on stderr as it finishes");
       app.add_option("--inject-slowdown-us", c->testing.inject_slowdown_us,
                      "TESTING AID, not a measurement: slow the timing section's large matmul by a GPU busy-wait of "

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -43,6 +44,53 @@ fs::path default_folder() {
   for (int i = 2; fs::exists(folder); ++i) folder = fmt::format("runs/report-{}-{}", ts, i);
   return folder;
 }
+
+// The run history the finished report is added to (ReportOptions::history). Opened before any
+// work, so a foreign or newer file stops the report before it starts.
+class ReportHistory {
+ public:
+  explicit ReportHistory(const std::string& path) {
+    if (path.empty()) return;
+#ifdef RIDGE_HAVE_HISTORY
+    history_.emplace(History::open_or_create(path));
+#else
+    throw Error(fmt::format("history: this ridge was built without SQLite, so the report cannot be added to {}: "
+                            "install libsqlite3-dev and rebuild",
+                            path));
+#endif
+  }
+
+  // Adds the finished report as `ridge history add FOLDER` would: read back from its results.json,
+  // so adding the folder again later finds the same run.
+  void add(ReportResult& r, RunProvenance given) {
+#ifdef RIDGE_HAVE_HISTORY
+    if (!history_) return;
+    const std::string where = fmt::format("the report was written to {}, but not added to the history {}",
+                                          r.folder.string(), history_->path().string());
+    try {
+      const ResultSet run = load_result_file(r.folder / "results.json");
+      if (given.source.empty()) given.source = r.folder.string();
+      r.history_provenance = resolve_provenance(given, run, fs::current_path());
+      if (r.history_provenance.commit.empty())
+        throw UsageError("history_provenance: no commit: not in a git repository and the results have no git sha; "
+                         "give the commit");
+      r.history_added = history_->add(run, r.history_provenance);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("{}: {}", where, e.what()));
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where, e.what()), e.code());
+    }
+#else
+    (void)r;
+    (void)given;
+#endif
+  }
+
+ private:
+#ifdef RIDGE_HAVE_HISTORY
+  std::optional<History> history_;
+#endif
+};
 
 /// {key: value} of the predictions; a key ridge does not measure is kept (and noted).
 nlohmann::json parse_predictions(const std::vector<std::string>& texts, const ReportCallbacks& callbacks) {
@@ -200,6 +248,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
     throw UsageError(fmt::format("pause_between_sections_s must be >= 0 seconds, got {}", aids.pause_between_sections_s));
   const fs::path destination = o.folder.empty() ? default_folder() : fs::path(o.folder);
   check_report_destination(destination, o.force);
+  ReportHistory history(o.history);
   // Built beside the destination and moved into place at the end: an interrupted or killed
   // report leaves DEST as it was and a folder marked INCOMPLETE.
   r.folder = make_partial_report_folder(destination);
@@ -283,6 +332,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
   }
   r.kept_files = finalize_report_folder(r.folder, destination);
   r.folder = destination;
+  history.add(r, o.history_provenance);
   return r;
 }
 
