@@ -175,7 +175,7 @@ bool judgeable(const Record& r) {
 }
 
 // Index of the last run at commit `since` (or a unique prefix of one); throws when none matches.
-std::size_t since_index(const std::vector<HistoryRun>& runs, const std::string& since) {
+std::size_t since_index(std::span<const HistoryRun> runs, const std::string& since) {
   std::optional<std::size_t> found;
   std::set<std::string> matches;
   const bool exact = std::any_of(runs.begin(), runs.end(), [&](const HistoryRun& r) { return r.commit == since; });
@@ -198,19 +198,9 @@ bool HistoryCheck::regression_at_newest() const {
   return std::any_of(changes.begin(), changes.end(), [](const HistoryChange& c) { return c.regression && c.at_newest_commit; });
 }
 
-HistoryCheck check_history(const History& history, const CheckOptions& options) {
-  validate(options);
-  HistoryCheck result;
-  result.options = options;
-  const std::vector<HistoryRun> runs = history.runs();
-  result.runs = runs.size();
-  if (runs.empty()) return result;
-  result.newest_commit = runs.back().commit;
-  const std::size_t first_run = options.since.empty() ? 0 : since_index(runs, options.since) + 1;
-  // Series in order of first appearance; each point remembers its run's position.
+std::vector<RecordSeries> load_series(const History& history, std::span<const HistoryRun> runs) {
   std::map<std::string, std::size_t> series_of_key;
-  std::vector<std::vector<SeriesPoint>> series;
-  std::vector<std::vector<std::size_t>> run_positions;
+  std::vector<RecordSeries> series;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     ResultSet run = history.load_run(runs[i].id);
     std::map<std::string, std::size_t> occurrences;
@@ -218,31 +208,46 @@ HistoryCheck check_history(const History& history, const CheckOptions& options) 
       const std::string match = record_match_key(r);
       const std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
       const auto [it, is_new] = series_of_key.emplace(key, series.size());
-      if (is_new) {
-        series.emplace_back();
-        run_positions.emplace_back();
-      }
-      series[it->second].push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
-      run_positions[it->second].push_back(i);
+      if (is_new) series.push_back({runs[i].machine, runs[i].gpu, {}, {}});
+      series[it->second].points.push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
+      series[it->second].run_indices.push_back(i);
     }
   }
+  return series;
+}
+
+HistoryCheck check_series(std::span<const HistoryRun> runs, std::span<const RecordSeries> series,
+                          const CheckOptions& options) {
+  validate(options);
+  HistoryCheck result;
+  result.options = options;
+  result.runs = runs.size();
+  if (runs.empty()) return result;
+  result.newest_commit = runs.back().commit;
+  const std::size_t first_run = options.since.empty() ? 0 : since_index(runs, options.since) + 1;
   result.series = series.size();
-  for (std::size_t s = 0; s < series.size(); ++s) {
-    const auto& positions = run_positions[s];
+  for (const RecordSeries& s : series) {
+    const auto& positions = s.run_indices;
     const auto first = static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), first_run) -
                                                 positions.begin());
     std::size_t tested = 0;
-    std::vector<HistoryChange> changes = detect_changes(series[s], first, options, &tested);
+    std::vector<HistoryChange> changes = detect_changes(s.points, first, options, &tested);
     result.candidates += tested;
-    if (tested > 0 && judgeable(series[s].back().record)) ++result.series_judged;
+    if (tested > 0 && judgeable(s.points.back().record)) ++result.series_judged;
     for (HistoryChange& c : changes) {
-      c.machine = runs[positions.front()].machine;
-      c.gpu = runs[positions.front()].gpu;
+      c.machine = s.machine;
+      c.gpu = s.gpu;
       c.at_newest_commit = c.commit == result.newest_commit;
       result.changes.push_back(std::move(c));
     }
   }
   return result;
+}
+
+HistoryCheck check_history(const History& history, const CheckOptions& options) {
+  validate(options);
+  const std::vector<HistoryRun> runs = history.runs();
+  return check_series(runs, load_series(history, runs), options);
 }
 
 }  // namespace ridge
