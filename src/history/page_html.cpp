@@ -132,9 +132,12 @@ constexpr const char* page_script = R"js(
         (c.regression ? "regression " : "improvement ") + pct(c.ratio) + " at " + short(c.commit)));
     }
     const readout = el("p", { class: "readout" }, "\u00a0");
+    // Every run's min..max in one path (one element per chart, not one per run), then its median.
+    let whiskers = "";
+    for (const p of s.points) whiskers += "M" + X(p[0]).toFixed(1) + " " + Y(p[2]).toFixed(1) + "V" + Y(p[3]).toFixed(1);
+    if (whiskers !== "") chart.appendChild(svg("path", { class: "whisker", d: whiskers }));
     s.points.forEach(function (p, i) {
-      chart.appendChild(svg("line", { class: "whisker", x1: X(p[0]), x2: X(p[0]), y1: Y(p[2]), y2: Y(p[3]) }));
-      chart.appendChild(svg("circle", { class: "point", cx: X(p[0]), cy: Y(p[1]), r: 3, "data-i": i }));
+      chart.appendChild(svg("circle", { class: "point", cx: X(p[0]).toFixed(1), cy: Y(p[1]).toFixed(1), r: 3, "data-i": i }));
     });
     function describe(p) {
       return short(data.commits[p[0]]) + "  " + p[7] + "  median " + ms(p[1]) + " ms  [" + ms(p[2]) + ", " + ms(p[3]) +
