@@ -118,6 +118,13 @@ if cmake_packages_missing | grep -qw SQLite3; then
   ( install_missing ) || say "continuing without SQLite: ridge history is not built (install libsqlite3-dev and rebuild)"
   apt_need=(); missing=()
 fi
+# Chromium runs the history page's test in a headless browser (ctest cli.history_page_browser);
+# optional like SQLite: without it that test is skipped.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && [ -z "${RIDGE_CHROMIUM:-}" ]; then
+  want chromium "Chromium (optional: the history page's headless browser test)"
+  ( install_missing ) || say "continuing without Chromium: the history page's browser test will be skipped (apt-get install chromium)"
+  apt_need=(); missing=()
+fi
 
 if ! command -v nvcc >/dev/null 2>&1; then
   if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH

@@ -175,7 +175,7 @@ bool judgeable(const Record& r) {
 }
 
 // Index of the last run at commit `since` (or a unique prefix of one); throws when none matches.
-std::size_t since_index(const std::vector<HistoryRun>& runs, const std::string& since) {
+std::size_t since_index(std::span<const HistoryRun> runs, const std::string& since) {
   std::optional<std::size_t> found;
   std::set<std::string> matches;
   const bool exact = std::any_of(runs.begin(), runs.end(), [&](const HistoryRun& r) { return r.commit == since; });
@@ -216,16 +216,15 @@ std::vector<RecordSeries> record_series(const History& history, std::span<const 
   return series;
 }
 
-HistoryCheck check_history(const History& history, const CheckOptions& options) {
+HistoryCheck check_series(std::span<const HistoryRun> runs, std::span<const RecordSeries> series,
+                          const CheckOptions& options) {
   validate(options);
   HistoryCheck result;
   result.options = options;
-  const std::vector<HistoryRun> runs = history.runs();
   result.runs = runs.size();
   if (runs.empty()) return result;
   result.newest_commit = runs.back().commit;
   const std::size_t first_run = options.since.empty() ? 0 : since_index(runs, options.since) + 1;
-  const std::vector<RecordSeries> series = record_series(history, runs);
   result.series = series.size();
   for (const RecordSeries& s : series) {
     const auto& positions = s.run_positions;
@@ -243,6 +242,12 @@ HistoryCheck check_history(const History& history, const CheckOptions& options) 
     }
   }
   return result;
+}
+
+HistoryCheck check_history(const History& history, const CheckOptions& options) {
+  validate(options);
+  const std::vector<HistoryRun> runs = history.runs();
+  return check_series(runs, record_series(history, runs), options);
 }
 
 }  // namespace ridge

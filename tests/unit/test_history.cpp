@@ -555,3 +555,165 @@ TEST(HistoryCheck, BadOptionsAreUsageErrors) {
   options.min_runs_before = 2;
   EXPECT_THROW(check_history(h, options), UsageError);
 }
+
+// ---- the history page ----------------------------------------------------------------------
+
+namespace {
+
+// The JSON the page embeds, parsed back.
+nlohmann::json embedded_data(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"history-data\">";
+  const auto begin = html.find(open);
+  EXPECT_NE(begin, std::string::npos);
+  const auto end = html.find("</script>", begin);
+  EXPECT_NE(end, std::string::npos);
+  return nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()));
+}
+
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(HistoryPage, EmbedsEachSeriesAndListsItsChange) {
+  const History h = series_history(test_folder() / "h.db", 40, 20, 1.10);
+  const HistoryPageOptions defaults;  // named: GCC 12 misreads a defaulted temporary's string as uninitialized
+  const HistoryPage page = build_history_page(h, defaults);
+  EXPECT_EQ(page.runs, 40u);
+  EXPECT_EQ(page.series, 1u);
+  EXPECT_EQ(page.series_shown, 1u);
+  EXPECT_EQ(page.changes, 1u);
+  EXPECT_EQ(page.changes_listed, 1u);
+  const nlohmann::json data = embedded_data(page.html);
+  EXPECT_EQ(data["schema"], "ridge.history_page");
+  ASSERT_EQ(data["commits"].size(), 40u);
+  EXPECT_EQ(data["commits"][20], commit_name(20));
+  const nlohmann::json& s = data["series"][0];
+  EXPECT_EQ(s["label"], "matmul cuda_events bf16 n=4096");
+  EXPECT_EQ(s["gpu"], "NVIDIA H200");
+  ASSERT_EQ(s["points"].size(), 40u);
+  EXPECT_EQ(s["points"][25][0], 25);                          // x: the commit's place on the axis
+  EXPECT_NEAR(s["points"][25][1].get<double>(), 1.10, 0.03);  // median ms, after the step
+  EXPECT_LE(s["points"][25][2].get<double>(), s["points"][25][1].get<double>());  // min <= median <= max
+  EXPECT_GE(s["points"][25][3].get<double>(), s["points"][25][1].get<double>());
+  EXPECT_EQ(s["points"][25][6], 1980);  // SM clock, MHz
+  // Two levels split at the change, and the band the newest commit had to exceed.
+  ASSERT_EQ(s["levels"].size(), 2u);
+  EXPECT_EQ(s["levels"][0][1], 19);
+  EXPECT_EQ(s["levels"][1][0], 20);
+  EXPECT_NEAR(s["levels"][1][2].get<double>() / s["levels"][0][2].get<double>(), 1.10, 0.02);
+  EXPECT_GE(s["noise_band"].get<double>(), 0.05);
+  ASSERT_EQ(s["changes"], nlohmann::json::array({0}));
+  const nlohmann::json& c = data["changes"][0];
+  EXPECT_EQ(c["commit"], commit_name(20));
+  EXPECT_EQ(c["x"], 20);
+  EXPECT_EQ(c["series"], 0);
+  EXPECT_TRUE(c["regression"].get<bool>());
+  EXPECT_NEAR(c["ratio"].get<double>(), 1.10, 0.02);
+  EXPECT_EQ(data["recent_changes"], nlohmann::json::array({0}));
+  // One document, nothing from the network.
+  EXPECT_EQ(page.html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* fetches : {"src=", "href=", "url(", "@import", "fetch(", "XMLHttpRequest", "https:"})
+    EXPECT_EQ(page.html.find(fetches), std::string::npos) << fetches;
+  EXPECT_EQ(occurrences(page.html, "<script"), 2u);
+}
+
+TEST(HistoryPage, HostileTextStaysTextAndRoundTrips) {
+  const fs::path dir = test_folder();
+  History h = History::open_or_create(dir / "h.db");
+  const std::string hostile = "</script><script>alert(1)</script> <!-- \"q\" 'a' & \xc3\xbc" "n\xc3\xaf" "c\xc3\xb8" "d\xc3\xa9 \xe2\x9c\x93";
+  for (int i = 0; i < 4; ++i) {
+    ResultSet run = make_run(i, {});
+    run.records[0].name = hostile;
+    run.context.device->name = "GPU \"</SCRIPT>\"";
+    h.add(run, {commit_name(i), "main", "synthetic"});
+  }
+  HistoryPageOptions options;
+  options.title = "<b>\"t\"</b> & \xc3\xbc";
+  const HistoryPage page = build_history_page(h, options);
+  // Only the page's own two script elements end: nothing in the data closes one or opens a comment.
+  EXPECT_EQ(occurrences(page.html, "</script>"), 2u);
+  EXPECT_EQ(occurrences(page.html, "</SCRIPT>"), 0u);
+  EXPECT_EQ(occurrences(page.html, "<!--"), 0u);
+  EXPECT_NE(page.html.find("<title>&lt;b&gt;&quot;t&quot;&lt;/b&gt; &amp; \xc3\xbc</title>"), std::string::npos);
+  const auto begin = page.html.find("id=\"history-data\">");
+  const auto end = page.html.find("</script>", begin);
+  for (std::size_t i = begin; i < end; ++i) ASSERT_LT(static_cast<unsigned char>(page.html[i]), 0x80u) << "at " << i;
+  const nlohmann::json data = embedded_data(page.html);
+  EXPECT_EQ(data["series"][0]["name"], hostile);
+  EXPECT_EQ(data["series"][0]["gpu"], "GPU \"</SCRIPT>\"");
+  EXPECT_EQ(data["gpus"], nlohmann::json::array({"GPU \"</SCRIPT>\""}));
+  EXPECT_EQ(data["title"], options.title);
+}
+
+TEST(HistoryPage, ShowsTheNewestCommitsAndChangedSeriesFirst) {
+  const fs::path dir = test_folder();
+  History h = History::open_or_create(dir / "h.db");
+  for (int i = 0; i < 40; ++i) {
+    RunShape steady;
+    steady.host = "ci-1";
+    h.add(make_run(i, steady), {commit_name(i), "main", "synthetic"});
+    RunShape stepped;
+    stepped.host = "ci-2";
+    stepped.seed = 2;
+    if (i >= 15) stepped.level_ms = 1.2;
+    h.add(make_run(i, stepped), {commit_name(i), "main", "synthetic"});
+  }
+  HistoryPageOptions options;
+  options.max_commits = 10;
+  options.max_series = 1;
+  const HistoryPage page = build_history_page(h, options);
+  EXPECT_EQ(page.series, 2u);
+  EXPECT_EQ(page.series_shown, 1u);
+  EXPECT_EQ(page.commits, 40u);
+  EXPECT_EQ(page.commits_shown, 10u);
+  const nlohmann::json data = embedded_data(page.html);
+  ASSERT_EQ(data["series"].size(), 1u);
+  EXPECT_EQ(data["series"][0]["machine"], "ci-2");  // the series with a change comes first
+  EXPECT_EQ(data["commits"].front(), commit_name(30));
+  ASSERT_EQ(data["series"][0]["points"].size(), 10u);
+  EXPECT_EQ(data["series"][0]["points"][0][0], 0);
+  // The change is older than the axis: listed in the summary, not placed on a chart.
+  ASSERT_EQ(data["changes"].size(), 1u);
+  EXPECT_EQ(data["changes"][0]["commit"], commit_name(15));
+  EXPECT_EQ(data["changes"][0]["x"], -1);
+  EXPECT_EQ(data["series"][0]["levels"].size(), 1u);
+}
+
+TEST(HistoryPage, WritesIndexHtmlIntoAFolder) {
+  const fs::path dir = test_folder();
+  const History h = series_history(dir / "h.db", 6, 5, 1.2);
+  const HistoryPageOptions options;  // named: GCC 12 misreads a defaulted temporary's string as uninitialized
+  const HistoryPage page = write_history_page(h, dir / "page" / "sub", options);
+  EXPECT_EQ(bytes_of(dir / "page" / "sub" / "index.html"), page.html);
+  std::ofstream(dir / "file") << "x";
+  EXPECT_THROW(write_history_page(h, dir / "file", options), UsageError);
+}
+
+TEST(HistoryPage, BadOptionsNameTheField) {
+  auto message = [](const HistoryPageOptions& options) {
+    try {
+      validate(options);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const HistoryPageOptions defaults;
+  EXPECT_EQ(message(defaults), "accepted");
+  HistoryPageOptions no_series;
+  no_series.max_series = 0;
+  EXPECT_NE(message(no_series).find("max_series"), std::string::npos);
+  HistoryPageOptions one_commit;
+  one_commit.max_commits = 1;
+  EXPECT_NE(message(one_commit).find("max_commits"), std::string::npos);
+  HistoryPageOptions no_title;
+  no_title.title.clear();
+  EXPECT_NE(message(no_title).find("title"), std::string::npos);
+  HistoryPageOptions no_window;
+  no_window.check.window_runs = 0;
+  EXPECT_NE(message(no_window).find("window_runs"), std::string::npos);
+}

@@ -1,4 +1,4 @@
-// `ridge history add|check|export|import|runs DB ...`: every run kept in one SQLite file, and the
+// `ridge history add|check|html|export|import|runs DB ...`: every run kept in one SQLite file, and the
 // commits where a record's level changed (include/ridge/history.hpp). Built without SQLite, the
 // command is still there and says how to get it (exit 1).
 #include <filesystem>
@@ -27,7 +27,16 @@ struct HistoryCommand {
   std::string since, json, output = "-", file;
   std::string threshold = fmt::format("{}%", CheckOptions{}.compare.threshold * 100);
   std::size_t window = CheckOptions{}.window_runs;
+  HistoryPageOptions page;
 };
+
+CheckOptions check_options(const HistoryCommand& c) {
+  CheckOptions options;
+  options.compare.threshold = parse_threshold(c.threshold);
+  options.window_runs = c.window;
+  options.since = c.since;
+  return options;
+}
 
 int run_add(const HistoryCommand& c) {
   // Every file is read before anything is added: a bad one adds nothing.
@@ -52,10 +61,7 @@ int run_add(const HistoryCommand& c) {
 
 int run_check(const HistoryCommand& c) {
   if (!c.json.empty()) resolve_output(c.json);
-  CheckOptions options;
-  options.compare.threshold = parse_threshold(c.threshold);
-  options.window_runs = c.window;
-  options.since = c.since;
+  const CheckOptions options = check_options(c);
   validate(options);  // before the file is opened: a bad option is named first
   const History history = History::open_existing(c.db);
   const HistoryCheck check = check_history(history, options);
@@ -72,6 +78,18 @@ int run_check(const HistoryCommand& c) {
     fmt::print(stderr, "ridge history check: a regression at the newest commit {} (exit code 5)\n", check.newest_commit);
     return static_cast<int>(ExitCode::regression);
   }
+  return 0;
+}
+
+int run_html(const HistoryCommand& c) {
+  HistoryPageOptions options = c.page;
+  options.check = check_options(c);
+  validate(options);  // before the file is opened: a bad option is named first
+  const History history = History::open_existing(c.db);
+  const HistoryPage page = write_history_page(history, c.output, options);
+  fmt::print("{}/index.html: {} of {} series over {} of {} commits, {} change(s) ({} listed), {} run(s)\n", c.output,
+             page.series_shown, page.series, page.commits_shown, page.commits, page.changes, page.changes_listed,
+             page.runs);
   return 0;
 }
 
@@ -112,25 +130,35 @@ std::function<int()> setup_history(CLI::App& app) {
                   "the commit measured (default: git rev-parse HEAD here, else the result file's git sha)");
   add->add_option("--branch", c->branch, "its branch (default: git's current branch here)");
   CLI::App* check = add_action(app, "check", "find the commits where a record's level changed", c);
+  CLI::App* html = add_action(app, "html", "write a page of trend charts and recent changes: DIR/index.html", c);
+  html->add_option("-o,--output", c->output, "the folder to write index.html into")->required()->type_name("DIR");
+  html->add_option("--title", c->page.title, "the page's title")->capture_default_str();
+  html->add_option("--max-series", c->page.max_series, "charts at most (series with a change first)")
+      ->capture_default_str();
+  html->add_option("--max-commits", c->page.max_commits, "the newest commits on each chart's axis")
+      ->capture_default_str();
+  for (CLI::App* judged : {check, html}) {
+    judged->add_option("--threshold", c->threshold,
+                       "relative change of the median that counts, as a percentage (5%) or fraction (0.05)")
+        ->capture_default_str();
+    judged->add_option("--window", c->window, "runs on each side of a candidate commit")->capture_default_str();
+  }
   check->add_option("--since", c->since, "review only commits after COMMIT (a commit of a run in the history)")
       ->type_name("COMMIT");
-  check->add_option("--threshold", c->threshold,
-                    "relative change of the median that counts, as a percentage (5%) or fraction (0.05)")
-      ->capture_default_str();
-  check->add_option("--window", c->window, "runs on each side of a candidate commit")->capture_default_str();
   check->add_option("--json", c->json, "write the changes as JSON to FILE ('-' for stdout)")->type_name("FILE");
   CLI::App* out = add_action(app, "export", "write every run as JSON lines", c);
   out->add_option("-o,--output", c->output, "FILE, or '-' for stdout")->capture_default_str();
   CLI::App* in = add_action(app, "import", "add the runs of a JSON lines file (from export)", c);
   in->add_option("FILE", c->file, "JSON lines file, or '-' for stdin")->required();
   CLI::App* list = add_action(app, "runs", "list the runs, oldest first", c);
-  return [c, add, check, out, in, list] {
+  return [c, add, check, html, out, in, list] {
     if (add->parsed()) return run_add(*c);
     if (check->parsed()) return run_check(*c);
+    if (html->parsed()) return run_html(*c);
     if (out->parsed()) return run_export(*c);
     if (in->parsed()) return run_import(*c);
     if (list->parsed()) return run_list(*c);
-    throw UsageError("history needs one of: add, check, export, import, runs");
+    throw UsageError("history needs one of: add, check, html, export, import, runs");
   };
 }
 
@@ -152,6 +180,8 @@ RIDGE_REGISTER_COMMAND(Command{
           "ridge history add DB RUN...           add report folders or result files (a run already there is skipped)\n"
           "ridge history check DB [--since C]    each record's series (same machine and GPU) over commits: where its\n"
           "                                      level changed, by how much (95% interval), the p-value, clock/driver\n"
+          "ridge history html DB -o DIR          DIR/index.html: a trend chart per series with its noise band and\n"
+          "                                      changes, the recent changes on top, filters by GPU and record name\n"
           "ridge history export DB [-o FILE]     every run as JSON lines;  ridge history import DB FILE  adds them\n"
           "ridge history runs DB                 list the runs\n"
           "check judges each commit as `ridge compare` judges BASE... NEW: the runs before it against the runs from\n"
@@ -160,7 +190,8 @@ RIDGE_REGISTER_COMMAND(Command{
           "option, 1 a database error (or a ridge built without SQLite).");
       return setup_history(app);
     },
-    {{"since", "--since"}, {"threshold", "--threshold"}, {"window_runs", "--window"}, {"commit", "--commit"}}});
+    {{"since", "--since"}, {"threshold", "--threshold"}, {"window_runs", "--window"}, {"commit", "--commit"},
+     {"title", "--title"}, {"max_series", "--max-series"}, {"max_commits", "--max-commits"}}});
 
 }  // namespace
 }  // namespace ridge::cli
