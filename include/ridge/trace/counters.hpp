@@ -113,6 +113,9 @@ struct LaunchWork {
   std::string dominant_precision() const;
 };
 LaunchWork launch_work(const KernelCounters& counters, const CounterRow& row);
+/// The work of every row together: bytes, FLOPs and profiled durations summed; the SM clock
+/// weighted by each row's profiled duration (a plain mean where no row has one).
+LaunchWork total_work(const KernelCounters& counters);
 
 /// The ceiling dtype name a precision is judged against: "tensor_bf16" -> "bf16", "fp32" -> "fp32".
 std::string ceiling_dtype_of(const std::string& precision);
