@@ -7,8 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "ridge/stats.hpp"
-#include "ridge/trace/counters.hpp"
+#include "ridge/trace/launch_work.hpp"
 
 // The CUDA stream type, declared the way cuda_runtime_api.h declares it, so this header stays
 // host-only: `ridge::cuda_stream` and `cudaStream_t` are the same type.

@@ -1,6 +1,7 @@
 // CountedWork's JSON form: what records keep under extra.counters and what a pickled Python
 // Measurement carries.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ridge/errors.hpp"
 #include "ridge/measure.hpp"
