@@ -54,6 +54,28 @@ std::optional<std::string> launch_bound_warning(const Measurement& m);
 /// settling ran out, and launch_bound_warning. to_record puts them in the record's warnings.
 std::vector<std::string> measurement_warnings(const Measurement& m);
 
+/// Stated and counted work (CountedWork) further apart than this fraction of the stated amount
+/// disagree: a plausibility finding. 10%: the counters of a kernel that moves what its author
+/// counts land within 1% (ridge's stream kernels, a BF16 GEMM's tensor FLOPs, on the H200).
+inline constexpr double counted_work_tolerance = 0.10;
+
+/// Where the work a caller states for one call and what the hardware counters saw it do disagree.
+struct WorkCountFinding {
+  std::string quantity;     ///< "bytes" (DRAM bytes) or "flops"
+  double stated = 0;        ///< per call, as the caller counts it
+  double counted = 0;       ///< per call, from the counters (0 when they could not say)
+  double ratio = 0;         ///< counted / stated (0 when not comparable)
+  bool comparable = true;   ///< false: the counters needed are missing, or the call ran no kernel
+  std::string text;         ///< the finding in words, with both numbers and what each counts
+};
+
+/// Compares the caller's stated bytes and FLOPs per call (0: not stated, not compared) with the
+/// counted work: one finding per quantity whose counted amount differs from the stated by more
+/// than `tolerance` of it, or that the counters cannot check. Empty when everything stated agrees.
+std::vector<WorkCountFinding> compare_counted_work(double stated_bytes, double stated_flops,
+                                                   const CountedWork& counted,
+                                                   double tolerance = counted_work_tolerance);
+
 /// Whether a record's samples each include the host's launch latency: cuda_events or wall_sync
 /// with one call per sample (repeats_per_sample == 1).
 bool includes_host_latency(const Record& record);

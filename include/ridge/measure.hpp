@@ -1,11 +1,16 @@
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "ridge/stats.hpp"
+#include "ridge/trace/launch_work.hpp"
 
 // The CUDA stream type, declared the way cuda_runtime_api.h declares it, so this header stays
 // host-only: `ridge::cuda_stream` and `cudaStream_t` are the same type.
@@ -44,6 +49,27 @@ Method method_from_string(const std::string& name);
 /// One sentence saying what the method's number means.
 std::string describe(Method m);
 
+/// What one call of a timed callable did on the GPU, read from hardware counters in a pass of its
+/// own after the timed samples (count_work): CUPTI's range profiler replays each kernel once per
+/// pass, which distorts time, so these numbers never come from a timed call.
+struct CountedWork {
+  /// The most kernels one counted call may launch (ranges of the profiler's counter data image).
+  static constexpr std::size_t max_kernels = 4096;
+
+  std::string metric_set = "roofline";  ///< the metric set read (trace::counter_set_metrics)
+  /// Summed over the call's kernels: DRAM bytes read and written, L2 bytes, FLOPs by precision (an
+  /// FMA counts two; tensor-core FLOPs by source type), the profiled passes' durations (ns) and
+  /// their SM clock (Hz, weighted by duration). `work.missing` names metrics the GPU did not give.
+  trace::LaunchWork work;
+  std::uint64_t kernels = 0;  ///< kernels the call launched (one profiler range each)
+  std::size_t passes = 0;     ///< replay passes each kernel ran
+  std::vector<std::string> metrics_not_offered;  ///< of the set, the metrics this GPU lacks
+};
+
+nlohmann::json to_json(const CountedWork& counted);
+/// Reads to_json's form; throws UsageError naming what is malformed.
+CountedWork counted_work_from_json(const nlohmann::json& j);
+
 /// Raw samples (milliseconds per operation) and their summary.
 struct Measurement {
   Method method = Method::cuda_events;
@@ -67,6 +93,9 @@ struct Measurement {
   /// the start event's record to the end event's, over repeats_per_sample), in ms; -1 when not timed.
   /// Near the median it says the GPU waited on the host (see launch_bound_warning).
   double host_queue_ms = -1;
+  /// measure_with_counters: what one call did, from hardware counters (bytes, FLOPs, kernels);
+  /// unset when no counters were read.
+  std::optional<CountedWork> counted;
 };
 
 /// Options of measure_wall; defaults as in the usual Python helper: samples=10, warmup=3.
@@ -161,6 +190,26 @@ Measurement measure_graph(const StreamFn& fn, CudaOptions options = {});
 /// Dispatches to the measurer for `method` (wall_naive and wall_sync run fn on options.stream
 /// and synchronize as their method says).
 Measurement measure(Method method, const StreamFn& fn, CudaOptions options = {});
+
+// ---- hardware counters of a timed callable (defined in the tracer library, ridge_trace: CUPTI) ---
+
+/// Throws CountersUnavailableError, saying why and what to do, when this process cannot read the
+/// current GPU's hardware counters now: ridge's tracer is recording, another CUPTI client is
+/// attached (Nsight Systems, Nsight Compute: CUPTI allows one per process), counters are not
+/// permitted (ERR_NVGPUCTRPERM) or the GPU offers none (virtualized, MIG). NoGpuError without a GPU.
+void require_work_counting();
+
+/// Calls fn(stream) once under CUPTI's range profiler (auto range, kernel replay: each kernel is
+/// replayed once per pass, its memory saved and restored) and sums the roofline counters over the
+/// kernels it launched. Counts every kernel launched in the current context meanwhile, from any
+/// thread. Throws as require_work_counting, and ridge::Error when the call launched more than
+/// CountedWork::max_kernels kernels.
+CountedWork count_work(const StreamFn& fn, cuda_stream stream = nullptr);
+
+/// measure(method, fn, options), then one more call of fn counted by count_work (never during the
+/// timed samples: replay distorts time), in Measurement::counted. Checks first
+/// (require_work_counting) that counters can be read, before anything is timed.
+Measurement measure_with_counters(Method method, const StreamFn& fn, CudaOptions options = {});
 
 /// One method of an interleaved comparison. `measure(samples, warmup)` takes `samples` samples
 /// after `warmup` untimed calls (e.g. a lambda around measure_cuda or measure_spin).

@@ -102,6 +102,8 @@ inline constexpr const char* variant = param_key::variant;     ///< the kernel v
 inline constexpr const char* grid_blocks = "grid_blocks";      ///< blocks of a grid-stride launch
 inline constexpr const char* wall_sync_vs_events_relative_difference = "wall_sync_vs_events_relative_difference";
 inline constexpr const char* wall_sync_over_naive = "wall_sync_over_naive";  ///< wall_sync time / wall_naive time
+/// what one call did, from hardware counters (CountedWork: DRAM and L2 bytes, FLOPs, kernels)
+inline constexpr const char* counters = "counters";
 // Rates and where they stand.
 inline constexpr const char* gb_per_s = "gb_per_s";
 inline constexpr const char* tflop_per_s = "tflop_per_s";
@@ -171,7 +173,7 @@ inline constexpr const char* all_extra_keys[] = {
     extra_key::clocks_during, extra_key::sm_mhz_median, extra_key::reduced_clock_samples,
     extra_key::median_ms_at_full_clocks, extra_key::interleaved, extra_key::meaning, extra_key::method_choice,
     extra_key::method_auto, extra_key::check, extra_key::algorithm, extra_key::tuning, extra_key::variant,
-    extra_key::grid_blocks, extra_key::wall_sync_vs_events_relative_difference, extra_key::wall_sync_over_naive,
+    extra_key::grid_blocks, extra_key::wall_sync_vs_events_relative_difference, extra_key::counters, extra_key::wall_sync_over_naive,
     extra_key::gb_per_s, extra_key::tflop_per_s, extra_key::empty_launch_ms, extra_key::launch_bound,
     extra_key::launch_bound_up_to_elements, extra_key::cache_resident, extra_key::l2_bytes,
     extra_key::fraction_of_measured_hbm, extra_key::fraction_of_datasheet, extra_key::knee_ceiling,

@@ -18,7 +18,8 @@ Errors: ``ridge.Error`` is the base; ``UsageError`` (also a ValueError) for bad 
 ``PathNotFoundError`` (also FileNotFoundError) and ``NotAFileError`` (also IsADirectoryError) for
 paths; ``NoGpuError`` when no GPU is usable; ``CountersUnavailableError`` when hardware counters
 may not be read; ``NothingComparedError``; ``CaptureError``. Warnings:
-``LaunchBoundWarning`` when ``measure_cuda`` timed the host's launches rather than the GPU.
+``LaunchBoundWarning`` when ``measure_cuda`` timed the host's launches rather than the GPU;
+``CountMismatchWarning`` when the bytes or FLOPs given to ``rate`` disagree with the counters.
 Catalog and roofline with no GPU: ``ridge.device("h100-sxm")``, ``ridge.devices()``,
 ``ridge.place_matmul(16, 4096, 4096, "bf16", device="h100-sxm")``, ``ridge.roofline(...)``.
 Size sweeps: ``ridge.sweep(factory, sizes, bytes=..., ceilings=0)`` (knees, warnings, plot).
@@ -50,7 +51,7 @@ from ._roofline import (  # noqa: F401
 from ._sweep import Sweep, sweep  # noqa: F401
 from ._trace import TraceAnalysis, analyze_trace, nvtx, trace  # noqa: F401
 from ._timing import (  # noqa: F401
-    CaptureError, LaunchBoundWarning, Measurement, Rate, measure, measure_cuda, measure_graph, measure_naive,
+    CaptureError, CountMismatchWarning, LaunchBoundWarning, Measurement, Rate, measure, measure_cuda, measure_graph, measure_naive,
     measure_spin, measure_wall, stream_handle,
 )
 

@@ -142,11 +142,21 @@ def _repeats_value(repeats: Repeats) -> int:
     return repeats
 
 
-class Rate(tuple):
-    """Throughput of a measurement: ``flops_per_s``, ``bytes_per_s`` (None when not given)."""
+class CountMismatchWarning(UserWarning):
+    """The bytes or FLOPs given to :meth:`Measurement.rate` disagree with what the hardware counters
+    saw one call do (``measure_cuda(fn, counters=True)``) by more than the library's tolerance
+    (:meth:`Measurement.count_findings` gives the findings as data)."""
 
-    def __new__(cls, flops_per_s: Optional[float], bytes_per_s: Optional[float]):
-        return super().__new__(cls, (flops_per_s, bytes_per_s))
+
+class Rate(tuple):
+    """Throughput of a measurement: ``flops_per_s``, ``bytes_per_s`` (None when not given), and
+    ``source``: "stated" when computed from the bytes and FLOPs the caller gave, "measured" when
+    from the hardware counters of a counted measurement (DRAM bytes; FLOPs of every precision)."""
+
+    def __new__(cls, flops_per_s: Optional[float], bytes_per_s: Optional[float], source: str = "stated"):
+        self = super().__new__(cls, (flops_per_s, bytes_per_s))
+        self.source = source
+        return self
 
     flops_per_s = property(lambda self: self[0])
     bytes_per_s = property(lambda self: self[1])
@@ -159,7 +169,8 @@ class Rate(tuple):
             parts.append(f"{self.tflops:.3g} TFLOP/s")
         if self.gb_per_s is not None:
             parts.append(f"{self.gb_per_s:.4g} GB/s")
-        return f"Rate({', '.join(parts) or 'nothing counted'})"
+        measured = ", measured" if self.source == "measured" else ""
+        return f"Rate({', '.join(parts) or 'nothing counted'}{measured})"
 
 
 class Measurement(float):
@@ -286,11 +297,49 @@ class Measurement(float):
         the host's launches, not the GPU, set the pace (see :class:`LaunchBoundWarning`)."""
         return list(_ridge.measurement_warnings(self._raw))
 
-    def rate(self, flops: Optional[float] = None, bytes: Optional[float] = None) -> Rate:  # noqa: A002
-        """FLOP/s and bytes/s for `flops` and `bytes` per call (``.tflops``, ``.gb_per_s``)."""
+    @property
+    def counted(self) -> Optional["_ridge.CountedWork"]:
+        """What one call did, from hardware counters (``measure_cuda(fn, counters=True)``): DRAM
+        bytes read and written, L2 bytes, FLOPs by precision, kernels, the profiled pass's SM clock.
+        None when the measurement was not counted."""
+        return self._raw.counted
+
+    def count_findings(self, bytes: Optional[float] = None,  # noqa: A002
+                       flops: Optional[float] = None) -> List["_ridge.WorkCountFinding"]:
+        """Where the `bytes` (DRAM) and `flops` you count per call disagree with the counters by
+        more than the library's tolerance (``counted_work_tolerance`` of the stated amount), or
+        cannot be checked: the library's findings as
+        data (``.text`` in words). Empty when all you state agrees. Needs a counted measurement."""
+        if self.counted is None:
+            raise _ridge.UsageError("count_findings needs a counted measurement: measure_cuda(fn, counters=True)")
+        stated = [_stated_amount(what, value) for what, value in (("bytes", bytes), ("flops", flops))]
+        return list(_ridge.compare_counted_work(stated[0] or 0.0, stated[1] or 0.0, self.counted))
+
+    def rate(self, flops: Optional[float] = None, bytes: Optional[float] = None, *,  # noqa: A002
+             measured: Optional[bool] = None) -> Rate:
+        """FLOP/s and bytes/s for `flops` and `bytes` per call (``.tflops``, ``.gb_per_s``).
+
+        measured: use the hardware counters' DRAM bytes and FLOPs (all precisions) of a counted
+        measurement (``measure_cuda(fn, counters=True)``) instead of stated ones. None (default):
+        measured when nothing is stated and the measurement was counted. ``Rate.source`` says which
+        was used. Stated amounts that disagree with the counters raise a :class:`CountMismatchWarning`.
+        """
         seconds = float(self) * 1e-3
         if not seconds > 0:
             raise ValueError("the measurement's median is not positive: no rate")
+        if measured is None:
+            measured = flops is None and bytes is None and self.counted is not None
+        if measured:
+            if self.counted is None:
+                raise _ridge.UsageError("rate(measured=True) needs a counted measurement: "
+                                        "measure_cuda(fn, counters=True)")
+            if flops is not None or bytes is not None:
+                raise _ridge.UsageError("rate(measured=True) takes the counters' bytes and FLOPs; give no flops= "
+                                        "or bytes= with it")
+            return Rate(self.counted.total_flops / seconds, self.counted.dram_bytes / seconds, "measured")
+        if self.counted is not None:
+            for finding in self.count_findings(bytes=bytes, flops=flops):
+                warnings.warn(finding.text, CountMismatchWarning, stacklevel=2)
         return Rate(None if flops is None else flops / seconds, None if bytes is None else bytes / seconds)
 
     def to_record(self, name: str, *, dtype: str = "", params: Optional[dict] = None, bytes: float = 0,  # noqa: A002
@@ -350,6 +399,14 @@ class Measurement(float):
         return (_restore_measurement, (self._raw, self._method, self._divisor))
 
 
+def _stated_amount(what: str, value: Optional[float]) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+        raise _ridge.UsageError(f"{what} must be a finite number >= 0 (per call), got {value!r}")
+    return float(value)
+
+
 def _restore_measurement(raw: "_ridge.Measurement", method: str, divisor: int) -> Measurement:
     return Measurement(raw, method=method, per_call_divisor=divisor)
 
@@ -390,7 +447,7 @@ def measure_cuda(function: Callable[[], Any], warmup: int = _CUDA.warmup, sample
                  repeats: Repeats = _CUDA.repeats, *, stream: Any = None, flush_l2: bool = _CUDA.flush_l2,
                  target_ci_relative: float = _CUDA.target_ci_relative,
                  time_budget_s: float = _CUDA.time_budget_s, max_samples: int = _CUDA.max_samples,
-                 target_sample_ms: float = _CUDA.target_sample_ms) -> Measurement:
+                 target_sample_ms: float = _CUDA.target_sample_ms, counters: bool = False) -> Measurement:
     """GPU ms per call between CUDA events around ``repeats`` calls of ``function`` on the
     caller's stream (PyTorch's current stream by default; ``stream=`` is made PyTorch's current
     stream while timing). Includes the host's launch latency when the GPU was idle;
@@ -403,14 +460,27 @@ def measure_cuda(function: Callable[[], Any], warmup: int = _CUDA.warmup, sample
     flush_l2: overwrite the L2 before each sample, outside the timed window (cold cache).
     target_ci_relative: keep sampling until the median's CI half-width is below this fraction of
     the median, or ``time_budget_s`` (seconds) runs out.
+    counters: after the timed samples, call ``function`` once more under CUPTI's range profiler
+    (each kernel replayed, so never timed) and keep what it did in ``.counted``: DRAM and L2
+    bytes, FLOPs by precision, kernels, the SM clock of that pass. ``rate()`` then uses them, and
+    ``to_record`` adds them and any disagreement with the bytes and FLOPs you state. Raises
+    ``CountersUnavailableError`` (before timing) where counters cannot be read: not permitted,
+    a virtualized or MIG GPU, inside ``ridge.trace``, or under Nsight Systems or Nsight Compute.
     """
     _check_callable(function)
+    if not isinstance(counters, bool):
+        raise TypeError(f"counters must be True or False, got {counters!r}")
     options = _cuda_options(warmup, samples, repeats, stream, flush_l2=flush_l2,
                             target_ci_relative=target_ci_relative, time_budget_s=time_budget_s,
                             max_samples=max_samples, target_sample_ms=target_sample_ms)
     _require_gpu("measure_cuda")
     with _timed_stream_current(stream, options.stream):
-        return _warn_if_flagged(Measurement(_ridge.measure_cuda(_stream_adapter(function, options.stream), options)))
+        adapter = _stream_adapter(function, options.stream)
+        if counters:
+            raw = _ridge.measure_with_counters(_ridge.Method.cuda_events, adapter, options)
+        else:
+            raw = _ridge.measure_cuda(adapter, options)
+        return _warn_if_flagged(Measurement(raw))
 
 
 def measure_spin(function: Callable[[], Any], warmup: int = _CUDA.warmup, samples: int = _CUDA.samples,

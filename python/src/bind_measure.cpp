@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -34,7 +35,7 @@ namespace {
 
 using Samples = nb::ndarray<nb::numpy, const double, nb::ndim<1>>;
 using MeasurementState = std::tuple<Method, std::vector<double>, int, bool, std::string, std::vector<double>, int,
-                                    double, double, double, double, bool>;
+                                    double, double, double, double, bool, std::string>;
 
 void require_finite(double value, const char* name) {
   if (!std::isfinite(value)) throw UsageError(std::string(name) + " must be a finite number");
@@ -179,6 +180,52 @@ void bind_measurement(nb::module_& m) {
         "One sentence saying what the method's number means.");
   m.def("method_name", [](Method method) { return to_string(method); }, "method"_a);
 
+  nb::class_<CountedWork>(m, "CountedWork",
+                          "What one call of a timed callable did on the GPU, from hardware counters read in a pass of "
+                          "its own after the timed samples (ridge.measure_cuda(fn, counters=True)): summed over the "
+                          "kernels it launched.")
+      .def_ro("metric_set", &CountedWork::metric_set, "the metric set read (\"roofline\")")
+      .def_ro("kernels", &CountedWork::kernels, "kernels the call launched")
+      .def_ro("passes", &CountedWork::passes, "replay passes each kernel ran under the profiler")
+      .def_prop_ro("dram_read_bytes", [](const CountedWork& c) { return c.work.dram_read_bytes; }, "DRAM bytes read")
+      .def_prop_ro("dram_write_bytes", [](const CountedWork& c) { return c.work.dram_write_bytes; },
+                   "DRAM bytes written")
+      .def_prop_ro("dram_bytes", [](const CountedWork& c) { return c.work.dram_bytes(); }, "DRAM bytes read and written")
+      .def_prop_ro("l2_bytes", [](const CountedWork& c) { return c.work.l2_bytes; }, "bytes through the L2 (lts__t_bytes)")
+      .def_prop_ro("flops", [](const CountedWork& c) { return c.work.flops; },
+                   "FLOPs by precision: fp64, fp32, fp16 from SASS instructions (an FMA counts 2), tensor_bf16, "
+                   "tensor_fp16, tensor_tf32, tensor_fp8, tensor_fp64, tensor_int8 from the tensor cores")
+      .def_prop_ro("total_flops", [](const CountedWork& c) { return c.work.total_flops(); }, "FLOPs of every precision")
+      .def_prop_ro("profiled_ms", [](const CountedWork& c) { return c.work.profiled_duration_ns / 1e6; },
+                   "the kernels' durations in the profiled pass, summed (ms; replay serializes them: not a timing)")
+      .def_prop_ro("sm_mhz", [](const CountedWork& c) { return c.work.profiled_sm_hz / 1e6; },
+                   "the SM clock of the profiled pass (MHz, weighted by kernel duration)")
+      .def_prop_ro("missing", [](const CountedWork& c) { return c.work.missing; },
+                   "metrics the GPU did not give (their amounts read 0)")
+      .def_ro("metrics_not_offered", &CountedWork::metrics_not_offered, "of the set, the metrics this GPU lacks")
+      .def("to_json", [](const CountedWork& c) { return to_json(c).dump(); },
+           "The JSON text a record keeps under extra.counters.")
+      .def("__repr__", [](const CountedWork& c) {
+        return fmt::format("CountedWork({} kernel{}, DRAM read {:.4g} B written {:.4g} B, L2 {:.4g} B, {:.4g} FLOPs, "
+                           "SM {:.0f} MHz)",
+                           c.kernels, c.kernels == 1 ? "" : "s", c.work.dram_read_bytes, c.work.dram_write_bytes,
+                           c.work.l2_bytes, c.work.total_flops(), c.work.profiled_sm_hz / 1e6);
+      });
+  nb::class_<WorkCountFinding>(m, "WorkCountFinding",
+                               "Where the bytes or FLOPs a caller states and what the hardware counters saw disagree.")
+      .def_ro("quantity", &WorkCountFinding::quantity, "\"bytes\" (DRAM bytes) or \"flops\"")
+      .def_ro("stated", &WorkCountFinding::stated, "per call, as the caller counts it")
+      .def_ro("counted", &WorkCountFinding::counted, "per call, from the counters (0 when they could not say)")
+      .def_ro("ratio", &WorkCountFinding::ratio, "counted / stated (0 when not comparable)")
+      .def_ro("comparable", &WorkCountFinding::comparable,
+              "False: the counters needed are missing, or the call launched no kernel")
+      .def_ro("text", &WorkCountFinding::text, "the finding in words")
+      .def("__repr__", [](const WorkCountFinding& f) { return "WorkCountFinding(" + f.text + ")"; });
+  m.attr("counted_work_tolerance") = counted_work_tolerance;
+  m.def("compare_counted_work", &compare_counted_work, "stated_bytes"_a, "stated_flops"_a, "counted"_a,
+        "tolerance"_a = counted_work_tolerance,
+        "Findings where stated bytes or FLOPs per call (0: not stated) and the counted work differ by more than "
+        "`tolerance` of the stated amount, or cannot be compared.");
   nb::class_<Measurement>(m, "Measurement", "Raw samples (milliseconds per operation) and their summary.")
       .def_ro("method", &Measurement::method)
       .def_prop_ro(
@@ -207,18 +254,23 @@ void bind_measurement(nb::module_& m) {
       .def_ro("settled_sm_mhz", &Measurement::settled_sm_mhz, "the SM clock sampling started at (MHz); -1 when not read")
       .def_ro("settle_reached_steady", &Measurement::settle_reached_steady,
               "False: settling ran out of time (settle_max_s) with the clock still moving")
+      .def_prop_ro("counted", [](const Measurement& m) { return m.counted; },
+              "what one call did, from hardware counters (measure_with_counters); None when not counted")
       // Pickle and copy keep every field; the summary is recomputed from the samples, as the timers make it.
       .def("__getstate__",
            [](const Measurement& m) {
              return nb::make_tuple(m.method, m.samples_ms, m.repeats_per_sample, m.l2_flushed, m.stop_reason,
                                    m.sample_sm_mhz, m.throttled_samples_dropped, m.rest_before_sample_s,
-                                   m.host_queue_ms, m.settle_ms, m.settled_sm_mhz, m.settle_reached_steady);
+                                   m.host_queue_ms, m.settle_ms, m.settled_sm_mhz, m.settle_reached_steady,
+                                   m.counted ? to_json(*m.counted).dump() : std::string());
            })
       .def("__setstate__", [](Measurement& m, const MeasurementState& state) {
         new (&m) Measurement{};
+        std::string counted;
         std::tie(m.method, m.samples_ms, m.repeats_per_sample, m.l2_flushed, m.stop_reason, m.sample_sm_mhz,
                  m.throttled_samples_dropped, m.rest_before_sample_s, m.host_queue_ms, m.settle_ms, m.settled_sm_mhz,
-                 m.settle_reached_steady) = state;
+                 m.settle_reached_steady, counted) = state;
+        if (!counted.empty()) m.counted = counted_work_from_json(parse_json(counted, "counters"));
         m.summary = summarize(m.samples_ms);
       });
   m.def(
@@ -268,6 +320,14 @@ void bind_timers(nb::module_& m) {
         return measure(method, stream_fn(std::move(fn)), options);
       },
       "method"_a, "fn"_a, "options"_a = CudaOptions{}, "Dispatches to the timer of `method`.");
+  m.def(
+      "measure_with_counters",
+      [](Method method, nb::callable fn, const CudaOptions& options) {
+        return measure_with_counters(method, stream_fn(std::move(fn)), options);
+      },
+      "method"_a, "fn"_a, "options"_a = CudaOptions{},
+      "The timer of `method`, then one more call of fn under CUPTI's range profiler: Measurement.counted holds its "
+      "DRAM and L2 bytes, FLOPs by precision and kernels (CountersUnavailableError where counters cannot be read).");
 }
 
 // ridge's own probe kernels, for tests and for measuring what the Python layer costs: the same

@@ -1,5 +1,6 @@
 """Timers: the CPU path everywhere, the GPU timers' argument checks and errors, and (marker gpu)
 the GPU timers themselves on PyTorch work."""
+import json
 import math
 import time
 import pickle
@@ -158,6 +159,70 @@ def test_gpu_timers_raise_no_gpu_error_without_a_gpu():
             timer(lambda: None)
 
 
+def _counted_measurement(median_ms, counted):
+    """A cuda_events measurement carrying counted work, made from its pickled state (no GPU)."""
+    raw = ridge._ridge.Measurement.__new__(ridge._ridge.Measurement)
+    raw.__setstate__((ridge.Method.cuda_events, [median_ms] * 3, 1, False, "samples", [], 0, 0.0, -1.0, 0.0, -1.0,
+                      False, json.dumps(counted)))
+    return ridge.Measurement(raw)
+
+
+# 2^26 FP32 elements of PyTorch's a + b: 3N x 4 bytes through DRAM, N FFMA (a + alpha*b).
+_N = 1 << 26
+_ADD = {"metric_set": "roofline", "kernels": 1, "passes": 3, "dram_read_bytes": 8.0 * _N,
+        "dram_write_bytes": 4.0 * _N, "l2_bytes": 12.0 * _N, "flops": {"fp32": 2.0 * _N},
+        "profiled_duration_ns": 1e5, "profiled_sm_mhz": 1980.0, "missing": [], "metrics_not_offered": []}
+
+
+def test_counters_is_a_bool_checked_before_any_gpu_work():
+    with pytest.raises(TypeError, match="counters must be True or False"):
+        ridge.measure_cuda(lambda: None, counters="roofline")
+
+
+def test_a_counted_measurement_carries_its_work_through_rate_records_and_pickle():
+    m = _counted_measurement(0.1, _ADD)
+    c = m.counted
+    assert (c.kernels, c.dram_read_bytes, c.dram_write_bytes, c.dram_bytes) == (1, 8.0 * _N, 4.0 * _N, 12.0 * _N)
+    assert c.flops == {"fp32": 2.0 * _N} and c.total_flops == 2.0 * _N and c.sm_mhz == pytest.approx(1980)
+    # No amounts given: the counters' (DRAM bytes, FLOPs of every precision), and the rate says so.
+    r = m.rate()
+    assert r.source == "measured" and "measured" in repr(r)
+    assert r.bytes_per_s == pytest.approx(12.0 * _N / 1e-4) and r.flops_per_s == pytest.approx(2.0 * _N / 1e-4)
+    # Stated amounts are used as given; the ones the counters contradict raise a warning that says so.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stated = m.rate(bytes=12.0 * _N)
+    assert stated.source == "stated" and stated.bytes_per_s == pytest.approx(12.0 * _N / 1e-4)
+    with pytest.warns(ridge.CountMismatchWarning, match=r"a \+ alpha\*b"):
+        m.rate(flops=_N)
+    with pytest.raises(ridge.UsageError, match="give no flops= or bytes="):
+        m.rate(flops=_N, measured=True)
+    findings = m.count_findings(bytes=6.0 * _N, flops=_N)
+    assert [f.quantity for f in findings] == ["bytes", "flops"]
+    assert findings[0].ratio == pytest.approx(2.0) and "the DRAM moved 2.00x that" in findings[0].text
+    assert m.count_findings(bytes=12.0 * _N) == []
+    with pytest.raises(ridge.UsageError, match="bytes must be a finite number"):
+        m.count_findings(bytes=float("nan"))
+    record = m.to_record("add", bytes=6.0 * _N)
+    assert record["extra"]["counters"]["dram_write_bytes"] == 4.0 * _N
+    assert any("the DRAM moved 2.00x that" in w for w in record["warnings"])
+    back = pickle.loads(pickle.dumps(m))
+    assert back.counted.dram_bytes == c.dram_bytes and back.counted.flops == c.flops
+
+
+def test_a_measurement_without_counters_rates_what_is_stated():
+    m = _counted_measurement(0.1, _ADD)
+    plain = ridge.measure_wall(busy, 3, 1)
+    assert plain.counted is None
+    assert plain.rate(bytes=1.0).source == "stated"
+    with pytest.raises(ridge.UsageError, match="needs a counted measurement"):
+        plain.rate(measured=True)
+    with pytest.raises(ridge.UsageError, match="needs a counted measurement"):
+        plain.count_findings(bytes=1.0)
+    assert "counters" not in plain.to_record("busy", bytes=1.0)["extra"]
+    assert m.rate(bytes=12.0 * _N, measured=False).source == "stated"
+
+
 # ---- on a GPU ------------------------------------------------------------------------------
 
 torch = pytest.importorskip("torch") if ridge.device_count() > 0 else None
@@ -314,3 +379,45 @@ def test_a_rest_before_each_sample_idles_the_gpu_and_is_recorded():
     assert 0.018 < float(rested) < 0.040, rested  # the rest is outside the timed window
     plain = ridge.measure_spin(busy, stream=0, flush_l2=True)
     assert plain.rest_before_sample_s == 0 and "rest_before_sample_s" not in plain.to_record("busy")["extra"]
+
+
+def _counted(function, **options):
+    try:
+        return ridge.measure_cuda(function, counters=True, samples=5, **options)
+    except ridge.CountersUnavailableError as error:
+        pytest.skip(f"hardware counters cannot be read here: {error}")
+
+
+@pytest.mark.gpu
+def test_counters_see_the_dram_traffic_and_fmas_of_a_torch_add():
+    n = 1 << 26
+    a = torch.randn(n, device="cuda")
+    b = torch.randn(n, device="cuda")
+    m = _counted(lambda: a + b)
+    c = m.counted
+    assert c.kernels == 1, c
+    assert c.dram_bytes == pytest.approx(12 * n, rel=0.02), c
+    assert c.flops.get("fp32", 0) == pytest.approx(2 * n, rel=0.01), c  # a + alpha*b: one FFMA per element
+    assert c.sm_mhz > 100
+    assert m.rate().source == "measured"
+    assert m.count_findings(bytes=12 * n) == []
+    with pytest.warns(ridge.CountMismatchWarning, match=r"a \+ alpha\*b"):
+        m.rate(flops=n)
+    assert m.to_record("add", bytes=12 * n)["extra"]["counters"]["kernels"] == 1
+
+
+@pytest.mark.gpu
+def test_counters_see_the_tensor_flops_of_a_bf16_matmul():
+    n = 4096
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    m = _counted(lambda: a @ b)
+    assert m.counted.flops.get("tensor_bf16", 0) == pytest.approx(2 * n**3, rel=0.01), m.counted
+    assert m.count_findings(flops=2 * n**3) == []
+
+
+@pytest.mark.gpu
+def test_counters_are_refused_inside_a_trace(tmp_path):
+    with ridge.trace(str(tmp_path / "trace.json")):
+        with pytest.raises(ridge.CountersUnavailableError, match="tracer"):
+            ridge.measure_cuda(lambda: None, counters=True)

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "ridge/catalog.hpp"
+#include "ridge/errors.hpp"
+#include "ridge/record_keys.hpp"
 #include "ridge/format.hpp"
 #include "ridge/roofline.hpp"
 
@@ -33,7 +35,76 @@ Record to_record(const Measurement& m, const std::string& name, std::optional<DT
     r.extra[extra_key::settled_sm_mhz] = m.settled_sm_mhz;
   }
   r.warnings = measurement_warnings(m);
+  if (m.counted) {
+    r.extra[extra_key::counters] = to_json(*m.counted);
+    for (const auto& f : compare_counted_work(bytes, flops, *m.counted)) r.warnings.push_back(f.text);
+  }
   return r;
+}
+
+namespace {
+
+std::string flops_by_precision(const trace::LaunchWork& w) {
+  std::vector<std::string> parts;
+  for (const auto& [precision, f] : w.flops)
+    if (f > 0) parts.push_back(fmt::format("{} {:.4g}", precision, f));
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+bool lacks_any(const trace::LaunchWork& w, std::initializer_list<const char*> metrics) {
+  for (const char* m : metrics)
+    if (std::find(w.missing.begin(), w.missing.end(), m) != w.missing.end()) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<WorkCountFinding> compare_counted_work(double stated_bytes, double stated_flops, const CountedWork& c,
+                                                   double tolerance) {
+  if (!(tolerance >= 0 && std::isfinite(tolerance)))
+    throw UsageError(fmt::format("tolerance must be a finite fraction >= 0, got {}", tolerance));
+  std::vector<WorkCountFinding> findings;
+  auto not_comparable = [&](const char* quantity, double stated, const std::string& why) {
+    findings.push_back({quantity, stated, 0, 0, false, fmt::format("cannot check the {} you count ({:.4g}): {}",
+                                                                   quantity, stated, why)});
+  };
+  auto disagrees = [&](double ratio) { return !(std::abs(ratio - 1) <= tolerance); };
+  if (stated_bytes > 0) {
+    const double counted = c.work.dram_bytes();
+    if (c.kernels == 0) {
+      not_comparable("bytes", stated_bytes, "the counted call launched no kernel");
+    } else if (lacks_any(c.work, {"dram__bytes_read.sum", "dram__bytes_write.sum"})) {
+      not_comparable("bytes", stated_bytes,
+                     fmt::format("this GPU gave no DRAM counters ({})", fmt::join(c.work.missing, ", ")));
+    } else if (const double ratio = counted / stated_bytes; disagrees(ratio)) {
+      findings.push_back(
+          {"bytes", stated_bytes, counted, ratio, true,
+           fmt::format("counted bytes disagree: you count {:.4g} bytes ({}), the DRAM moved {:.2f}x that ({:.4g} bytes: "
+                       "read {:.4g}, written {:.4g}; over {} kernel{}). {}",
+                       stated_bytes, format_bytes(stated_bytes), ratio, counted, c.work.dram_read_bytes,
+                       c.work.dram_write_bytes, c.kernels, c.kernels == 1 ? "" : "s",
+                       ratio < 1 ? "Less than you count: the L2 served part of it (warm data), or the work is smaller "
+                                   "than you think"
+                                 : "More than you count: extra passes over the data, temporaries, or reads you "
+                                   "left out")});
+    }
+  }
+  if (stated_flops > 0) {
+    const double counted = c.work.total_flops();
+    if (c.kernels == 0) {
+      not_comparable("flops", stated_flops, "the counted call launched no kernel");
+    } else if (const double ratio = counted / stated_flops; disagrees(ratio)) {
+      findings.push_back(
+          {"flops", stated_flops, counted, ratio, true,
+           fmt::format("counted FLOPs disagree: you count {:.4g} FLOPs, the counters saw {:.2f}x that ({:.4g}: {}). "
+                       "They count every floating-point instruction the kernels ran (an FMA as 2) and every tensor-core "
+                       "operation, not the arithmetic you have in mind: PyTorch's add computes a + alpha*b, one FMA "
+                       "(2 FLOPs) per element where you count 1; a GEMM's epilogue adds one FMA per output; integer "
+                       "and conversion work counts nothing",
+                       stated_flops, ratio, counted, flops_by_precision(c.work))});
+    }
+  }
+  return findings;
 }
 
 std::vector<std::string> measurement_warnings(const Measurement& m) {

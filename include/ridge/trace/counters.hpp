@@ -15,6 +15,7 @@
 
 #include "ridge/plot.hpp"
 #include "ridge/result.hpp"
+#include "ridge/trace/launch_work.hpp"
 
 namespace ridge {
 struct DeviceCeilings;
@@ -98,24 +99,10 @@ nlohmann::json to_json(const KernelCounters& counters);
 /// Reads to_json's form; throws UsageError naming the field.
 KernelCounters kernel_counters_from_json(const nlohmann::json& j);
 
-/// What one profiled launch did, from its counters (metrics absent from the row count as 0 and
-/// are named in `missing`).
-struct LaunchWork {
-  double dram_read_bytes = 0, dram_write_bytes = 0, l2_bytes = 0;
-  /// FLOPs by precision: "fp64", "fp32", "fp16" from SASS instruction counts (an FMA counts two),
-  /// and tensor-core FLOPs by source type: "tensor_fp16", "tensor_bf16", "tensor_tf32",
-  /// "tensor_fp8", "tensor_fp64", "tensor_int8" (operations).
-  std::map<std::string, double> flops;
-  double profiled_duration_ns = 0;  ///< gpu__time_duration of the profiled pass
-  double profiled_sm_hz = 0;        ///< SM clock during the profiled pass
-  std::vector<std::string> missing;
-
-  double dram_bytes() const { return dram_read_bytes + dram_write_bytes; }
-  double total_flops() const;
-  /// The precision with the most FLOPs ("" when none).
-  std::string dominant_precision() const;
-};
 LaunchWork launch_work(const KernelCounters& counters, const CounterRow& row);
+/// The work of every row together: bytes, FLOPs and profiled durations summed; the SM clock
+/// weighted by each row's profiled duration (a plain mean where no row has one).
+LaunchWork total_work(const KernelCounters& counters);
 
 /// The ceiling dtype name a precision is judged against: "tensor_bf16" -> "bf16", "fp32" -> "fp32".
 std::string ceiling_dtype_of(const std::string& precision);

@@ -4,13 +4,8 @@
 // become rows joined to the launches' correlation ids.
 #include "trace/cupti/kernel_counters.hpp"
 
-#include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
 #include <generated_nvtx_meta.h>
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "ridge/errors.hpp"
+#include "trace/cupti/range_profiler.hpp"
 
 namespace ridge::detail {
 
@@ -35,29 +31,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// A CUPTI failure inside the profiler: carries the call, for KernelCounters::error.
-struct CuptiFailure {
-  std::string what;
-};
+#define COUNTERS_CHECK(call) check_profiler_call((call), #call)
 
-void check_cupti(CUptiResult r, const char* call) {
-  if (r != CUPTI_SUCCESS) throw CuptiFailure{fmt::format("{} failed: {}", call, status_text(r))};
-}
-#define COUNTERS_CHECK(call) check_cupti((call), #call)
-
-/// What the profiler keeps per CUDA context.
+/// What the profiler keeps per CUDA context: its range profiler session and the launches in the
+/// open session, in order.
 struct ContextProfiler {
   CUcontext context = nullptr;
-  std::uint32_t device = 0;
-  CUpti_Profiler_Host_Object* host = nullptr;
-  CUpti_RangeProfiler_Object* profiler = nullptr;
-  std::vector<std::uint8_t> config, counter_data;
-  bool running = false;
+  std::unique_ptr<RangeProfilerSession> session;
   struct Launch {
     std::uint32_t correlation = 0;
     std::uint64_t launch_ns = 0;
   };
-  std::vector<Launch> pending;  ///< the launches in the open session, in order
+  std::vector<Launch> pending;
 };
 
 struct State {
@@ -65,7 +50,6 @@ struct State {
   bool enabled = false, failed = false, profiler_initialized = false;
   trace::CounterOptions options;
   std::vector<std::string> metric_names;
-  std::vector<const char*> metric_pointers;
   std::vector<std::unique_ptr<ContextProfiler>> contexts;
   std::unordered_map<std::string, std::uint64_t> launches_by_name;
   std::uint64_t steps_begun = 0;  ///< pushes of the step range seen
@@ -76,23 +60,6 @@ struct State {
 State& state() {
   static State s;
   return s;
-}
-
-/// A driver API function of the libcuda already in the process (the injection library links
-/// no driver stub).
-template <typename Function>
-Function driver_function(const char* name) {
-  static void* library = [] {
-    void* handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    return handle != nullptr ? handle : dlopen("libcuda.so.1", RTLD_LAZY);
-  }();
-  return library != nullptr ? reinterpret_cast<Function>(dlsym(library, name)) : nullptr;
-}
-
-CUresult call_driver(const char* name, auto... args) {
-  using Function = CUresult (*)(decltype(args)...);
-  const auto f = driver_function<Function>(name);
-  return f != nullptr ? f(args...) : CUDA_ERROR_NOT_FOUND;
 }
 
 /// RIDGE_COUNTERS_DEBUG=1 prints each step of the profiler's state machine to stderr.
@@ -113,182 +80,44 @@ void initialize_profiler(State& s) {
   s.profiler_initialized = true;
 }
 
-std::vector<std::uint8_t> counter_availability(CUcontext context) {
-  CUpti_Profiler_GetCounterAvailability_Params p{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
-  p.ctx = context;
-  COUNTERS_CHECK(cuptiProfilerGetCounterAvailability(&p));
-  std::vector<std::uint8_t> image(p.counterAvailabilityImageSize);
-  p.pCounterAvailabilityImage = image.data();
-  COUNTERS_CHECK(cuptiProfilerGetCounterAvailability(&p));
-  return image;
-}
-
-bool offered(CUpti_Profiler_Host_Object* host, const std::string& metric) {
-  const std::string base = metric.substr(0, metric.find('.'));
-  CUpti_Profiler_Host_GetMetricProperties_Params p{CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE};
-  p.pHostObject = host;
-  p.pMetricName = base.c_str();
-  return cuptiProfilerHostGetMetricProperties(&p) == CUPTI_SUCCESS;
-}
-
-/// A named set lists what any supported GPU may offer (FP8 tensor paths exist from Hopper on):
-/// the metrics this GPU lacks are left out and named. A raw metric it lacks is an error.
-void keep_offered_metrics(State& s, CUpti_Profiler_Host_Object* host) {
-  std::vector<std::string> kept;
-  const auto& raw = s.options.metrics;
-  for (const auto& m : s.metric_names) {
-    if (offered(host, m)) {
-      kept.push_back(m);
-      continue;
-    }
-    if (std::find(raw.begin(), raw.end(), m) != raw.end())
-      throw CuptiFailure{fmt::format("this GPU has no metric named {}", m)};
-    s.result.metrics_not_offered.push_back(m);
-  }
-  s.metric_names = std::move(kept);
-  s.metric_pointers.clear();
-  for (const auto& m : s.metric_names) s.metric_pointers.push_back(m.c_str());
-  s.result.metrics = s.metric_names;
-}
-
-void build_config(State& s, ContextProfiler& c, const std::vector<std::uint8_t>& availability) {
-  CUdevice device = 0;
-  if (call_driver("cuCtxGetDevice", &device) != CUDA_SUCCESS) throw CuptiFailure{"cuCtxGetDevice failed in a launch callback"};
-  c.device = static_cast<std::uint32_t>(device);
-  CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
-  chip.deviceIndex = static_cast<std::size_t>(device);
-  COUNTERS_CHECK(cuptiDeviceGetChipName(&chip));
-  CUpti_Profiler_Host_Initialize_Params h{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-  h.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  h.pChipName = chip.pChipName;
-  h.pCounterAvailabilityImage = availability.data();
-  COUNTERS_CHECK(cuptiProfilerHostInitialize(&h));
-  c.host = h.pHostObject;
-  if (s.contexts.empty()) keep_offered_metrics(s, c.host);
-  CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-  add.pHostObject = c.host;
-  add.ppMetricNames = s.metric_pointers.data();
-  add.numMetrics = s.metric_pointers.size();
-  if (const CUptiResult r = cuptiProfilerHostConfigAddMetrics(&add); r != CUPTI_SUCCESS)
-    throw CuptiFailure{fmt::format("the {} GPU does not offer one of the metrics asked ({}): {}", chip.pChipName,
-                                   fmt::join(s.metric_names, ", "), status_text(r))};
-  CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-  size.pHostObject = c.host;
-  COUNTERS_CHECK(cuptiProfilerHostGetConfigImageSize(&size));
-  c.config.resize(size.configImageSize);
-  CUpti_Profiler_Host_GetConfigImage_Params image{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-  image.pHostObject = c.host;
-  image.configImageSize = c.config.size();
-  image.pConfigImage = c.config.data();
-  COUNTERS_CHECK(cuptiProfilerHostGetConfigImage(&image));
-  CUpti_Profiler_Host_GetNumOfPasses_Params passes{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-  passes.configImageSize = c.config.size();
-  passes.pConfigImage = c.config.data();
-  COUNTERS_CHECK(cuptiProfilerHostGetNumOfPasses(&passes));
-  s.result.passes = passes.numOfPasses;
-}
-
-void initialize_counter_data(ContextProfiler& c) {
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params p{CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-  p.pRangeProfilerObject = c.profiler;
-  p.counterDataSize = c.counter_data.size();
-  p.pCounterData = c.counter_data.data();
-  COUNTERS_CHECK(cuptiRangeProfilerCounterDataImageInitialize(&p));
-}
-
 ContextProfiler& context_profiler(State& s, CUcontext context) {
   for (auto& c : s.contexts)
     if (c->context == context) return *c;
   initialize_profiler(s);
   auto c = std::make_unique<ContextProfiler>();
   c->context = context;
-  build_config(s, *c, counter_availability(context));
-  CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
-  enable.ctx = context;
-  COUNTERS_CHECK(cuptiRangeProfilerEnable(&enable));
-  c->profiler = enable.pRangeProfilerObject;
-  CUpti_RangeProfiler_GetCounterDataSize_Params size{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-  size.pRangeProfilerObject = c->profiler;
-  size.pMetricNames = s.metric_pointers.data();
-  size.numMetrics = s.metric_pointers.size();
-  size.maxNumOfRanges = s.options.ranges_per_decode;
-  size.maxNumRangeTreeNodes = static_cast<std::uint32_t>(s.options.ranges_per_decode);
-  COUNTERS_CHECK(cuptiRangeProfilerGetCounterDataSize(&size));
-  c->counter_data.resize(size.counterDataSize);
-  initialize_counter_data(*c);
+  c->session = std::make_unique<RangeProfilerSession>(context, s.metric_names, s.options.metrics,
+                                                      s.options.ranges_per_decode);
+  if (s.contexts.empty()) {  // the first context's GPU decides which metrics of a named set are kept
+    s.metric_names = c->session->metrics();
+    s.result.metrics = s.metric_names;
+    s.result.metrics_not_offered = c->session->metrics_not_offered();
+  }
+  s.result.passes = c->session->passes();
   s.contexts.push_back(std::move(c));
   return *s.contexts.back();
 }
 
-void start_session(State& s, ContextProfiler& c) {
-  CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-  config.pRangeProfilerObject = c.profiler;
-  config.configSize = c.config.size();
-  config.pConfig = c.config.data();
-  config.counterDataImageSize = c.counter_data.size();
-  config.pCounterDataImage = c.counter_data.data();
-  config.range = CUPTI_AutoRange;
-  config.replayMode = CUPTI_KernelReplay;
-  config.maxRangesPerPass = s.options.ranges_per_decode;
-  config.numNestingLevels = 1;
-  config.minNestingLevel = 1;
-  config.passIndex = 0;
-  config.targetNestingLevel = 1;
-  COUNTERS_CHECK(cuptiRangeProfilerSetConfig(&config));
-  CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-  start.pRangeProfilerObject = c.profiler;
-  COUNTERS_CHECK(cuptiRangeProfilerStart(&start));
-  c.running = true;
+void start_session(ContextProfiler& c) {
+  c.session->start();
   debug("session started");
 }
 
-/// Turns the decoded ranges into rows: range i is the i-th launch of the session.
-void collect_ranges(State& s, ContextProfiler& c) {
-  CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-  info.pCounterDataImage = c.counter_data.data();
-  info.counterDataImageSize = c.counter_data.size();
-  COUNTERS_CHECK(cuptiRangeProfilerGetCounterDataInfo(&info));
-  const std::size_t ranges = info.numTotalRanges;
-  if (ranges != c.pending.size()) {
-    // Without a one-to-one order the rows cannot be tied to launches: keep none of them.
-    s.result.ranges_unmatched += ranges;
-    return;
-  }
-  for (std::size_t i = 0; i < ranges; ++i) {
-    trace::CounterRow row;
-    row.correlation = c.pending[i].correlation;
-    row.launch_ns = c.pending[i].launch_ns;
-    row.device = c.device;
-    row.values.assign(s.metric_names.size(), 0.0);
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-    eval.pHostObject = c.host;
-    eval.pCounterDataImage = c.counter_data.data();
-    eval.counterDataImageSize = c.counter_data.size();
-    eval.rangeIndex = i;
-    eval.ppMetricNames = s.metric_pointers.data();
-    eval.numMetrics = s.metric_pointers.size();
-    eval.pMetricValues = row.values.data();
-    COUNTERS_CHECK(cuptiProfilerHostEvaluateToGpuValues(&eval));
-    s.result.rows.push_back(std::move(row));
-  }
-}
-
+/// Stops and decodes the open session; range i is the i-th launch of the session.
 void stop_session(State& s, ContextProfiler& c) {
-  if (!c.running) return;
-  c.running = false;
+  if (!c.session->running()) return;
   debug("stopping a session of launches", c.pending.size());
-  CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-  stop.pRangeProfilerObject = c.profiler;
-  COUNTERS_CHECK(cuptiRangeProfilerStop(&stop));
-  CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-  decode.pRangeProfilerObject = c.profiler;
-  debug("decoding");
-  COUNTERS_CHECK(cuptiRangeProfilerDecodeData(&decode));
-  debug("decoded ranges dropped", decode.numOfRangeDropped);
-  s.result.ranges_dropped += decode.numOfRangeDropped;
-  collect_ranges(s, c);
+  const RangeProfilerSession::Decoded d = c.session->stop();
+  debug("decoded ranges dropped", d.dropped);
+  s.result.ranges_dropped += d.dropped;
+  if (d.ranges.size() != c.pending.size()) {
+    // Without a one-to-one order the rows cannot be tied to launches: keep none of them.
+    s.result.ranges_unmatched += d.ranges.size();
+  } else {
+    for (std::size_t i = 0; i < d.ranges.size(); ++i)
+      s.result.rows.push_back({c.pending[i].correlation, c.session->device(), d.ranges[i], c.pending[i].launch_ns});
+  }
   c.pending.clear();
-  initialize_counter_data(c);
 }
 
 void stop_all_sessions(State& s) {
@@ -299,12 +128,7 @@ void stop_all_sessions(State& s) {
 void retire(State& s, ContextProfiler& c) {
   debug("retiring a context's profiler");
   stop_session(s, c);
-  CUpti_RangeProfiler_Disable_Params disable{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
-  disable.pRangeProfilerObject = c.profiler;
-  COUNTERS_CHECK(cuptiRangeProfilerDisable(&disable));
-  CUpti_Profiler_Host_Deinitialize_Params host{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
-  host.pHostObject = c.host;
-  COUNTERS_CHECK(cuptiProfilerHostDeinitialize(&host));
+  c.session->disable();
 }
 
 /// Set while this thread is inside the profiler: CUPTI's own work there (saving and restoring
@@ -322,9 +146,6 @@ void guarded(State& s, Action&& action) {
   inside_profiler = true;
   try {
     action();
-  } catch (const CuptiFailure& f) {
-    s.failed = true;
-    s.result.error = f.what;
   } catch (const std::exception& e) {
     s.failed = true;
     s.result.error = e.what();
@@ -374,8 +195,6 @@ void counters_begin(const trace::CounterOptions& options) {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.options = options;
   s.metric_names = options.metric_names();
-  s.metric_pointers.clear();
-  for (const auto& m : s.metric_names) s.metric_pointers.push_back(m.c_str());
   s.result = trace::KernelCounters{};
   s.result.metric_set = options.metric_set;
   s.result.metrics = s.metric_names;
@@ -411,7 +230,7 @@ void counters_on_launch(const CUpti_CallbackData& info, std::uint32_t cbid) {
       return;
     }
     if (c.pending.size() >= s.options.ranges_per_decode) stop_session(s, c);
-    if (!c.running) start_session(s, c);
+    if (!c.session->running()) start_session(c);
     std::uint64_t now = 0;
     COUNTERS_CHECK(cuptiGetTimestamp(&now));
     c.pending.push_back({runtime_launch_correlation != 0 ? runtime_launch_correlation : info.correlationId, now});

@@ -249,6 +249,30 @@ LaunchWork launch_work(const KernelCounters& counters, const CounterRow& row) {
   return w;
 }
 
+LaunchWork total_work(const KernelCounters& counters) {
+  LaunchWork total;
+  double clock_weight = 0, clock_sum = 0, plain_clock_sum = 0;
+  for (const auto& row : counters.rows) {
+    const LaunchWork w = launch_work(counters, row);
+    total.dram_read_bytes += w.dram_read_bytes;
+    total.dram_write_bytes += w.dram_write_bytes;
+    total.l2_bytes += w.l2_bytes;
+    for (const auto& [precision, f] : w.flops) total.flops[precision] += f;
+    total.profiled_duration_ns += w.profiled_duration_ns;
+    clock_weight += w.profiled_duration_ns;
+    clock_sum += w.profiled_sm_hz * w.profiled_duration_ns;
+    plain_clock_sum += w.profiled_sm_hz;
+    total.missing = w.missing;  // the same columns in every row
+  }
+  if (clock_weight > 0)
+    total.profiled_sm_hz = clock_sum / clock_weight;
+  else if (!counters.rows.empty())
+    total.profiled_sm_hz = plain_clock_sum / static_cast<double>(counters.rows.size());
+  if (counters.rows.empty())  // still name the columns the counters lack
+    total.missing = launch_work(counters, CounterRow{0, 0, std::vector<double>(counters.metrics.size(), 0.0), 0}).missing;
+  return total;
+}
+
 std::string ceiling_dtype_of(const std::string& precision) {
   if (precision.starts_with("tensor_")) {
     const std::string source = precision.substr(7);
