@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "schedule_syntax.hpp"
 #include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/trace/chrome_json.hpp"
@@ -36,6 +37,7 @@ struct TraceCommand {
   bool counters_first_given = false;
   std::vector<std::string> metrics;
   std::string ceilings = "auto";
+  std::string schedule;  // "wait=9,active=1", "" = record everything
 };
 
 /// The counter options the flags ask for (none without --counters or --metrics).
@@ -120,6 +122,10 @@ void print_collection(const trace::ProgramTrace& t, std::FILE* out) {
                       "recorded launch calls only (switching took {:.2f} ms in all).\n",
                  t.profiler_windows, 1e3 * t.gate_seconds);
   }
+  if (t.scheduled)
+    fmt::print(out, "\n--schedule: recorded {} of the {} steps the program began; CUPTI's collection was off in the "
+                    "waiting steps, and the warmup steps' records were dropped (switching took {:.2f} ms in all).\n",
+               t.steps_recorded, t.steps_seen, 1e3 * t.gate_seconds);
   if (t.cupti_errors > 0)
     fmt::print(stderr, "ridge trace: warning: {} CUPTI call(s) failed while switching tracing on or off, the last: {}\n",
                t.cupti_errors, t.last_cupti_error);
@@ -150,6 +156,11 @@ int run_trace(TraceCommand c) {
     o.window.from_range = o.analysis.step_range;
   }
   o.counters = counter_options(c);
+  if (!c.schedule.empty()) {
+    if (o.analysis.step_range.empty())
+      throw UsageError("--schedule counts steps by the pushes of an NVTX range: name it with --step-range NAME");
+    o.schedule = parse_schedule(c.schedule);
+  }
   o.validate();  // also before --analyze: the flags contradict each other either way
   if (!c.merge.empty()) return merge_files(c, out);
   if (!c.analyze.empty()) return analyze_file(c, out);
@@ -253,6 +264,11 @@ RIDGE_REGISTER_COMMAND(Command{
       auto* counters_first = app.add_option("--counters-first", c->counters_first,
                      "profile at most the first N launches of each kernel name (0 = no limit)")
           ->default_val(trace::CounterOptions::default_first_launches);
+      app.add_option("--schedule", c->schedule,
+                     "record only some steps (counted by the --step-range NVTX range), like torch.profiler's schedule: "
+                     "KEY=N,... with skip_first (steps left out first), then cycles of wait (collection off), warmup "
+                     "(collected, dropped) and active (recorded) steps, repeated repeat times (0 = to the end). "
+                     "Defaults skip_first=0,wait=0,warmup=0,active=1,repeat=0; e.g. wait=9,active=1 records 1 step in 10");
       app.add_option("--ceilings", c->ceilings,
                      "ceilings of the measured roofline: auto (measured and cached, else datasheet), measure, refresh, none")
           ->default_val("auto")->check(CLI::IsMember({"auto", "measure", "refresh", "none"}));

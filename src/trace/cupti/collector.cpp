@@ -791,6 +791,30 @@ void on_nvtx_push(State& s, CUpti_CallbackId cbid, const CUpti_NvtxData& info) {
   if (step && counters_enabled()) counters_on_step(*step);
 }
 
+/// A session's steps (gate held): counted by the schedule's step range, else by the counters'
+/// step window's (none without either).
+void begin_steps(State& s, const CollectorOptions& options) {
+  s.scheduled = options.schedule.has_value();
+  s.marker_only = false;
+  s.recorded_steps.clear();
+  s.step_open = false;
+  s.steps.reset(options.schedule                              ? options.schedule->step_range
+                : options.counters && options.counters->steps ? options.counters->step_range
+                                                              : std::string());
+}
+
+/// A scheduled session ends at `stop` (gate held): the last recorded step and collection window
+/// end there, and the NVTX records on alone for a next step go off.
+void end_steps(State& s, Nanoseconds stop) {
+  if (s.step_open) s.recorded_steps.back().end_ns = std::max(stop, s.recorded_steps.back().start_ns);
+  s.step_open = false;
+  s.windows.close(stop);
+  if (!s.marker_only) return;
+  if (const CUptiResult r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER); r != CUPTI_SUCCESS)
+    note_cupti_error(s, fmt::format("cuptiActivityDisable(MARKER) failed at the end: {}", detail::status_text(r)));
+  s.marker_only = false;
+}
+
 /// The NVTX push callbacks that count steps, on or off.
 template <typename Check>
 void switch_step_callbacks(State& s, bool on, Check&& check) {
@@ -1035,23 +1059,13 @@ void collector_start(const CollectorOptions& options) {
       for (std::uint32_t cbid : s.selected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
       s.sticky_calls = true;
     }
-    s.scheduled = options.schedule.has_value();
-    s.marker_only = false;
-    s.recorded_steps.clear();
-    s.step_open = false;
-    s.steps.reset(options.schedule                              ? options.schedule->step_range
-                  : options.counters && options.counters->steps ? options.counters->step_range
-                                                                : std::string());
+    begin_steps(s, options);
     if (options.profiler_gated) {
       enable_profiler_callbacks(s, true);  // collection waits for the first start call
-    } else if (options.schedule) {
-      // Collection waits for the first collected step, unless step 0 is one (then its push must
-      // find the NVTX records on).
-      if (trace::step_switch(*options.schedule, 0).collect) {
-        s.windows.open(start);
-        enable_collection(s);
-      }
-    } else {
+    } else if (!options.schedule || trace::step_switch(*options.schedule, 0).collect) {
+      // Scheduled, collection waits for the first collected step, unless step 0 is one (then its
+      // push must find the NVTX records on).
+      if (options.schedule) s.windows.open(start);
       enable_collection(s);
     }
     if (s.steps.counting())
@@ -1115,14 +1129,7 @@ trace::Trace collector_stop(bool process_exiting) {
       s.windows.close(stop);  // a window still open ends here
     }
     if (s.scheduled.load()) {
-      if (s.step_open) s.recorded_steps.back().end_ns = std::max(stop, s.recorded_steps.back().start_ns);
-      s.step_open = false;
-      s.windows.close(stop);
-      if (s.marker_only) {
-        if (const CUptiResult r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER); r != CUPTI_SUCCESS)
-          note_cupti_error(s, fmt::format("cuptiActivityDisable(MARKER) failed at the end: {}", detail::status_text(r)));
-        s.marker_only = false;
-      }
+      end_steps(s, stop);
       schedule = s.options.schedule;
       recorded_steps = s.recorded_steps;
     }

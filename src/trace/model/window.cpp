@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -205,14 +206,22 @@ Trace apply_window(const Trace& trace, const Window& window) {
 Trace keep_recorded_steps(const Trace& trace) {
   if (!trace.schedule) return trace;
   std::vector<RecordedStep> steps = trace.recorded_steps;
-  // The step's own range, stamped by CUPTI, may begin just before the push the collector saw.
-  if (auto id = trace.strings.find(trace.schedule->step_range))
-    for (RecordedStep& step : steps)
+  // The step's own range, stamped by CUPTI, may begin just before the push the collector saw: of
+  // the step ranges from slack before the push to the step's end, the one nearest the push.
+  if (auto id = trace.strings.find(trace.schedule->step_range)) {
+    for (RecordedStep& step : steps) {
+      const Nanoseconds from = step.start_ns > step_push_slack_ns ? step.start_ns - step_push_slack_ns : 0;
+      std::optional<Nanoseconds> own;
+      auto distance = [&](Nanoseconds t) { return t > step.start_ns ? t - step.start_ns : step.start_ns - t; };
       for (const auto& r : trace.ranges)  // sorted by start after finalize
-        if (r.name == *id && !r.marker && r.start + step_push_slack_ns >= step.start_ns && r.start < step.end_ns) {
-          step.start_ns = std::min(step.start_ns, r.start);
-          break;
-        }
+        if (r.name == *id && !r.marker && r.start >= from && r.start < step.end_ns && (!own || distance(r.start) < distance(*own)))
+          own = r.start;
+      if (own) step.start_ns = std::min(step.start_ns, *own);
+    }
+    // A step widened back ends the recorded step before it there, so each range numbers one step.
+    for (std::size_t i = 1; i < steps.size(); ++i)
+      steps[i - 1].end_ns = std::max(steps[i - 1].start_ns, std::min(steps[i - 1].end_ns, steps[i].start_ns));
+  }
   std::vector<Interval> spans;
   for (const RecordedStep& step : steps) spans.emplace_back(step.start_ns, step.end_ns);
   spans = merge(std::move(spans));
