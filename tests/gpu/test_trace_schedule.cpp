@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gpu_test_util.hpp"
+#include "ridge/errors.hpp"
 #include "ridge/trace/analysis.hpp"
 #include "ridge/trace/chrome_json.hpp"
 #include "ridge/trace/schedule.hpp"

@@ -251,6 +251,8 @@ TEST(TraceSchedule, ConsecutiveStepsStampedBeforeTheirPushesKeepTheirOwnNumbers)
   EXPECT_EQ(kept.recorded_steps[0].start_ns, 19'995u);
   EXPECT_EQ(kept.recorded_steps[0].end_ns, 29'995u);  // where step 3's own range began
   EXPECT_EQ(kept.recorded_steps[1].start_ns, 29'995u);
+  EXPECT_EQ(kept.recorded_steps[1].end_ns, 39'995u);  // step 4 (not recorded) began there: its range is left out
+  EXPECT_EQ(kept.ranges.size(), 2u);
   AnalysisOptions options;
   options.step_range = "step";
   const Analysis a = analyze(kept, options);

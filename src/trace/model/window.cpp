@@ -206,21 +206,26 @@ Trace apply_window(const Trace& trace, const Window& window) {
 Trace keep_recorded_steps(const Trace& trace) {
   if (!trace.schedule) return trace;
   std::vector<RecordedStep> steps = trace.recorded_steps;
-  // The step's own range, stamped by CUPTI, may begin just before the push the collector saw: of
-  // the step ranges from slack before the push to the step's end, the one nearest the push.
+  // A step's own range, stamped by CUPTI, may begin just before the push the collector saw, and so
+  // may the next step's, at this step's end: of the step ranges from slack before a push to
+  // `limit`, the one nearest the push.
   if (auto id = trace.strings.find(trace.schedule->step_range)) {
-    for (RecordedStep& step : steps) {
-      const Nanoseconds from = step.start_ns > step_push_slack_ns ? step.start_ns - step_push_slack_ns : 0;
-      std::optional<Nanoseconds> own;
-      auto distance = [&](Nanoseconds t) { return t > step.start_ns ? t - step.start_ns : step.start_ns - t; };
+    auto range_near = [&](Nanoseconds push, Nanoseconds after, Nanoseconds limit) {
+      std::optional<Nanoseconds> best;
+      auto distance = [&](Nanoseconds t) { return t > push ? t - push : push - t; };
+      const Nanoseconds from = std::max(after, push > step_push_slack_ns ? push - step_push_slack_ns : 0);
       for (const auto& r : trace.ranges)  // sorted by start after finalize
-        if (r.name == *id && !r.marker && r.start >= from && r.start < step.end_ns && (!own || distance(r.start) < distance(*own)))
-          own = r.start;
+        if (r.name == *id && !r.marker && r.start >= from && r.start < limit && (!best || distance(r.start) < distance(*best)))
+          best = r.start;
+      return best;
+    };
+    for (RecordedStep& step : steps) {
+      const std::optional<Nanoseconds> own = range_near(step.start_ns, 0, step.end_ns);
       if (own) step.start_ns = std::min(step.start_ns, *own);
+      const Nanoseconds after = own ? *own + 1 : step.start_ns;
+      if (const auto next = range_near(step.end_ns, after, step.end_ns + step_push_slack_ns); next && *next < step.end_ns)
+        step.end_ns = std::max(step.start_ns, *next);
     }
-    // A step widened back ends the recorded step before it there, so each range numbers one step.
-    for (std::size_t i = 1; i < steps.size(); ++i)
-      steps[i - 1].end_ns = std::max(steps[i - 1].start_ns, std::min(steps[i - 1].end_ns, steps[i].start_ns));
   }
   std::vector<Interval> spans;
   for (const RecordedStep& step : steps) spans.emplace_back(step.start_ns, step.end_ns);
