@@ -39,7 +39,7 @@ from ._ridge import (  # noqa: F401  (re-exported)
     CountersUnavailableError, Error, Method, NoGpuError, Summary, UsageError, VerificationError,
     amdahl_limit, amdahl_required_speedup, amdahl_speedup, attainable_flops, bound, decode_ceiling,
     describe_method, device_count, matmul_bytes, matmul_flops, matmul_intensity, no_gpu_reason,
-    DeviceCeilings, require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,
+    DeviceCeilings, TraceSchedule, require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,
 )
 from ._paths import NotAFileError, PathNotFoundError  # noqa: F401
 from ._results import Comparison, NothingComparedError, Results, compare  # noqa: F401

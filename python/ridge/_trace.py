@@ -30,7 +30,11 @@ class TraceAnalysis:
             raise AttributeError(name) from None
 
     kernels = property(lambda self: self.data.get("top_kernels", []), doc="top kernels, as dicts")
-    steps = property(lambda self: self.data.get("steps", []), doc="one dict per NVTX step range")
+    steps = property(lambda self: self.data.get("steps", []),
+                     doc='one dict per NVTX step range; "number" is its step in the program (0-based: in a '
+                         'scheduled trace, the step the schedule counted)')
+    step_numbers = property(lambda self: [s.get("number", i) for i, s in enumerate(self.steps)],
+                            doc="the program's numbers of the steps in the analysis (a schedule records some)")
     gpu_busy_ms = property(lambda self: self.data.get("gpu_busy_ns", 0) / 1e6)
     idle_ms = property(lambda self: self.data.get("idle_time_ns", 0) / 1e6)
     idle_waiting_on_host_ms = property(lambda self: self.data.get("idle_waiting_on_host_ns", 0) / 1e6)
@@ -105,7 +109,8 @@ class TraceSession:
 
     def __init__(self, path: Optional[PathArg], step_range: str, top: int, all_api_calls: bool,
                  skip_seconds: float = 0.0, steady_state: bool = False, sync_records: bool = False,
-                 api_calls: str = "selected", launch_calls: bool = False, counters: Optional[dict] = None):
+                 api_calls: str = "selected", launch_calls: bool = False, counters: Optional[dict] = None,
+                 schedule=None):
         self.path = path
         self.step_range = step_range
         self.top = top
@@ -113,7 +118,7 @@ class TraceSession:
         self.from_range = _steady_state_range(step_range, steady_state)
         self._tracer = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records,
                                      api_calls=api_calls, launch_calls=launch_calls, step_range=step_range,
-                                     **(counters or {}))
+                                     schedule=schedule, **(counters or {}))
         self._dropped_records = 0
         self.analysis: Optional[TraceAnalysis] = None
 
@@ -178,7 +183,9 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
           steady_state: bool = False, sync_records: bool = False,
           api_calls: str = "selected", launch_calls: bool = False, counters: Optional[str] = None,
           metrics: Iterable[str] = (), counters_steps: Optional[str] = None,
-          counters_first: Optional[int] = None) -> Iterator[TraceSession]:
+          counters_first: Optional[int] = None, schedule: Optional["_ridge.TraceSchedule"] = None,
+          wait: Optional[int] = None, warmup: Optional[int] = None, active: Optional[int] = None,
+          repeat: Optional[int] = None, skip_first: Optional[int] = None) -> Iterator[TraceSession]:
     """Traces the CUDA work of the block (kernels, copies, API calls, NVTX ranges) with CUPTI.
 
     Writes the Chrome/Perfetto trace to ``path`` (None: write nothing) and sets ``.analysis``.
@@ -205,7 +212,11 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
     with their rollup). The launches are those inside steps ``counters_steps`` ("10..12", counted
     by ``step_range``), else the first ``counters_first`` launches of each kernel name. Replayed
     launches never count in the timing. Raises ridge.CountersUnavailableError where counters may
-    not be read.
+    not be read. ``schedule``: a ``ridge.TraceSchedule`` (or the keywords ``wait``, ``warmup``,
+    ``active``, ``repeat``, ``skip_first``), like torch.profiler's schedule: steps are the pushes of
+    ``step_range``; collection is off in the waiting steps, on in the warmup steps (whose records
+    are dropped) and the active ones, which alone are kept. ``.analysis.step_numbers`` says which
+    steps of the program it holds.
     """
     if api_calls not in _API_CALLS:
         raise _ridge.UsageError(f"api_calls={api_calls!r}: use one of {', '.join(_API_CALLS)}")
@@ -227,8 +238,10 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
     elif counters_steps is not None or counters_first is not None:
         raise _ridge.UsageError("counters_steps and counters_first choose the launches counters= profiles: give "
                                 "counters too")
+    schedule = _schedule_of(schedule, step_range, wait=wait, warmup=warmup, active=active, repeat=repeat,
+                            skip_first=skip_first)
     session = TraceSession(path, step_range, top, all_api_calls, skip_seconds, steady_state, sync_records, api_calls,
-                           launch_calls, counter_options)
+                           launch_calls, counter_options, schedule)
     session._tracer.start()
     try:
         yield session
@@ -238,6 +251,27 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
         warnings.warn(f"no NVTX range named {step_range!r} reached the trace. NVTX picks its tool at the process's "
                       "first NVTX call: import ridge and use ridge.nvtx (or ridge.trace) before anything else "
                       "calls NVTX.", RuntimeWarning, stacklevel=3)
+
+
+def _schedule_of(schedule, step_range: str, **counts) -> Optional["_ridge.TraceSchedule"]:
+    """The schedule ridge.trace's arguments ask for, its step range filled in and validated (in C++)."""
+    given = {k: v for k, v in counts.items() if v is not None}
+    if schedule is None and not given:
+        return None
+    if schedule is not None and given:
+        raise _ridge.UsageError(f"give schedule= or the keywords {', '.join(sorted(given))}, not both")
+    if schedule is None:
+        schedule = _ridge.TraceSchedule(**given)
+    elif not isinstance(schedule, _ridge.TraceSchedule):
+        raise TypeError(f"schedule must be a ridge.TraceSchedule, not {type(schedule).__name__}")
+    else:
+        schedule = _ridge.TraceSchedule(wait=schedule.wait, warmup=schedule.warmup, active=schedule.active,
+                                        repeat=schedule.repeat, skip_first=schedule.skip_first,
+                                        step_range=schedule.step_range)  # a copy: the caller's stays as given
+    if not schedule.step_range:
+        schedule.step_range = step_range
+    schedule.validate()
+    return schedule
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -17,6 +18,7 @@
 #include "ridge/trace/counters.hpp"
 #include "ridge/trace/analysis.hpp"
 #include "ridge/trace/events.hpp"
+#include "ridge/trace/schedule.hpp"
 #include "ridge/trace/tracer.hpp"
 #include "ridge/trace/window.hpp"
 
@@ -114,14 +116,49 @@ nb::tuple analysis_with_counters(const trace::Analysis& analysis, const trace::T
 }  // namespace
 
 void bind_trace(nb::module_& m) {
+  const trace::TraceSchedule defaults;
+  nb::class_<trace::TraceSchedule>(m, "TraceSchedule",
+                                   "Which steps ridge.trace records, like torch.profiler.schedule: after skip_first steps, "
+                                   "cycles of wait (collection off), warmup (collected, dropped) and active (recorded) "
+                                   "steps, repeat times (0 = no limit). Steps are the pushes of the NVTX range step_range "
+                                   "(ridge.trace's step_range when empty).")
+      .def(
+          "__init__",
+          [](trace::TraceSchedule* self, std::uint64_t wait, std::uint64_t warmup, std::uint64_t active,
+             std::uint64_t repeat, std::uint64_t skip_first, const std::string& step_range) {
+            new (self) trace::TraceSchedule{skip_first, wait, warmup, active, repeat, step_range};
+          },
+          "wait"_a = defaults.wait, "warmup"_a = defaults.warmup, "active"_a = defaults.active,
+          "repeat"_a = defaults.repeat, "skip_first"_a = defaults.skip_first, "step_range"_a = defaults.step_range)
+      .def_rw("skip_first", &trace::TraceSchedule::skip_first, "steps left out before the first cycle")
+      .def_rw("wait", &trace::TraceSchedule::wait, "per cycle: steps with collection off")
+      .def_rw("warmup", &trace::TraceSchedule::warmup, "per cycle: steps collected whose records are dropped")
+      .def_rw("active", &trace::TraceSchedule::active, "per cycle: steps recorded (at least 1)")
+      .def_rw("repeat", &trace::TraceSchedule::repeat, "cycles; 0 = no limit")
+      .def_rw("step_range", &trace::TraceSchedule::step_range, "the NVTX range whose pushes begin the steps")
+      .def("validate", &trace::TraceSchedule::validate, "Raises UsageError naming the field that is wrong.")
+      .def(
+          "phase", [](const trace::TraceSchedule& s, std::uint64_t step) { return trace::to_string(trace::step_phase(s, step)); },
+          "step"_a, "What the schedule makes of step `step` (0-based): skipped, wait, warmup, active or done.")
+      .def("__eq__", [](const trace::TraceSchedule& a, const trace::TraceSchedule& b) { return a == b; })
+      .def("__repr__", [](const trace::TraceSchedule& s) {
+        return fmt::format("ridge.TraceSchedule(wait={}, warmup={}, active={}, repeat={}, skip_first={}, step_range={})",
+                           s.wait, s.warmup, s.active, s.repeat, s.skip_first, nlohmann::json(s.step_range).dump());
+      });
+
   nb::class_<Tracer>(m, "Tracer", "Traces this process's CUDA activity (CUPTI) between start() and stop().")
       .def(
           "__init__",
           [](Tracer* self, bool all_api_calls, std::size_t buffer_bytes, bool synchronization_records,
              const std::string& api_calls, bool launch_calls, const std::string& counters,
              const std::vector<std::string>& metrics, const std::string& counters_steps, std::uint64_t counters_first,
-             const std::string& step_range) {
+             const std::string& step_range, std::optional<trace::TraceSchedule> schedule) {
             TracerOptions options;
+            if (schedule) {
+              if (schedule->step_range.empty()) schedule->step_range = step_range;
+              schedule->validate();
+              options.schedule = schedule;
+            }
             options.counters = counter_options(counters, metrics, counters_steps, counters_first, step_range);
             options.all_api_calls = all_api_calls;
             options.api_calls = api_calls;
@@ -134,13 +171,14 @@ void bind_trace(nb::module_& m) {
           "synchronization_records"_a = TracerOptions{}.synchronization_records, "api_calls"_a = TracerOptions{}.api_calls,
           "launch_calls"_a = TracerOptions{}.launch_calls, "counters"_a = "", "metrics"_a = std::vector<std::string>{},
           "counters_steps"_a = "", "counters_first"_a = trace::CounterOptions::default_first_launches, "step_range"_a = "",
+          "schedule"_a = nb::none(),
           "all_api_calls: record every runtime/driver call; buffer_bytes: each CUPTI buffer (bytes); "
           "synchronization_records: CUPTI's records of host waits (CUPTI then hooks every runtime call); "
           "api_calls: none, selected, most or all (as ridge trace --api); launch_calls: with selected, record the "
           "kernel launch calls too (else each kernel carries its launch's queue time, at a tenth of the cost); "
           "counters: a metric set (roofline) or raw, with metrics: hardware counters of the launches in steps "
           "counters_steps (FIRST..LAST of the NVTX range step_range), else of the first counters_first launches of each "
-          "kernel name.")
+          "kernel name; schedule: a TraceSchedule, record only its active steps (its step_range, else step_range).")
       .def("start", &Tracer::start, "Begins recording; raises Error if CUPTI cannot start (another profiler attached).")
       .def("stop", &Tracer::stop, "Synchronizes the device, stops recording and flushes every record.")
       .def_prop_ro("running", &Tracer::running)

@@ -181,3 +181,41 @@ def test_counters_measure_the_bytes_of_an_add_and_leave_its_timing_alone(tmp_pat
     assert not add["time_from_profiled_pass"]  # its time comes from the three untouched launches
     again = ridge.analyze_trace(path, step_range="step")
     assert again.counters is not None and len(again.counters) == len(rows)
+
+
+def test_trace_schedule_is_validated_in_cpp_before_tracing(tmp_path):
+    s = ridge.TraceSchedule(wait=9)
+    assert (s.wait, s.warmup, s.active, s.repeat, s.skip_first, s.step_range) == (9, 0, 1, 0, 0, "")
+    assert [s.phase(i) for i in (0, 8, 9, 19)] == ["wait", "wait", "active", "active"]
+    assert ridge.TraceSchedule(active=2, repeat=1).phase(2) == "done"
+    with pytest.raises(ridge.UsageError, match="schedule active must be at least 1"):
+        ridge.TraceSchedule(active=0, step_range="step").validate()
+    path = tmp_path / "never.json"
+    with pytest.raises(ridge.UsageError, match="schedule step_range is empty"):
+        with ridge.trace(path, schedule=s):
+            pass
+    with pytest.raises(ridge.UsageError, match="not both"):
+        with ridge.trace(path, step_range="step", schedule=s, wait=3):
+            pass
+    with pytest.raises(TypeError, match="TraceSchedule"):
+        with ridge.trace(path, step_range="step", schedule={"wait": 9}):
+            pass
+    assert not path.exists()
+    assert s.step_range == ""  # ridge.trace fills in a copy, not the caller's schedule
+
+
+@pytest.mark.gpu
+def test_a_scheduled_trace_holds_only_its_active_steps(tmp_path):
+    x = torch.randn(256, 256, device="cuda")
+    torch.cuda.synchronize()
+    path = tmp_path / "scheduled.json"
+    with ridge.trace(path, step_range="step", wait=1, warmup=1, active=1) as t:  # steps 2, 5, 8 recorded
+        for _ in range(10):
+            with ridge.nvtx("step"):
+                torch.relu(x @ x)
+    assert t.analysis.step_numbers == [2, 5, 8]
+    per_step = t.analysis.kernels_per_step
+    assert len(set(per_step)) == 1 and per_step[0] >= 2
+    assert t.analysis.kernel_count == sum(per_step)  # nothing from the waiting and warmup steps
+    assert "recorded by the schedule" in t.analysis.window
+    assert ridge.analyze_trace(path, step_range="step").step_numbers == [2, 5, 8]

@@ -230,6 +230,13 @@ CounterOptions effective_counters(const ProgramTraceOptions& o) {
   return c;
 }
 
+/// The schedule with the step range filled in from the analysis's.
+TraceSchedule effective_schedule(const ProgramTraceOptions& o) {
+  TraceSchedule s = *o.schedule;
+  if (s.step_range.empty()) s.step_range = o.analysis.step_range;
+  return s;
+}
+
 /// The settings libridge_inject.so reads in the program (inject_env.hpp).
 Environment injection_environment(const ProgramTraceOptions& o, const fs::path& library, const fs::path& output,
                                   const fs::path& summary, const fs::path& owner) {
@@ -254,6 +261,7 @@ Environment injection_environment(const ProgramTraceOptions& o, const fs::path& 
       {env::nvtx, o.nvtx ? "1" : "0"},
       {env::buffer_mb, fmt::format("{}", o.buffer_mb)},
       {env::counters, o.counters ? to_json(effective_counters(o)).dump() : std::string()},
+      {env::schedule, o.schedule ? to_json(effective_schedule(o)).dump() : std::string()},
   };
 }
 
@@ -290,6 +298,9 @@ void read_summary(const fs::path& summary, ProgramTrace& result) {
   result.gate_seconds = stats.value("gate_seconds", 0.0);
   result.cupti_errors = stats.value("cupti_errors", std::uint64_t{0});
   result.last_cupti_error = stats.value("last_cupti_error", std::string());
+  result.scheduled = stats.value("scheduled", false);
+  result.steps_seen = stats.value("steps_seen", std::uint64_t{0});
+  result.steps_recorded = stats.value("steps_recorded", std::uint64_t{0});
   result.summary = std::move(j);
 }
 
@@ -310,6 +321,17 @@ void ProgramTraceOptions::validate() const {
   if (counters) {
     if (!nvtx && counters->steps) throw UsageError("nvtx is off, so no NVTX step range can choose the counted steps");
     effective_counters(*this).validate();
+  }
+  if (schedule) {
+    if (!nvtx) throw UsageError("nvtx is off, so no NVTX step range can count the schedule's steps");
+    if (window.profiler_range)
+      throw UsageError("a schedule and profiler_range both switch collection on and off: choose one");
+    const TraceSchedule s = effective_schedule(*this);
+    s.validate();
+    if (counters) {
+      const CounterOptions c = effective_counters(*this);
+      check_one_step_range(&s, &c);
+    }
   }
   if (!(merge_timeout_seconds >= 0))
     throw UsageError(fmt::format("merge_timeout_seconds must be >= 0, got {}", merge_timeout_seconds));

@@ -11,6 +11,8 @@
 //                     throughput and dropped records: bench/trace_vs_torch_profiler.sh)
 //   --graph N       instead of the workload, launch N times a CUDA graph of 4 empty kernels
 //                   (graph kernels must join their cudaGraphLaunch call)
+//   --numbered-steps N  instead of the workload, N NVTX steps whose kernels' grids tell their step
+//                   (`ridge trace --schedule` keeps only the active steps: trace_workload.hpp)
 //   --profiler-windows  instead of the workload, launch kernels before, inside and after two
 //                   profiler windows (cudaProfilerStart/Stop, then cuProfilerStart/Stop), with a
 //                   start inside a window and a stop between them that must change nothing
@@ -173,7 +175,7 @@ int wait_for_signal() {
 int main(int argc, char** argv) {
   int exit_code = 0;
   bool abort_at_end = false;
-  long many = 0, graphs = 0;
+  long many = 0, graphs = 0, numbered = 0;
   bool windows = false, wait = false;
   const char* crash_how = nullptr;
   for (int i = 1; i < argc; ++i) {
@@ -187,13 +189,16 @@ int main(int argc, char** argv) {
       graphs = std::atol(argv[++i]);
     } else if (std::strcmp(argv[i], "--profiler-windows") == 0) {
       windows = true;
+    } else if (std::strcmp(argv[i], "--numbered-steps") == 0 && i + 1 < argc) {
+      numbered = std::atol(argv[++i]);
     } else if (std::strcmp(argv[i], "--crash") == 0 && i + 1 < argc) {
       crash_how = argv[++i];
     } else if (std::strcmp(argv[i], "--wait-for-signal") == 0) {
       wait = true;
     } else {
       std::fprintf(stderr, "usage: trace_target [--exit-code N] [--abort] [--crash segv|abort|thread-exit] "
-                           "[--wait-for-signal] [--many-kernels N] [--graph N] [--profiler-windows]\n");
+                           "[--wait-for-signal] [--many-kernels N] [--graph N] [--profiler-windows] "
+                           "[--numbered-steps N]\n");
       return 2;
     }
   }
@@ -202,6 +207,7 @@ int main(int argc, char** argv) {
     if (many > 0) return many_kernels(many);
     if (graphs > 0) return graph_launches(graphs);
     if (windows) return profiler_windows();
+    if (numbered > 0) return trace_workload::numbered_steps::run(static_cast<int>(numbered));
     wrong = trace_workload::run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trace_target: %s\n", e.what());

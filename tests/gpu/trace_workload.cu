@@ -13,7 +13,25 @@ __global__ void target_add_one(float* x, int n) {
   if (i < n) x[i] += 1.0f;
 }
 
+__global__ void numbered_step_kernel() {}
+
 namespace trace_workload {
+
+int numbered_steps::run(int steps) {
+  cudaStream_t stream = nullptr;
+  RIDGE_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (int s = 0; s < steps; ++s) {
+    nvtxRangePushA(step_range);
+    for (int i = 0; i < kernels_per_step; ++i) {
+      numbered_step_kernel<<<s + 1, 32, 0, stream>>>();
+      RIDGE_CHECK_LAUNCH();
+    }
+    RIDGE_CHECK(cudaStreamSynchronize(stream));
+    nvtxRangePop();
+  }
+  RIDGE_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}
 
 int run() {
   cudaStream_t a = nullptr, b = nullptr;

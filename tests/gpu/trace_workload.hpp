@@ -36,4 +36,13 @@ inline constexpr const char* outside_kernel_name = "outside_window_kernel";
 inline constexpr const char* window_range = "window";  ///< NVTX range around window 1's kernels
 }  // namespace profiler_windows
 
+/// `trace_target --numbered-steps N` and the in-process schedule test: N steps, each an NVTX range
+/// "step" (step_range) launching kernels_per_step empty step_kernel's whose grid is step + 1
+/// blocks, so each kernel in a trace tells which step launched it. Returns 0; throws ridge::Error.
+namespace numbered_steps {
+inline constexpr int kernels_per_step = 2;
+inline constexpr const char* kernel_name = "numbered_step_kernel";
+int run(int steps);
+}  // namespace numbered_steps
+
 }  // namespace trace_workload

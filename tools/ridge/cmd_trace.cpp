@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "schedule_syntax.hpp"
 #include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/trace/chrome_json.hpp"
@@ -38,6 +39,7 @@ struct TraceCommand {
   std::string ceilings = "auto";
   std::string counters_by = trace::to_string(trace::CounterRooflineOptions{}.by);
   std::string counters_svg, counters_records;  // files of the measured roofline ("" = none)
+  std::string schedule;  // "wait=9,active=1", "" = record everything
 };
 
 /// The counter options the flags ask for (none without --counters or --metrics).
@@ -148,6 +150,10 @@ void print_collection(const trace::ProgramTrace& t, std::FILE* out) {
                       "recorded launch calls only (switching took {:.2f} ms in all).\n",
                  t.profiler_windows, 1e3 * t.gate_seconds);
   }
+  if (t.scheduled)
+    fmt::print(out, "\n--schedule: recorded {} of the {} steps the program began; CUPTI's collection was off in the "
+                    "waiting steps, and the warmup steps' records were dropped (switching took {:.2f} ms in all).\n",
+               t.steps_recorded, t.steps_seen, 1e3 * t.gate_seconds);
   if (t.cupti_errors > 0)
     fmt::print(stderr, "ridge trace: warning: {} CUPTI call(s) failed while switching tracing on or off, the last: {}\n",
                t.cupti_errors, t.last_cupti_error);
@@ -178,6 +184,11 @@ int run_trace(TraceCommand c) {
     o.window.from_range = o.analysis.step_range;
   }
   o.counters = counter_options(c);
+  if (!c.schedule.empty()) {
+    if (o.analysis.step_range.empty())
+      throw UsageError("--schedule counts steps by the pushes of an NVTX range: name it with --step-range NAME");
+    o.schedule = parse_schedule(c.schedule);
+  }
   o.validate();  // also before --analyze: the flags contradict each other either way
   if (!c.merge.empty()) return merge_files(c, out);
   if (!c.analyze.empty()) return analyze_file(c, out);
@@ -293,6 +304,11 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--counters-svg", c->counters_svg, "draw the measured roofline (one point per row, area by time share) to FILE.svg");
       app.add_option("--counters-records", c->counters_records,
                      "write the measured roofline's rows as ridge records to FILE: .json (a result file), .csv or .md");
+      app.add_option("--schedule", c->schedule,
+                     "record only some steps (counted by the --step-range NVTX range), like torch.profiler's schedule: "
+                     "KEY=N,... with skip_first (steps left out first), then cycles of wait (collection off), warmup "
+                     "(collected, dropped) and active (recorded) steps, repeated repeat times (0 = to the end). "
+                     "Defaults skip_first=0,wait=0,warmup=0,active=1,repeat=0; e.g. wait=9,active=1 records 1 step in 10");
       app.add_option("--ceilings", c->ceilings,
                      "ceilings of the measured roofline: auto (measured and cached, else datasheet), measure, refresh, none")
           ->default_val("auto")->check(CLI::IsMember({"auto", "measure", "refresh", "none"}));

@@ -33,6 +33,9 @@ struct RangeStat {
 };
 
 struct StepStat {
+  /// The step's number in the program (0-based): in a scheduled trace, the one the schedule
+  /// counted (ridge/trace/schedule.hpp); otherwise its place among the trace's steps.
+  std::uint64_t number = 0;
   Nanoseconds start_ns = 0, duration_ns = 0;  ///< host range
   std::uint64_t kernels = 0;            ///< kernels whose launch call began inside the step (any thread;
                                         ///< without a launch call: the kernel began inside)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ridge/trace/counters.hpp"
+#include "ridge/trace/schedule.hpp"
 
 namespace ridge::trace {
 
@@ -162,6 +163,10 @@ struct Trace {
   std::unordered_map<std::uint32_t, std::string> device_names;
   DistributedInfo distributed;        ///< rank and world size when traced inside a multi-process job
   KernelCounters counters;            ///< hardware counters of the profiled launches (`--counters`)
+  /// The schedule the trace was recorded by (`--schedule`), and the steps it recorded, in order:
+  /// their numbers in the program and spans. Empty without a schedule.
+  std::optional<TraceSchedule> schedule;
+  std::vector<RecordedStep> recorded_steps;
 
   /// Earliest timestamp of any event (collection_start when there are none).
   Nanoseconds origin() const;

@@ -10,6 +10,7 @@
 
 #include "ridge/trace/analysis.hpp"
 #include "ridge/trace/counters.hpp"
+#include "ridge/trace/schedule.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/window.hpp"
 
@@ -30,6 +31,9 @@ struct ProgramTraceOptions {
   /// Hardware counters of the selected launches (replayed; their times leave the timing
   /// analysis). Unset = none. A step window without its own step range uses analysis.step_range.
   std::optional<CounterOptions> counters;
+  /// Record only the schedule's active steps; the rest of the run pays (nearly) nothing for the
+  /// tracer. Unset = record everything. Without its own step range it uses analysis.step_range.
+  std::optional<TraceSchedule> schedule;
   /// Inside a job of several ranks, rank 0 waits this long for the other ranks' files and merges
   /// them (ridge/trace/ranks.hpp); 0 = no automatic merge.
   double merge_timeout_seconds = 60;
@@ -68,6 +72,9 @@ struct ProgramTrace {
   double gate_seconds = 0;            ///< time spent switching CUPTI on and off, in seconds
   std::uint64_t cupti_errors = 0;     ///< CUPTI calls that failed while switching
   std::string last_cupti_error;
+  bool scheduled = false;             ///< collection followed options.schedule
+  std::uint64_t steps_seen = 0;       ///< steps the program began (pushes of the step range)
+  std::uint64_t steps_recorded = 0;   ///< of them, recorded (the schedule's active steps)
   /// Traces written by further CUDA processes the program started (<stem>.pid<N><ext>, and
   /// <stem>.rank<R><ext> when the program is a launcher such as mpirun).
   std::vector<std::string> other_traces;

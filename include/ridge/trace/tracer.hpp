@@ -15,6 +15,7 @@
 #include "ridge/trace/analysis.hpp"
 #include "ridge/trace/counters.hpp"
 #include "ridge/trace/events.hpp"
+#include "ridge/trace/schedule.hpp"
 #include "ridge/trace/window.hpp"
 
 namespace ridge {
@@ -46,6 +47,10 @@ struct TracerOptions {
   /// Hardware counters of the selected launches (CUPTI's range profiler, kernel replay); unset =
   /// none. start() checks first that counters may be read (CountersUnavailableError otherwise).
   std::optional<trace::CounterOptions> counters;
+  /// Record only some steps (pushes of the schedule's NVTX step range): collection is off in its
+  /// wait steps, on in warmup and active ones, and only the active steps are kept, their numbers
+  /// in events().recorded_steps. Unset = everything between start() and stop(). start() validates it.
+  std::optional<trace::TraceSchedule> schedule;
 };
 
 /// Traces this process's CUDA activity between start() and stop(): kernels (concurrent kind,

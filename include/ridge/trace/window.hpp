@@ -27,4 +27,15 @@ struct Window {
 /// a queue time, began inside).
 Trace apply_window(const Trace& trace, const Window& window);
 
+/// A step's NVTX range may begin up to this long before the tracer saw its push (CUPTI stamps the
+/// range itself), and still counts as that recorded step's.
+inline constexpr Nanoseconds step_push_slack_ns = 5'000;
+
+/// The part of a scheduled trace inside its recorded steps (trace.recorded_steps: warmup and
+/// anything between recorded runs dropped), kept by the rules of apply_window. Each recorded
+/// step's span begins at the start of its own NVTX range of the schedule's step range (the one
+/// nearest its push) when that began up to step_push_slack_ns earlier, and ends likewise where the
+/// next step's range began. A trace without a schedule is returned as is.
+Trace keep_recorded_steps(const Trace& trace);
+
 }  // namespace ridge::trace

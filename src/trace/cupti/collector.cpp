@@ -3,6 +3,7 @@
 #include "trace/cupti/collector.hpp"
 
 #include <cupti.h>
+#include <generated_nvtx_meta.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 #include <unordered_map>
@@ -26,8 +28,10 @@
 
 #include "measure/cuda/cuda_check.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/trace/window.hpp"
 #include "trace/cupti/kernel_counters.hpp"
 #include "trace/cupti/profiler_gate.hpp"
+#include "trace/cupti/step_counter.hpp"
 #include "trace/model/record_times.hpp"
 
 namespace ridge::detail {
@@ -100,6 +104,13 @@ bool selected_api_call(std::string_view name) {
 bool kernel_launch_call(std::string_view name) {
   return name.find("LaunchKernel") != std::string_view::npos || name.find("LaunchCooperativeKernel") != std::string_view::npos ||
          name == "cudaLaunch" || name == "cuLaunch" || name.starts_with("cuLaunchGrid");
+}
+
+/// Whether the selected calls (ApiCalls::selected) are recorded from the collector's own callbacks
+/// on them: after the first context (CUPTI then records no single call switched on alone), and
+/// under a schedule, whose waiting steps must not pay for records that are dropped anyway.
+bool calls_by_callback(const CollectorOptions& o) {
+  return o.api_calls == ApiCalls::selected && (!o.before_first_context || o.schedule);
 }
 
 /// Whether kernel records carry their launch's queue time (CollectorOptions::launch_calls).
@@ -191,6 +202,12 @@ struct State {
   pid_t start_thread = 0;
   bool fork_hook = false;  // refresh_process_id registered with pthread_atfork
   CUpti_SubscriberHandle subscriber = nullptr;
+  // Steps (pushes of the step range): one count for the schedule and the counters' step window.
+  StepCounter steps;
+  std::atomic<bool> scheduled{false};
+  bool marker_only = false;  // scheduled: the NVTX records alone are on, for the next step's push (gate held)
+  std::vector<trace::RecordedStep> recorded_steps;  // scheduled: the active steps so far (gate held)
+  bool step_open = false;    // the last recorded step has not ended yet
   /// Hardware counters: per driver callback id, 1 for a kernel launch, 2 for a graph launch; per
   /// runtime callback id, 1 for a kernel launch (its correlation id is the one its kernel carries).
   std::vector<std::uint8_t> counted_launch, counted_runtime_launch;
@@ -499,6 +516,7 @@ void switch_call_callbacks(State& s, bool on, Check&& check) {
 /// switched on and throws ridge::Error.
 void enable_collection(State& s) {
   for (std::size_t i = 0; i < s.kinds.size(); ++i) {
+    if (s.marker_only && s.kinds[i] == CUPTI_ACTIVITY_KIND_MARKER) continue;  // on already, for this step's push
     const CUptiResult r = cuptiActivityEnable(s.kinds[i]);
     if (r == CUPTI_SUCCESS) continue;
     // Best-effort undo on the way to reporting the failure that matters.
@@ -506,6 +524,7 @@ void enable_collection(State& s) {
     throw_cupti(r, fmt::format("cuptiActivityEnable({})", kind_name(s.kinds[i])));
   }
   s.collecting = true;
+  s.marker_only = false;
   try {
     // After the kinds: enabling CUPTI_ACTIVITY_KIND_RUNTIME/DRIVER overrides earlier per-call settings.
     for (std::uint32_t cbid : s.trivial_runtime_calls) RIDGE_CHECK(cuptiActivityEnableRuntimeApi(cbid, 0));
@@ -514,7 +533,7 @@ void enable_collection(State& s) {
     // library; gated, once for all windows). After it, the whole API kinds would have to be on,
     // which hooks every call the program makes (PyTorch makes several per operator), so an
     // in-process tracer records the selected calls from callbacks on those calls alone.
-    const bool filter = s.options.api_calls == ApiCalls::selected && !s.options.before_first_context;
+    const bool filter = calls_by_callback(s.options);
     if (s.sticky_calls) {
       // on since the start
     } else if (filter) {
@@ -642,9 +661,7 @@ void record_selected_call(State& s, bool runtime, std::uint32_t cbid, const CUpt
 /// The launch, NVTX and context callbacks the hardware counters need (kernel_counters.hpp).
 void route_to_counters(State& s, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (s.pid != this_process()) return;  // a fork()ed child
-  if (domain == CUPTI_CB_DOMAIN_NVTX) {
-    counters_on_nvtx(cbid, *static_cast<const CUpti_NvtxData*>(data));
-  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     counters_on_context_destroy(static_cast<const CUpti_ResourceData*>(data)->context);
   } else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < s.counted_runtime_launch.size() &&
              s.counted_runtime_launch[cbid] != 0) {
@@ -688,7 +705,7 @@ bool only_counted(const State& s, bool runtime, std::uint32_t cbid) {
 }
 
 /// The callbacks of the hardware counters, on or off: every driver kernel and graph launch (the
-/// runtime's launches reach the driver's), the NVTX pushes that mark steps, context teardown.
+/// runtime's launches reach the driver's), context teardown. (Steps: switch_step_callbacks.)
 template <typename Check>
 void switch_counter_callbacks(State& s, bool on, Check&& check) {
   const std::uint32_t enable = on ? 1 : 0;
@@ -707,10 +724,102 @@ void switch_counter_callbacks(State& s, bool on, Check&& check) {
     s.counted_launch[cbid] = on ? kind : 0;
     check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid), "cuptiEnableCallback(launch)");
   }
-  for (CUpti_CallbackId cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx})
-    check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_NVTX, cbid), "cuptiEnableCallback(NVTX)");
   check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
         "cuptiEnableCallback(context destroy)");
+}
+
+// ---- steps and the schedule: --schedule ----------------------------------------------------------
+
+/// A step begins (gate held): the schedule's switch for it. The step before it ends here; the
+/// collection switches on (warmup, active) or off (wait, done: after waiting for the GPU, as at a
+/// profiler stop); the NVTX records alone go on one step before a collected one, so that its own
+/// range is recorded whole.
+void schedule_step(State& s, std::uint64_t step, Nanoseconds now) {
+  const trace::StepSwitch next = trace::step_switch(*s.options.schedule, step);
+  if (s.step_open) {
+    s.recorded_steps.back().end_ns = std::max(now, s.recorded_steps.back().start_ns);
+    s.step_open = false;
+  }
+  if (next.collect)
+    gate_open(s, now);  // nothing when collecting already
+  else if (s.collecting)
+    gate_close(s, now);
+  if (next.nvtx_only && !s.collecting && !s.marker_only && s.options.nvtx) {
+    if (const CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER); r == CUPTI_SUCCESS)
+      s.marker_only = true;
+    else
+      note_cupti_error(s, fmt::format("cuptiActivityEnable(MARKER) before step {} failed: {}: its NVTX range may be "
+                                      "missing", step + 1, detail::status_text(r)));
+  }
+  if (next.recorded()) {
+    s.recorded_steps.push_back({step, now, now});
+    s.step_open = true;
+  }
+}
+
+/// The name of a pushed NVTX range (nullptr when it has none CUPTI gives as ASCII).
+const char* pushed_range_name(CUpti_CallbackId cbid, const CUpti_NvtxData& info) {
+  if (info.functionParams == nullptr) return nullptr;
+  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) return static_cast<const nvtxRangePushA_params*>(info.functionParams)->message;
+  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx) {
+    const nvtxEventAttributes_t* a = static_cast<const nvtxRangePushEx_params*>(info.functionParams)->eventAttrib;
+    if (a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII) return a->message.ascii;
+  }
+  return nullptr;
+}
+
+/// An NVTX push: a step begins when it is the step range's, counted once for the schedule and the
+/// hardware counters' step window. Runs on the program's thread, inside the push: never throws.
+void on_nvtx_push(State& s, CUpti_CallbackId cbid, const CUpti_NvtxData& info) {
+  if (!s.running.load() || s.pid != this_process()) return;
+  const char* name = pushed_range_name(cbid, info);
+  if (name == nullptr) return;
+  std::optional<std::uint64_t> step;
+  if (s.scheduled.load()) {
+    const Nanoseconds now = collector_now();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(s.gate);
+    if (!s.running.load()) return;
+    step = s.steps.on_push(name);  // under the gate: steps switch in the order they are counted
+    if (!step) return;
+    schedule_step(s, *step, now);
+    s.gate_ns += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  } else {
+    step = s.steps.on_push(name);
+  }
+  if (step && counters_enabled()) counters_on_step(*step);
+}
+
+/// A session's steps (gate held): counted by the schedule's step range, else by the counters'
+/// step window's (none without either).
+void begin_steps(State& s, const CollectorOptions& options) {
+  s.scheduled = options.schedule.has_value();
+  s.marker_only = false;
+  s.recorded_steps.clear();
+  s.step_open = false;
+  s.steps.reset(options.schedule                              ? options.schedule->step_range
+                : options.counters && options.counters->steps ? options.counters->step_range
+                                                              : std::string());
+}
+
+/// A scheduled session ends at `stop` (gate held): the last recorded step and collection window
+/// end there, and the NVTX records on alone for a next step go off.
+void end_steps(State& s, Nanoseconds stop) {
+  if (s.step_open) s.recorded_steps.back().end_ns = std::max(stop, s.recorded_steps.back().start_ns);
+  s.step_open = false;
+  s.windows.close(stop);
+  if (!s.marker_only) return;
+  if (const CUptiResult r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER); r != CUPTI_SUCCESS)
+    note_cupti_error(s, fmt::format("cuptiActivityDisable(MARKER) failed at the end: {}", detail::status_text(r)));
+  s.marker_only = false;
+}
+
+/// The NVTX push callbacks that count steps, on or off.
+template <typename Check>
+void switch_step_callbacks(State& s, bool on, Check&& check) {
+  for (CUpti_CallbackId cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx})
+    check(cuptiEnableCallback(on ? 1 : 0, s.subscriber, CUPTI_CB_DOMAIN_NVTX, cbid), "cuptiEnableCallback(NVTX push)");
 }
 
 /// CUPTI's callback: the selected calls of an in-process trace (record_selected_call), and, gated,
@@ -719,6 +828,10 @@ void switch_counter_callbacks(State& s, bool on, Check&& check) {
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (data == nullptr) return;
   State& s = state();
+  if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    on_nvtx_push(s, cbid, *static_cast<const CUpti_NvtxData*>(data));
+    return;
+  }
   if (counters_enabled()) route_to_counters(s, domain, cbid, data);
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
@@ -858,6 +971,9 @@ CollectorStats collector_stats() {
   out.gate_seconds = static_cast<double>(s.gate_ns) * 1e-9;
   out.cupti_errors = s.cupti_errors;
   out.last_cupti_error = s.last_cupti_error;
+  out.scheduled = s.scheduled.load();
+  out.steps_seen = s.steps.steps_begun();
+  out.steps_recorded = s.recorded_steps.size();
   return out;
 }
 
@@ -874,9 +990,14 @@ void collector_start(const CollectorOptions& options) {
   std::lock_guard<std::mutex> control(s.control);
   if (s.running.load()) throw UsageError("a CUDA trace is already running in this process: stop it before starting another");
   // Subscribed also where the selected calls are recorded from callbacks (in-process, selected).
-  const bool call_callbacks = options.api_calls == ApiCalls::selected && !options.before_first_context;
-  if (s.subscriber == nullptr &&
-      (options.detect_other_subscriber || options.profiler_gated || call_callbacks || options.counters)) {
+  if (options.schedule) {
+    options.schedule->validate();
+    if (options.profiler_gated)
+      throw UsageError("a schedule and profiler_range both switch collection on and off: choose one");
+    trace::check_one_step_range(&*options.schedule, options.counters ? &*options.counters : nullptr);
+  }
+  if (s.subscriber == nullptr && (options.detect_other_subscriber || options.profiler_gated ||
+                                  calls_by_callback(options) || options.counters || options.schedule)) {
     // Subscribing first detects another CUPTI client (Nsight, PyTorch's profiler) with a clear
     // error; gated, the subscriber's callbacks also see the profiler start and stop calls.
     const CUptiResult r = cuptiSubscribe(&s.subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_callback), nullptr);
@@ -938,10 +1059,19 @@ void collector_start(const CollectorOptions& options) {
       for (std::uint32_t cbid : s.selected_driver_calls) RIDGE_CHECK(cuptiActivityEnableDriverApi(cbid, 1));
       s.sticky_calls = true;
     }
-    if (options.profiler_gated)
+    begin_steps(s, options);
+    if (options.profiler_gated) {
       enable_profiler_callbacks(s, true);  // collection waits for the first start call
-    else
+    } else if (!options.schedule || trace::step_switch(*options.schedule, 0).collect) {
+      // Scheduled, collection waits for the first collected step, unless step 0 is one (then its
+      // push must find the NVTX records on).
+      if (options.schedule) s.windows.open(start);
       enable_collection(s);
+    }
+    if (s.steps.counting())
+      switch_step_callbacks(s, true, [](CUptiResult r, const char* what) {
+        if (r != CUPTI_SUCCESS) throw_cupti(r, what);
+      });
     if (options.counters) {
       counters_begin(*options.counters);
       switch_counter_callbacks(s, true, [&](CUptiResult r, const char* what) {
@@ -968,6 +1098,15 @@ trace::Trace collector_stop(bool process_exiting) {
   if (!s.running.load()) return trace::Trace{};
   const Nanoseconds stop = collector_now();
   ProfilerWindows windows;
+  std::optional<trace::TraceSchedule> schedule;
+  std::vector<trace::RecordedStep> recorded_steps;
+  if (s.steps.counting()) {
+    // Off first: no step may switch collection or the counters while they are stopped.
+    std::lock_guard<std::mutex> gate(s.gate);
+    switch_step_callbacks(s, false, [&](CUptiResult r, const char* what) {
+      if (r != CUPTI_SUCCESS) note_cupti_error(s, fmt::format("{} failed at the end: {}", what, detail::status_text(r)));
+    });
+  }
   trace::KernelCounters counters;
   if (counters_enabled()) {
     {
@@ -988,6 +1127,11 @@ trace::Trace collector_stop(bool process_exiting) {
         note_cupti_error(s, fmt::format("could not switch the profiler-call callbacks off: {}", e.what()));
       }
       s.windows.close(stop);  // a window still open ends here
+    }
+    if (s.scheduled.load()) {
+      end_steps(s, stop);
+      schedule = s.options.schedule;
+      recorded_steps = s.recorded_steps;
     }
     if (s.collecting)
       if (std::string error = disable_collection(s); !error.empty())
@@ -1023,7 +1167,7 @@ trace::Trace collector_stop(bool process_exiting) {
     }
     // Ranges still open at stop end there, so their time is not lost; gated, a range whose end
     // fell outside its window ends when the window closed.
-    const bool gated = s.gated.load();
+    const bool gated = s.gated.load() || s.scheduled.load();
     for (const auto& [id, open] : s.open_ranges) {
       trace::NvtxRange r;
       r.name = open.name;
@@ -1042,6 +1186,11 @@ trace::Trace collector_stop(bool process_exiting) {
     s.trace = trace::Trace{};
   }
   trace::finalize(out);
+  if (schedule) {
+    out.schedule = std::move(schedule);
+    out.recorded_steps = std::move(recorded_steps);
+    out = trace::keep_recorded_steps(out);
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ridge/trace/events.hpp"
+#include "ridge/trace/schedule.hpp"
 
 namespace ridge::detail {
 
@@ -63,6 +64,12 @@ struct CollectorOptions {
   bool before_first_context = false;
   /// Hardware counters of the selected launches (CUPTI's range profiler, kernel replay): unset = none.
   std::optional<trace::CounterOptions> counters;
+  /// Record only the schedule's active steps (`ridge trace --schedule`): at each push of its step
+  /// range, collection is switched on (warmup, active) or off (wait, done) as at the profiler calls
+  /// of profiler_gated, and the selected calls are recorded from callbacks switched with it, so a
+  /// waiting step costs the program no CUPTI hook but the NVTX push callback. At stop, what lies
+  /// outside the active steps is dropped (trace::keep_recorded_steps). Not with profiler_gated.
+  std::optional<trace::TraceSchedule> schedule;
 };
 
 /// What the collector itself did, for overhead diagnosis.
@@ -78,6 +85,9 @@ struct CollectorStats {
   /// hold records from outside a window); reported, never thrown, so the trace is still written.
   std::uint64_t cupti_errors = 0;
   std::string last_cupti_error;
+  bool scheduled = false;             ///< collection followed a TraceSchedule
+  std::uint64_t steps_seen = 0;       ///< steps begun (pushes of the step range) while tracing
+  std::uint64_t steps_recorded = 0;   ///< of them, the schedule's active steps
 };
 /// Counters since the last collector_start.
 CollectorStats collector_stats();

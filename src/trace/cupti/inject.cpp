@@ -100,6 +100,11 @@ Config read_config() {
     if (j.is_discarded()) throw UsageError(fmt::format("{} is not JSON", env::counters));
     c.collector.counters = trace::counter_options_from_json(j);
   }
+  if (auto s = getenv_or(env::schedule); !s.empty()) {
+    const auto j = nlohmann::json::parse(s, nullptr, false);
+    if (j.is_discarded()) throw UsageError(fmt::format("{} is not JSON", env::schedule));
+    c.collector.schedule = trace::trace_schedule_from_json(j);
+  }
   // One rank of a job (mpirun, srun, torchrun: its launcher's variables are in our environment)
   // writes trace.rank<R>.json with distributedInfo, whether ridge runs inside each rank or starts
   // the launcher itself.
@@ -185,7 +190,10 @@ void finish(const char* reason, int sig = 0) {
                               {"profiler_windows", stats.profiler_windows},
                               {"gate_seconds", stats.gate_seconds},
                               {"cupti_errors", stats.cupti_errors},
-                              {"last_cupti_error", stats.last_cupti_error}};
+                              {"last_cupti_error", stats.last_cupti_error},
+                              {"scheduled", stats.scheduled},
+                              {"steps_seen", stats.steps_seen},
+                              {"steps_recorded", stats.steps_recorded}};
       write_json(c.summary, j);
     } else if (!c.output.empty()) {
       std::fprintf(stderr, "ridge trace: process %d wrote %s\n", static_cast<int>(g_pid), c.output.c_str());

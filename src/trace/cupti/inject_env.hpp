@@ -23,6 +23,8 @@ inline constexpr const char* nvtx = "RIDGE_TRACE_NVTX";            ///< "0": no 
 inline constexpr const char* buffer_mb = "RIDGE_TRACE_BUFFER_MB";
 /// hardware counters: trace::CounterOptions as JSON (unset or "" = none)
 inline constexpr const char* counters = "RIDGE_TRACE_COUNTERS";
+/// the schedule: trace::TraceSchedule as JSON (unset or "" = record everything)
+inline constexpr const char* schedule = "RIDGE_TRACE_SCHEDULE";
 // Overhead-tuning knobs, not set by `ridge trace` (bench/trace_overhead_cpp.sh sweeps them).
 inline constexpr const char* memcpy = "RIDGE_TRACE_MEMCPY";                ///< "0": no memcpy/memset records
 inline constexpr const char* detect_subscriber = "RIDGE_TRACE_DETECT_SUBSCRIBER";  ///< "0": skip the cuptiSubscribe check

@@ -6,6 +6,8 @@
 
 #include <cupti_profiler_target.h>
 #include <generated_nvtx_meta.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
 
 #include <algorithm>
 #include <chrono>
@@ -52,7 +54,6 @@ struct State {
   std::vector<std::string> metric_names;
   std::vector<std::unique_ptr<ContextProfiler>> contexts;
   std::unordered_map<std::string, std::uint64_t> launches_by_name;
-  std::uint64_t steps_begun = 0;  ///< pushes of the step range seen
   bool in_window_step = false;
   trace::KernelCounters result;
 };
@@ -199,7 +200,6 @@ void counters_begin(const trace::CounterOptions& options) {
   s.result.metric_set = options.metric_set;
   s.result.metrics = s.metric_names;
   s.launches_by_name.clear();
-  s.steps_begun = 0;
   s.in_window_step = false;
   s.failed = false;
   s.enabled = true;
@@ -247,19 +247,10 @@ void counters_on_graph_launch(const CUpti_CallbackData& info) {
   guarded(s, [&] { stop_all_sessions(s); });
 }
 
-void counters_on_nvtx(std::uint32_t cbid, const CUpti_NvtxData& info) {
+void counters_on_step(std::uint64_t step) {
   State& s = state();
   if (inside_profiler || !s.enabled || !s.options.steps) return;
-  const char* name = nullptr;
-  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA && info.functionParams != nullptr)
-    name = static_cast<const nvtxRangePushA_params*>(info.functionParams)->message;
-  else if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx && info.functionParams != nullptr) {
-    const nvtxEventAttributes_t* a = static_cast<const nvtxRangePushEx_params*>(info.functionParams)->eventAttrib;
-    if (a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII) name = a->message.ascii;
-  }
-  if (name == nullptr || s.options.step_range != name) return;
   std::lock_guard<std::mutex> lock(s.mutex);
-  const std::uint64_t step = s.steps_begun++;
   const bool inside = step >= s.options.steps->first && step <= s.options.steps->second;
   if (s.in_window_step && !inside) guarded(s, [&] { stop_all_sessions(s); });
   s.in_window_step = inside;

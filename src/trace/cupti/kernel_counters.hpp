@@ -19,7 +19,9 @@ void counters_on_launch(const CUpti_CallbackData& info, std::uint32_t cbid);
 void counters_on_runtime_launch(const CUpti_CallbackData& info);
 /// A graph launch call: its kernels are not profiled (kernel replay does not reach into graphs).
 void counters_on_graph_launch(const CUpti_CallbackData& info);
-void counters_on_nvtx(std::uint32_t cbid, const CUpti_NvtxData& info);
+/// Step `step` begins (the collector's StepCounter counted a push of the step range): launches are
+/// profiled inside the options' step window only.
+void counters_on_step(std::uint64_t step);
 /// A context is being destroyed: what it profiled is decoded first.
 void counters_on_context_destroy(CUcontext context);
 /// Decodes what is pending, disables the profiler (not when the process is exiting) and returns

@@ -37,6 +37,11 @@ void Tracer::start() {
   o.buffer_bytes = options_.buffer_bytes;
   o.synchronization = options_.synchronization_records;
   o.launch_calls = options_.launch_calls;
+  if (options_.schedule) {
+    options_.schedule->validate();
+    trace::check_one_step_range(&*options_.schedule, options_.counters ? &*options_.counters : nullptr);
+    o.schedule = options_.schedule;
+  }
   if (options_.counters) {
     options_.counters->validate();
     require_counters_permitted(0);

@@ -321,6 +321,14 @@ void top_ranges(const Trace& trace, const LaunchTimeline& timeline, std::size_t 
   a.top_ranges = std::move(all);
 }
 
+/// The program's number of the step whose range began at `start`: the recorded step holding it
+/// in a scheduled trace, else `place` (its place among the trace's steps).
+std::uint64_t step_number(const Trace& trace, Nanoseconds start, std::size_t place) {
+  for (const RecordedStep& s : trace.recorded_steps)
+    if (start >= s.start_ns && start < s.end_ns) return s.number;
+  return place;
+}
+
 /// Steps: kernels whose launch call began (or, without a call, whose launch was queued) inside each
 /// step range (any thread); for a kernel with neither, that began inside it.
 void steps(const Trace& trace, const LaunchTimeline& timeline, const std::string& step_range, Analysis& a) {
@@ -329,6 +337,7 @@ void steps(const Trace& trace, const LaunchTimeline& timeline, const std::string
     for (const auto& r : trace.ranges) {
       if (r.marker || r.name != *id) continue;
       StepStat step;
+      step.number = step_number(trace, r.start, a.steps.size());
       step.start_ns = r.start;
       step.duration_ns = duration(r.start, r.end);
       auto lo = std::lower_bound(timeline.all.begin(), timeline.all.end(), r.start,
@@ -617,6 +626,14 @@ std::string format_analysis(const Analysis& a) {
                        a.step_range, a.steps.size(), a.kernels_per_step_median, a.kernels_per_step_min,
                        a.kernels_per_step_max, t(a.step_time_median_ns), t(a.step_gpu_span_median_ns),
                        t(a.step_gpu_busy_median_ns), pct(a.step_busy_fraction_of_gpu_span_median)));
+    // A scheduled trace holds some of the program's steps: say which.
+    std::vector<std::uint64_t> numbers;
+    bool renumbered = false;
+    for (std::size_t i = 0; i < a.steps.size(); ++i) {
+      numbers.push_back(a.steps[i].number);
+      renumbered |= a.steps[i].number != i;
+    }
+    if (renumbered) line(fmt::format("  the program's steps {} (0-based)", describe_step_numbers(numbers)));
   }
   if (!a.memcpy_totals.empty() || a.memset_count > 0) {
     line("");
@@ -647,7 +664,7 @@ NLOHMANN_JSON_SERIALIZE_ENUM(MemcpyKind, {{MemcpyKind::unknown, "unknown"},
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DurationStats, count, total_ns, min_ns, max_ns, mean_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelStat, name, time, percent_of_kernel_time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RangeStat, name, time, kernels, kernel_time_ns)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepStat, start_ns, duration_ns, kernels, gpu_start_ns, gpu_span_ns,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepStat, number, start_ns, duration_ns, kernels, gpu_start_ns, gpu_span_ns,
                                                 gpu_busy_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RejectedEvents, reason, count)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemcpyStat, kind, count, bytes, time_ns)

@@ -354,6 +354,12 @@ struct Writer {
                         {"devices", nlohmann::json::object()}};
     for (const auto& [id, name] : trace.device_names) meta["devices"][std::to_string(id)] = name;
     if (!trace.counters.metrics.empty()) meta["counters"] = to_json(trace.counters);
+    if (trace.schedule) {
+      meta["schedule"] = to_json(*trace.schedule);
+      meta["recorded_steps"] = nlohmann::json::array();
+      for (const auto& step : trace.recorded_steps)
+        meta["recorded_steps"].push_back({{"number", step.number}, {"start_ns", step.start_ns}, {"end_ns", step.end_ns}});
+    }
     for (const auto& r : trace.rejected_events) meta["rejected_events"].push_back({{"reason", r.reason}, {"count", r.count}});
     const DistributedInfo& d = trace.distributed;
     if (d.known())
@@ -443,6 +449,16 @@ RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
       trace.device_names[device] = v.get<std::string>();
     }
   if (const auto c = m.find("counters"); c != m.end()) trace.counters = kernel_counters_from_json(*c);
+  if (const auto sc = m.find("schedule"); sc != m.end()) {
+    trace.schedule = trace_schedule_from_json(*sc);
+    if (const auto steps = m.find("recorded_steps"); steps != m.end()) {
+      if (!steps->is_array()) throw UsageError("not a trace ridge can read: ridge.recorded_steps must be an array");
+      for (const auto& step : *steps)
+        trace.recorded_steps.push_back({integer_field(step, "number", std::uint64_t{0}, "ridge.recorded_steps"),
+                                        integer_field(step, "start_ns", Nanoseconds{0}, "ridge.recorded_steps"),
+                                        integer_field(step, "end_ns", Nanoseconds{0}, "ridge.recorded_steps")});
+    }
+  }
   if (const auto d = m.find("distributed"); d != m.end() && d->is_object()) {
     trace.distributed.launcher = d->value("launcher", std::string());
     trace.distributed.job = d->value("job", std::string());
@@ -654,6 +670,10 @@ Trace parse_chrome_json(const std::string& text, const std::string& source) {
   if (shift > 0) {  // the file's own clock fields move with the events
     if (trace.collection_start) trace.collection_start += static_cast<Nanoseconds>(shift);
     if (trace.collection_stop) trace.collection_stop += static_cast<Nanoseconds>(shift);
+    for (auto& step : trace.recorded_steps) {
+      step.start_ns += static_cast<Nanoseconds>(shift);
+      step.end_ns += static_cast<Nanoseconds>(shift);
+    }
   }
 
   for (std::size_t i = 0; i < events.size(); ++i) {

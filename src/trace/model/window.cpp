@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -77,6 +78,54 @@ std::vector<Interval> profiler_windows(const Trace& trace) {
   return merge(std::move(profiled));
 }
 
+/// The events of `trace` whose time `keep_time` keeps: host events by their start, GPU activity
+/// with its launch call (without one, by when it was launched as far as its record says).
+template <typename KeepTime>
+Trace filtered(const Trace& trace, KeepTime&& keep_time, const std::string& described) {
+  std::unordered_map<std::uint32_t, std::size_t> api_by_correlation;
+  api_by_correlation.reserve(trace.api_calls.size());
+  for (std::size_t i = 0; i < trace.api_calls.size(); ++i) api_by_correlation.emplace(trace.api_calls[i].correlation, i);
+  Trace out;
+  out.strings = trace.strings;
+  out.external_correlations = trace.external_correlations;
+  out.dropped_records = trace.dropped_records;
+  out.incomplete_records = trace.incomplete_records;
+  out.rejected_events = trace.rejected_events;
+  out.process_id = trace.process_id;
+  out.command = trace.command;
+  out.device_names = trace.device_names;
+  out.distributed = trace.distributed;
+  out.collection_start = trace.collection_start;
+  out.collection_stop = trace.collection_stop;
+  out.counters = trace.counters;
+  out.schedule = trace.schedule;
+  out.recorded_steps = trace.recorded_steps;
+  out.window = trace.window.empty() ? described : trace.window + "; " + described;
+
+  std::unordered_set<std::uint32_t> kept_correlations;
+  for (const auto& a : trace.api_calls)
+    if (keep_time(a.start)) {
+      out.api_calls.push_back(a);
+      kept_correlations.insert(a.correlation);
+    }
+  // Kept with its launch call; without one, by when it was launched as far as its record says.
+  auto keep_gpu = [&](const auto& e, Nanoseconds launched) {
+    if (api_by_correlation.count(e.correlation)) return kept_correlations.count(e.correlation) > 0;
+    return keep_time(launched);
+  };
+  for (const auto& k : trace.kernels)
+    if (keep_gpu(k, k.queued_or_start())) out.kernels.push_back(k);
+  for (const auto& m : trace.memcpys)
+    if (keep_gpu(m, m.start)) out.memcpys.push_back(m);
+  for (const auto& m : trace.memsets)
+    if (keep_gpu(m, m.start)) out.memsets.push_back(m);
+  for (const auto& s : trace.syncs)
+    if (keep_gpu(s, s.start)) out.syncs.push_back(s);
+  for (const auto& r : trace.ranges)
+    if (keep_time(r.start)) out.ranges.push_back(r);
+  return out;
+}
+
 }  // namespace
 
 Trace apply_window(const Trace& trace, const Window& window) {
@@ -148,45 +197,49 @@ Trace apply_window(const Trace& trace, const Window& window) {
     if (nothing || t < lower) return false;
     return !use_ranges || inside(ranges, t);
   };
-
-  Trace out;
-  out.strings = trace.strings;
-  out.external_correlations = trace.external_correlations;
-  out.dropped_records = trace.dropped_records;
-  out.incomplete_records = trace.incomplete_records;
-  out.rejected_events = trace.rejected_events;
-  out.process_id = trace.process_id;
-  out.command = trace.command;
-  out.device_names = trace.device_names;
-  out.distributed = trace.distributed;
-  out.collection_start = trace.collection_start;
-  out.collection_stop = trace.collection_stop;
   std::string described = window.describe();
   if (from_range_missing)
     described += fmt::format(" - the trace has no NVTX range named \"{}\", so nothing is kept", window.from_range);
-  out.window = trace.window.empty() ? described : trace.window + "; " + described;
+  return filtered(trace, keep_time, described);
+}
 
-  std::unordered_set<std::uint32_t> kept_correlations;
-  for (const auto& a : trace.api_calls)
-    if (keep_time(a.start)) {
-      out.api_calls.push_back(a);
-      kept_correlations.insert(a.correlation);
+Trace keep_recorded_steps(const Trace& trace) {
+  if (!trace.schedule) return trace;
+  std::vector<RecordedStep> steps = trace.recorded_steps;
+  // A step's own range, stamped by CUPTI, may begin just before the push the collector saw, and so
+  // may the next step's, at this step's end: of the step ranges from slack before a push to
+  // `limit`, the one nearest the push.
+  if (auto id = trace.strings.find(trace.schedule->step_range)) {
+    auto range_near = [&](Nanoseconds push, Nanoseconds after, Nanoseconds limit) {
+      std::optional<Nanoseconds> best;
+      auto distance = [&](Nanoseconds t) { return t > push ? t - push : push - t; };
+      const Nanoseconds from = std::max(after, push > step_push_slack_ns ? push - step_push_slack_ns : 0);
+      for (const auto& r : trace.ranges)  // sorted by start after finalize
+        if (r.name == *id && !r.marker && r.start >= from && r.start < limit && (!best || distance(r.start) < distance(*best)))
+          best = r.start;
+      return best;
+    };
+    for (RecordedStep& step : steps) {
+      const std::optional<Nanoseconds> own = range_near(step.start_ns, 0, step.end_ns);
+      if (own) step.start_ns = std::min(step.start_ns, *own);
+      const Nanoseconds after = own ? *own + 1 : step.start_ns;
+      if (const auto next = range_near(step.end_ns, after, step.end_ns + step_push_slack_ns); next && *next < step.end_ns)
+        step.end_ns = std::max(step.start_ns, *next);
     }
-  // Kept with its launch call; without one, by when it was launched as far as its record says.
-  auto keep_gpu = [&](const auto& e, Nanoseconds launched) {
-    if (api_by_correlation.count(e.correlation)) return kept_correlations.count(e.correlation) > 0;
-    return keep_time(launched);
+  }
+  std::vector<Interval> spans;
+  for (const RecordedStep& step : steps) spans.emplace_back(step.start_ns, step.end_ns);
+  spans = merge(std::move(spans));
+  // Half-open spans: the push that ends a recorded step begins the next step.
+  auto keep_time = [&](Nanoseconds t) {
+    auto it = std::upper_bound(spans.begin(), spans.end(), t, [](Nanoseconds v, const Interval& i) { return v < i.first; });
+    return it != spans.begin() && t < std::prev(it)->second;
   };
-  for (const auto& k : trace.kernels)
-    if (keep_gpu(k, k.queued_or_start())) out.kernels.push_back(k);
-  for (const auto& m : trace.memcpys)
-    if (keep_gpu(m, m.start)) out.memcpys.push_back(m);
-  for (const auto& m : trace.memsets)
-    if (keep_gpu(m, m.start)) out.memsets.push_back(m);
-  for (const auto& s : trace.syncs)
-    if (keep_gpu(s, s.start)) out.syncs.push_back(s);
-  for (const auto& r : trace.ranges)
-    if (keep_time(r.start)) out.ranges.push_back(r);
+  Trace out = filtered(trace, keep_time,
+                       steps.empty() ? fmt::format("no step recorded by the schedule ({})", trace.schedule->describe())
+                                     : fmt::format("the steps recorded by the schedule ({}): {}", trace.schedule->describe(),
+                                                   describe_step_numbers(step_numbers(steps))));
+  out.recorded_steps = std::move(steps);
   return out;
 }
 
