@@ -15,6 +15,7 @@
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/launch.hpp"
 #include "ridge/trace/ranks.hpp"
+#include "ridge/trace/trace_file.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::cli {
@@ -57,8 +58,8 @@ std::optional<trace::CounterOptions> counter_options(const TraceCommand& c) {
 
 /// The measured roofline of a saved trace with counters; nothing when it has none.
 void print_counter_roofline(const std::string& file, const TraceCommand& c, std::FILE* out) {
-  if (!trace::chrome_trace_has_counters(file)) return;
-  const trace::Trace t = trace::load_chrome_trace(file);
+  if (!trace::trace_has_counters(file)) return;
+  const trace::Trace t = trace::load_trace(file);
   if (t.counters.metrics.empty()) return;
   const std::string device = t.device_names.empty() ? std::string() : t.device_names.begin()->second;
   const CeilingsLookup lookup = ceilings_for_device_named(device, ceilings_mode_from_string(c.ceilings));
@@ -191,7 +192,7 @@ RIDGE_REGISTER_COMMAND(Command{
           "half-written. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to ridge are passed on to the program. "
           "Exit codes of ridge itself: 2 usage error (including program not found), 1 tracing failed. Another CUPTI "
           "client (Nsight, PyTorch's profiler) cannot run in the same program at the same time.");
-      app.add_option("-o,--output", o.output, "Chrome/Perfetto trace JSON to write (\"\" = none)")->default_val("runs/trace.json");
+      app.add_option("-o,--output", o.output, "trace to write: Chrome/Perfetto JSON, or Perfetto's protobuf format for a name ending in .pftrace (\"\" = none)")->default_val("runs/trace.json");
       app.add_option("--json", c->json, "write the analysis as JSON to FILE ('-' for stdout)");
       auto* output = app.get_option("--output");
       app.add_option("--analyze", c->analyze,

@@ -1,7 +1,7 @@
 #pragma once
 // Trace files in either format ridge writes (src/trace/model/trace_file.cpp): Chrome trace JSON,
 // the default, which Holistic Trace Analysis and PyTorch's tools read, or Perfetto's protobuf
-// format (.pftrace), about a third of the size and read several times faster, for long runs.
+// format (.pftrace), about a quarter of the size and read seven times faster, for long runs.
 #include <cstdint>
 #include <string>
 
