@@ -20,6 +20,7 @@
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/schedule.hpp"
 #include "ridge/trace/tracer.hpp"
+#include "ridge/trace/trace_file.hpp"
 #include "ridge/trace/window.hpp"
 
 namespace nb = nanobind;
@@ -78,8 +79,8 @@ std::optional<trace::CounterOptions> counter_options(const std::string& counters
 
 /// The trace at `path` when it holds counters (ridge's metadata says so before the events).
 std::optional<trace::Trace> trace_with_counters(const std::string& path) {
-  if (!trace::chrome_trace_has_counters(path)) return std::nullopt;
-  trace::Trace t = trace::load_chrome_trace(path);
+  if (!trace::trace_has_counters(path)) return std::nullopt;
+  trace::Trace t = trace::load_trace(path);
   if (t.counters.metrics.empty()) return std::nullopt;
   return t;
 }
@@ -185,7 +186,7 @@ void bind_trace(nb::module_& m) {
       .def_prop_ro("dropped_records", &Tracer::dropped_records, "records CUPTI dropped for lack of buffer space")
       .def(
           "write", [](const Tracer& t, const std::filesystem::path& path) { t.write(path.string()); }, "path"_a,
-          "Writes the Chrome/Perfetto trace JSON (atomically).")
+          "Writes the trace (atomically): Chrome/Perfetto JSON, or Perfetto's protobuf format when the name ends in .pftrace.")
       .def(
           "analysis",
           [](const Tracer& t, std::size_t top, const std::string& step_range, double skip_seconds,

@@ -9,7 +9,7 @@
 #include "cli.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/roofline.hpp"
-#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/trace_file.hpp"
 #include "ridge/trace/what_if.hpp"
 
 namespace ridge::cli {
@@ -74,7 +74,7 @@ int run_amdahl_trace(const AmdahlCommand& c) {
   if (c.speedup.empty()) throw UsageError("--trace needs --speedup S: how many times faster the kernel gets");
   if (!std::isnan(c.fraction)) throw UsageError("--trace takes the fraction from the trace; drop --fraction");
   const double s = parse_factor(c.speedup, "--speedup");
-  const auto w = trace::kernel_what_if(trace::load_chrome_trace(c.trace), c.kernel, s);
+  const auto w = trace::kernel_what_if(trace::load_trace(c.trace), c.kernel, s);
   fmt::print("kernel '{}' matched {} name(s), {} launches\n", c.kernel, w.matched.size(), w.launches);
   for (const auto& name : w.matched) fmt::print("  {}\n", name.substr(0, 120));
   fmt::print("share of GPU busy time {:.1f}%: {} faster -> {:.3f}x overall if the GPU is the bottleneck\n",

@@ -16,6 +16,7 @@
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/launch.hpp"
 #include "ridge/trace/ranks.hpp"
+#include "ridge/trace/trace_file.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge::cli {
@@ -63,7 +64,7 @@ std::optional<trace::CounterOptions> counter_options(const TraceCommand& c) {
 /// when it has none (then the files asked for are a usage error).
 std::optional<trace::CounterRoofline> print_counter_roofline(const std::string& file, const TraceCommand& c, std::FILE* out) {
   const bool files_asked = !c.counters_svg.empty() || !c.counters_records.empty();
-  const trace::Trace t = trace::chrome_trace_has_counters(file) ? trace::load_chrome_trace(file) : trace::Trace{};
+  const trace::Trace t = trace::trace_has_counters(file) ? trace::load_trace(file) : trace::Trace{};
   if (t.counters.metrics.empty()) {
     if (files_asked) throw UsageError(fmt::format("{} has no hardware counters: --counters-svg and --counters-records need a trace taken with --counters", file));
     return std::nullopt;
@@ -230,7 +231,7 @@ RIDGE_REGISTER_COMMAND(Command{
           "half-written. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to ridge are passed on to the program. "
           "Exit codes of ridge itself: 2 usage error (including program not found), 1 tracing failed. Another CUPTI "
           "client (Nsight, PyTorch's profiler) cannot run in the same program at the same time.");
-      app.add_option("-o,--output", o.output, "Chrome/Perfetto trace JSON to write (\"\" = none)")->default_val("runs/trace.json");
+      app.add_option("-o,--output", o.output, "trace to write: Chrome/Perfetto JSON, or Perfetto's protobuf format for a name ending in .pftrace (\"\" = none)")->default_val("runs/trace.json");
       app.add_option("--json", c->json, "write the analysis as JSON to FILE ('-' for stdout)");
       auto* output = app.get_option("--output");
       app.add_option("--analyze", c->analyze,

@@ -74,7 +74,8 @@ class Tracer {
 
   /// The events recorded by the last start/stop (finalized: sorted, nesting computed).
   const trace::Trace& events() const { return trace_; }
-  /// Writes the Chrome/Perfetto trace JSON atomically.
+  /// Writes the trace atomically: Chrome/Perfetto JSON, or Perfetto's protobuf format when the
+  /// name ends in .pftrace (trace::write_trace(events(), path, format) to choose otherwise).
   void write(const std::string& path) const;
   /// Top kernels, GPU busy and idle, launch latency, steps: see trace::analyze. `window` (e.g. the
   /// steady state from the first step on) limits what is analysed; its description is in the result.

@@ -26,6 +26,7 @@
 #include "ridge/trace/chrome_json.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/ranks.hpp"
+#include "ridge/trace/trace_file.hpp"
 #include "ridge/trace/window.hpp"
 #include "ridge/writers.hpp"
 #include "trace/cupti/collector.hpp"
@@ -166,7 +167,7 @@ void finish(const char* reason, int sig = 0) {
     t.distributed = c.distributed;
     if (!c.window.empty()) t = trace::apply_window(t, c.window);
     const auto t1 = std::chrono::steady_clock::now();
-    if (!c.output.empty()) trace::write_chrome_trace(t, c.output);
+    if (!c.output.empty()) trace::write_trace(t, c.output);
     const auto t2 = std::chrono::steady_clock::now();
     if (!c.summary.empty()) {
       trace::AnalysisOptions options;

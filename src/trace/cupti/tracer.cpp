@@ -9,7 +9,7 @@
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/trace/analysis.hpp"
-#include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/trace_file.hpp"
 #include "ridge/trace/tracer.hpp"
 #include "ridge/trace/window.hpp"
 #include "trace/cupti/collector.hpp"
@@ -66,7 +66,7 @@ void Tracer::stop() {
   if (sync_error) std::rethrow_exception(sync_error);
 }
 
-void Tracer::write(const std::string& path) const { trace::write_chrome_trace(trace_, path); }
+void Tracer::write(const std::string& path) const { trace::write_trace(trace_, path); }
 
 trace::Analysis Tracer::summary(const trace::AnalysisOptions& options, const trace::Window& window) const {
   return window.empty() ? trace::analyze(trace_, options) : trace::analyze(trace::apply_window(trace_, window), options);

@@ -13,6 +13,7 @@
 #include "ridge/trace/analysis.hpp"
 #include "ridge/trace/chrome_json.hpp"
 #include "launch_index.hpp"
+#include "ridge/trace/trace_file.hpp"
 
 namespace ridge::trace {
 
@@ -701,7 +702,7 @@ Analysis analysis_from_json(const nlohmann::json& j) {
 }
 
 TraceFileAnalysis analyze_trace_file(const std::string& path, const Window& window, const AnalysisOptions& options) {
-  Trace t = load_chrome_trace(path);
+  Trace t = load_trace(path);
   if (!window.empty()) t = apply_window(t, window);
   return {path, t.command, analyze(t, options)};
 }

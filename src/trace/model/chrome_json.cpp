@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -20,7 +19,8 @@
 #include "ridge/trace/events.hpp"
 #include "ridge/version.hpp"
 #include "ridge/writers.hpp"
-#include "results/gzip.hpp"
+#include "trace/model/chrome_metadata.hpp"
+#include "trace/model/chunked_file.hpp"
 #include "trace/model/json_fields.hpp"
 
 namespace ridge::trace {
@@ -96,11 +96,7 @@ struct Writer {
     while (devices.count(static_cast<std::uint32_t>(host_pid))) host_pid += 1000000;
     names.reserve(t.strings.size());
     for (std::size_t i = 0; i < t.strings.size(); ++i) names.push_back(escaped(t.strings.at(static_cast<std::uint32_t>(i))));
-    api_by_correlation.reserve(t.api_calls.size());
-    for (const auto& a : t.api_calls) {
-      auto [it, inserted] = api_by_correlation.emplace(a.correlation, &a);
-      if (!inserted && it->second->domain == ApiDomain::driver && a.domain == ApiDomain::runtime) it->second = &a;
-    }
+    api_by_correlation = detail::launch_calls_by_correlation(t);
   }
 
   /// A profiled launch's counters as kernel args (Perfetto shows them); the rows themselves are
@@ -339,39 +335,15 @@ struct Writer {
   std::string run() {
     out.reserve(256 + trace.kernels.size() * 560 + (trace.api_calls.size() + trace.memcpys.size()) * 200 +
                 trace.ranges.size() * 160);
-    nlohmann::json meta{{"format", "ridge.chrome_trace/1"},
-                        {"tool_version", tool_version()},
-                        {"origin_ns", origin},
-                        {"host_pid", host_pid},
-                        {"process_id", trace.process_id},
-                        {"command", trace.command},
-                        {"window", trace.window},
-                        {"dropped_records", trace.dropped_records},
-                        {"incomplete_records", trace.incomplete_records},
-                        {"rejected_events", nlohmann::json::array()},
-                        {"collection_start_ns", trace.collection_start},
-                        {"collection_stop_ns", trace.collection_stop},
-                        {"devices", nlohmann::json::object()}};
-    for (const auto& [id, name] : trace.device_names) meta["devices"][std::to_string(id)] = name;
-    if (!trace.counters.metrics.empty()) meta["counters"] = to_json(trace.counters);
-    if (trace.schedule) {
-      meta["schedule"] = to_json(*trace.schedule);
-      meta["recorded_steps"] = nlohmann::json::array();
-      for (const auto& step : trace.recorded_steps)
-        meta["recorded_steps"].push_back({{"number", step.number}, {"start_ns", step.start_ns}, {"end_ns", step.end_ns}});
-    }
-    for (const auto& r : trace.rejected_events) meta["rejected_events"].push_back({{"reason", r.reason}, {"count", r.count}});
+    const nlohmann::json meta = detail::ridge_metadata_json(trace, origin, host_pid);
     const DistributedInfo& d = trace.distributed;
-    if (d.known())
-      meta["distributed"] = {{"launcher", d.launcher}, {"job", d.job}, {"host", d.host}, {"local_rank", d.local_rank}};
     out += "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",";
     // The key Holistic Trace Analysis reads to know which rank a file is.
     if (d.known())
       fmt::format_to(std::back_inserter(out), "\"distributedInfo\":{},\n",
-                     nlohmann::json{{"rank", d.rank}, {"world_size", d.world_size}, {"backend", d.backend}}.dump(
-                         -1, ' ', false, nlohmann::json::error_handler_t::replace));
+                     json_text(detail::distributed_info_json(d), -1));
     fmt::format_to(std::back_inserter(out), "\"baseTimeNanoseconds\":{},\n\"ridge\":{},\n\"traceEvents\":[\n", origin,
-                   meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+                   json_text(meta, -1));
     write_events();
     write_metadata();
     out += "\n]}\n";
@@ -380,6 +352,9 @@ struct Writer {
 };
 
 }  // namespace
+
+
+
 
 std::string to_chrome_json(const Trace& trace) { return Writer(trace).run(); }
 
@@ -405,70 +380,6 @@ Dim3 dim3_of(const nlohmann::json& args, const char* key) {
 
 }  // namespace
 
-namespace {
-
-/// The event list of a Chrome trace document: {"traceEvents": [...]} or a bare array.
-const nlohmann::json& trace_events(const nlohmann::json& doc) {
-  if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) return doc["traceEvents"];
-  if (doc.is_array()) return doc;
-  throw UsageError("not a Chrome trace: no \"traceEvents\" array (ridge reads traces written by `ridge trace` or PyTorch's profiler)");
-}
-
-/// What ridge's writer stores beside the events (absent in PyTorch's traces): the clock's origin,
-/// the host process, how the trace was collected.
-struct RidgeMetadata {
-  Nanoseconds origin = 0;
-  std::int64_t host_pid = -1;
-};
-
-RidgeMetadata read_ridge_metadata(const nlohmann::json& doc, Trace& trace) {
-  RidgeMetadata meta;
-  if (!doc.is_object() || !doc.contains("ridge")) return meta;
-  const auto& m = doc["ridge"];
-  using detail::integer_field;
-  meta.origin = integer_field(m, "origin_ns", Nanoseconds{0}, "ridge");
-  meta.host_pid = integer_field(m, "host_pid", std::int64_t{-1}, "ridge");
-  trace.process_id = integer_field(m, "process_id", std::uint32_t{0}, "ridge");
-  trace.command = m.value("command", std::string());
-  trace.window = m.value("window", std::string());
-  trace.dropped_records = integer_field(m, "dropped_records", std::uint64_t{0}, "ridge");
-  trace.incomplete_records = integer_field(m, "incomplete_records", std::uint64_t{0}, "ridge");
-  if (m.contains("rejected_events"))
-    for (const auto& r : m["rejected_events"])
-      trace.count_rejected(r.at("reason").get<std::string>(), integer_field(r, "count", std::uint64_t{0}, "ridge.rejected_events"));
-  trace.collection_start = integer_field(m, "collection_start_ns", Nanoseconds{0}, "ridge");
-  trace.collection_stop = integer_field(m, "collection_stop_ns", Nanoseconds{0}, "ridge");
-  if (m.contains("devices"))
-    for (const auto& [k, v] : m["devices"].items()) {
-      std::uint32_t device = 0;
-      const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), device);
-      if (ec != std::errc() || ptr != k.data() + k.size() || !v.is_string())
-        throw UsageError(fmt::format("not a trace ridge can read: ridge.devices maps device numbers to names, not "
-                                     "'{}'",
-                                     k));
-      trace.device_names[device] = v.get<std::string>();
-    }
-  if (const auto c = m.find("counters"); c != m.end()) trace.counters = kernel_counters_from_json(*c);
-  if (const auto sc = m.find("schedule"); sc != m.end()) {
-    trace.schedule = trace_schedule_from_json(*sc);
-    if (const auto steps = m.find("recorded_steps"); steps != m.end()) {
-      if (!steps->is_array()) throw UsageError("not a trace ridge can read: ridge.recorded_steps must be an array");
-      for (const auto& step : *steps)
-        trace.recorded_steps.push_back({integer_field(step, "number", std::uint64_t{0}, "ridge.recorded_steps"),
-                                        integer_field(step, "start_ns", Nanoseconds{0}, "ridge.recorded_steps"),
-                                        integer_field(step, "end_ns", Nanoseconds{0}, "ridge.recorded_steps")});
-    }
-  }
-  if (const auto d = m.find("distributed"); d != m.end() && d->is_object()) {
-    trace.distributed.launcher = d->value("launcher", std::string());
-    trace.distributed.job = d->value("job", std::string());
-    trace.distributed.host = d->value("host", std::string());
-    trace.distributed.local_rank = detail::integer_field(*d, "local_rank", -1, "ridge.distributed");
-  }
-  return meta;
-}
-
-}  // namespace
 
 namespace {
 
@@ -527,24 +438,10 @@ struct EventTimes {
   }
 };
 
-/// A PyTorch/ridge trace's "distributedInfo" (rank, world size, backend), where it is well formed.
-void read_distributed_info(const nlohmann::json& doc, Trace& trace) {
-  const auto d = doc.find("distributedInfo");  // end() for an array
-  if (d == doc.end() || !d->is_object()) return;
-  const auto rank = d->find("rank");
-  if (rank == d->end() || !rank->is_number_integer() || rank->get<std::int64_t>() < 0 ||
-      rank->get<std::int64_t>() >= (1 << 24))
-    return;
-  trace.distributed.rank = rank->get<int>();
-  const auto world = d->find("world_size");
-  const int world_size = world != d->end() && world->is_number_integer() && world->get<std::int64_t>() > 0 &&
-                                 world->get<std::int64_t>() < (1 << 24)
-                             ? world->get<int>()
-                             : 0;
-  trace.distributed.world_size = std::max(world_size, trace.distributed.rank + 1);
-  const auto backend = d->find("backend");
-  trace.distributed.backend = backend != d->end() && backend->is_string() ? backend->get<std::string>() : "nccl";
-}
+}  // namespace
+
+
+namespace {
 
 /// The process id of an event of process `pid`: the host process's id is ridge's, others are kept.
 std::uint32_t process_of(std::int64_t pid, std::int64_t host_pid, const Trace& trace) {
@@ -632,104 +529,404 @@ void add_event(Trace& trace, const nlohmann::json& e, const std::string& ph, con
 
 }  // namespace
 
-Trace parse_chrome_json(const std::string& text, const std::string& source) {
-  const nlohmann::json doc = parse_json(text, source);
-  const nlohmann::json* events_ptr = nullptr;
-  try {
-    events_ptr = &trace_events(doc);
-  } catch (const UsageError& e) {
-    throw UsageError(fmt::format("{}: {}", source, e.what()));
+
+namespace {
+
+constexpr const char* not_a_chrome_trace =
+    "not a Chrome trace: no \"traceEvents\" array (ridge reads traces written by `ridge trace` or PyTorch's profiler)";
+
+/// Reads a Chrome trace as nlohmann's parser goes through it (SAX): each event is built as a
+/// small JSON value, turned into the trace's typed events and dropped, so memory stays that of the
+/// Trace itself instead of a DOM of every event (3.1 GB for a million kernels). The "ridge" and
+/// "distributedInfo" objects are kept whole; every other top-level value is skipped.
+class StreamingReader {
+ public:
+  using json = nlohmann::json;
+
+  /// `prelude`: the file's "ridge" metadata when a first pass found it after the events; `shift`:
+  /// nanoseconds added to every time (when the first pass found negative times).
+  StreamingReader(const std::string& source, const json* prelude, WideNs shift, bool metadata_only)
+      : source_(source), shift_(shift), metadata_only_(metadata_only), times_{source_, "traceEvents"} {
+    if (prelude != nullptr) apply_ridge_metadata(*prelude);
   }
-  const nlohmann::json& events = *events_ptr;
-  const EventTimes times{source, doc.is_array() ? std::string() : std::string("traceEvents")};
-  Trace trace;
-  RidgeMetadata meta;
-  try {
-    meta = read_ridge_metadata(doc, trace);
-  } catch (const std::exception& e) {
-    throw UsageError(fmt::format("{}: ridge: malformed metadata: {}", source, e.what()));
+
+  Trace& trace() { return trace_; }
+  bool saw_events() const { return saw_events_; }
+  /// The file's earliest time relative to the origin (< 0 when times must be shifted).
+  WideNs earliest() const { return earliest_; }
+  /// The "ridge" metadata came after the events it applies to: read again with it known first.
+  const json* late_metadata() const { return late_metadata_ ? &ridge_json_ : nullptr; }
+  bool needs_second_pass() const { return late_metadata_ || earliest_ + shift_ < 0; }
+
+  // ---- nlohmann's SAX interface ----
+  bool null() { return scalar([&] { return capture_->null(); }); }
+  bool boolean(bool v) { return scalar([&] { return capture_->boolean(v); }); }
+  bool number_integer(json::number_integer_t v) { return scalar([&] { return capture_->number_integer(v); }); }
+  bool number_unsigned(json::number_unsigned_t v) { return scalar([&] { return capture_->number_unsigned(v); }); }
+  bool number_float(json::number_float_t v, const json::string_t& s) {
+    return scalar([&] { return capture_->number_float(v, s); });
   }
-  read_distributed_info(doc, trace);
-  const std::int64_t host_pid = meta.host_pid;
-  // Which events are read, and the earliest time among them: negative times are shifted to 0.
-  std::vector<bool> read(events.size(), false);
-  WideNs earliest = 0;
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    const auto& e = events[i];
-    if (!e.is_object()) continue;
-    auto text_field = [&](const char* key) {
-      auto it = e.find(key);
-      return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    const std::string ph = text_field("ph");
-    if (!read_by_ridge(ph, text_field("cat"))) continue;
-    read[i] = true;
-    if (auto t = times.read(e, i, ph == "X")) earliest = std::min(earliest, static_cast<WideNs>(meta.origin) + t->first);
+  bool string(json::string_t& v) {
+    // An event whose "ph" or "cat" says it is not read is dropped as soon as that is known
+    // (ridge's own files write "ph" first: flow arrows and metadata are never built).
+    if (capture_ && capture_what_ == Capture::event && depth_ == capture_depth_ && event_key_ != EventKey::other &&
+        !may_be_read(event_key_, v)) {
+      capture_.reset();
+      skipping_ = true;
+      return true;
+    }
+    return scalar([&] { return capture_->string(v); });
   }
-  const WideNs shift = -earliest;  // >= 0
-  if (shift > 0) {  // the file's own clock fields move with the events
-    if (trace.collection_start) trace.collection_start += static_cast<Nanoseconds>(shift);
-    if (trace.collection_stop) trace.collection_stop += static_cast<Nanoseconds>(shift);
-    for (auto& step : trace.recorded_steps) {
-      step.start_ns += static_cast<Nanoseconds>(shift);
-      step.end_ns += static_cast<Nanoseconds>(shift);
+  bool binary(json::binary_t& v) { return scalar([&] { return capture_->binary(v); }); }
+  bool key(json::string_t& k) {
+    if (capture_) {
+      if (depth_ == capture_depth_) event_key_ = k == "ph" ? EventKey::ph : k == "cat" ? EventKey::cat : EventKey::other;
+      return capture_->key(k);
+    }
+    if (depth_ == 1) key_ = k;
+    return true;
+  }
+  bool start_object(std::size_t n) { return open(true, n); }
+  bool start_array(std::size_t n) { return open(false, n); }
+  bool end_object() { return close(true); }
+  bool end_array() { return close(false); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    throw UsageError(fmt::format("{} is not valid JSON: {}", source_, e.what()));
+  }
+
+ private:
+  enum class Capture { none, event, ridge, distributed };
+  enum class EventKey { other, ph, cat };
+
+  /// Whether an event whose "ph" or "cat" is `value` may be one read_by_ridge reads.
+  static bool may_be_read(EventKey key, const std::string& value) {
+    if (key == EventKey::ph) return value == "X" || value == "i" || value == "I";
+    return value == "kernel" || value == "gpu_memcpy" || value == "gpu_memset" || value == "cuda_runtime" ||
+           value == "cuda_driver" || value == "cuda_sync" || value == "user_annotation";
+  }
+
+  template <typename Forward>
+  bool scalar(Forward forward) {
+    if (capture_) return forward();
+    if (skipping_) return true;
+    if (in_events_ && depth_ == events_depth_) ++event_index_;  // not an object: skipped
+    return true;
+  }
+
+  bool open(bool object, std::size_t n) {
+    if (++depth_ > max_json_depth)
+      throw UsageError(fmt::format("{}: JSON nested deeper than {} levels; ridge's files nest a few levels (see "
+                                   "docs/results-schema.md)",
+                                   source_, max_json_depth));
+    if (capture_) return object ? capture_->start_object(n) : capture_->start_array(n);
+    if (skipping_) return true;
+    if (depth_ == 1) {
+      root_is_object_ = object;
+      if (!object) enter_events(1);
+      return true;
+    }
+    if (in_events_ && depth_ == events_depth_ + 1) {
+      if (object) begin_capture(Capture::event, true);
+      else ++event_index_;
+      return true;
+    }
+    if (depth_ == 2 && root_is_object_) {
+      if (key_ == "traceEvents" && !object && !saw_events_) {
+        if (metadata_only_) return false;  // stops the parser: the metadata comes first
+        enter_events(2);
+      } else if (key_ == "ridge") {
+        begin_capture(Capture::ridge, object);
+      } else if (key_ == "distributedInfo") {
+        begin_capture(Capture::distributed, object);
+      }
+    }
+    return true;
+  }
+
+  bool close(bool object) {
+    if (capture_) {
+      const bool ok = object ? capture_->end_object() : capture_->end_array();
+      if (--depth_ < capture_depth_) end_capture();
+      return ok;
+    }
+    if (skipping_) {
+      if (--depth_ < capture_depth_) {
+        skipping_ = false;
+        capture_what_ = Capture::none;
+        ++event_index_;
+      }
+      return true;
+    }
+    if (in_events_ && depth_ == events_depth_) in_events_ = false;
+    --depth_;
+    return true;
+  }
+
+  void enter_events(int depth) {
+    in_events_ = saw_events_ = true;
+    events_depth_ = depth;
+    times_.list = depth == 1 ? std::string() : std::string("traceEvents");
+  }
+
+  void begin_capture(Capture what, bool object) {
+    captured_ = json();
+    capture_.emplace(captured_);
+    if (object) capture_->start_object(std::size_t(-1));
+    else capture_->start_array(std::size_t(-1));
+    capture_what_ = what;
+    capture_depth_ = depth_;
+    event_key_ = EventKey::other;
+  }
+
+  void end_capture() {
+    capture_.reset();
+    switch (std::exchange(capture_what_, Capture::none)) {
+      case Capture::event: event(captured_, event_index_++); break;
+      case Capture::ridge:
+        if (!have_ridge_) {
+          ridge_json_ = std::move(captured_);
+          if (events_read_) late_metadata_ = true;
+          else apply_ridge_metadata(ridge_json_);
+        }
+        break;
+      case Capture::distributed: detail::read_distributed_info(captured_, trace_); break;
+      case Capture::none: break;
     }
   }
 
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    if (!read[i]) continue;
-    const auto& e = events[i];
+  void apply_ridge_metadata(const json& m) {
+    have_ridge_ = true;
+    ridge_json_ = m;
     try {
-      const std::string ph = e.value("ph", std::string());
-      const std::string cat = e.value("cat", std::string());
-      const auto span = times.read(e, i, ph == "X");
-      if (!span) {
-        trace.count_rejected(negative_duration_reason);
-        continue;
+      meta_ = detail::read_ridge_metadata(m, trace_);
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("{}: ridge: malformed metadata: {}", source_, e.what()));
+    }
+    if (shift_ > 0) {  // the file's own clock fields move with the events
+      if (trace_.collection_start) trace_.collection_start += static_cast<Nanoseconds>(shift_);
+      if (trace_.collection_stop) trace_.collection_stop += static_cast<Nanoseconds>(shift_);
+      for (auto& step : trace_.recorded_steps) {
+        step.start_ns += static_cast<Nanoseconds>(shift_);
+        step.end_ns += static_cast<Nanoseconds>(shift_);
       }
-      const WideNs wide_start = static_cast<WideNs>(meta.origin) + span->first + shift;
-      const WideNs wide_end = static_cast<WideNs>(meta.origin) + span->second + shift;
-      if (wide_end > static_cast<WideNs>(std::numeric_limits<Nanoseconds>::max()))
-        throw UsageError(fmt::format("{}: {}[{}]: ends beyond 2^64 ns after the file's origin", source, times.list, i));
-      const auto start = static_cast<Nanoseconds>(wide_start), end = static_cast<Nanoseconds>(wide_end);
-      add_event(trace, e, ph, cat, start, end, host_pid);
-    } catch (const UsageError& x) {
-      const std::string what = x.what();
-      if (what.rfind(source, 0) == 0) throw;  // already names the file and the path
-      throw UsageError(fmt::format("{}: {}[{}]: malformed event: {}", source, times.list, i, what));
-    } catch (const std::exception& x) {  // a field of the wrong type or size (nlohmann, stoll)
-      throw UsageError(fmt::format("{}: {}[{}]: malformed event: {}", source, times.list, i, x.what()));
     }
   }
-  finalize(trace);
-  return trace;
+
+  void event(const json& e, std::size_t i) {
+    auto text_field = [&](const char* key) -> std::string_view {
+      auto it = e.find(key);
+      return it != e.end() && it->is_string() ? std::string_view(it->get_ref<const std::string&>()) : std::string_view();
+    };
+    const std::string ph(text_field("ph")), cat(text_field("cat"));
+    if (!read_by_ridge(ph, cat)) return;
+    events_read_ = true;
+    try {
+      const auto span = times_.read(e, i, ph == "X");
+      if (!span) {
+        trace_.count_rejected(negative_duration_reason);
+        return;
+      }
+      earliest_ = std::min(earliest_, static_cast<WideNs>(meta_.origin) + span->first);
+      if (needs_second_pass()) return;  // the times are shifted then: only the earliest counts now
+      const WideNs wide_start = static_cast<WideNs>(meta_.origin) + span->first + shift_;
+      const WideNs wide_end = static_cast<WideNs>(meta_.origin) + span->second + shift_;
+      if (wide_end > static_cast<WideNs>(std::numeric_limits<Nanoseconds>::max()))
+        throw UsageError(fmt::format("{}: {}[{}]: ends beyond 2^64 ns after the file's origin", source_, times_.list, i));
+      add_event(trace_, e, ph, cat, static_cast<Nanoseconds>(wide_start), static_cast<Nanoseconds>(wide_end),
+                meta_.host_pid);
+    } catch (const UsageError& x) {
+      const std::string what = x.what();
+      if (what.rfind(source_, 0) == 0) throw;  // already names the file and the path
+      throw UsageError(fmt::format("{}: {}[{}]: malformed event: {}", source_, times_.list, i, what));
+    } catch (const std::exception& x) {  // a field of the wrong type or size (nlohmann, stoll)
+      throw UsageError(fmt::format("{}: {}[{}]: malformed event: {}", source_, times_.list, i, x.what()));
+    }
+  }
+
+  const std::string& source_;
+  WideNs shift_ = 0;
+  bool metadata_only_ = false;
+  EventTimes times_;
+  Trace trace_;
+  detail::RidgeMetadata meta_;
+  json ridge_json_;
+  bool have_ridge_ = false, late_metadata_ = false, events_read_ = false;
+  WideNs earliest_ = 0;
+
+  int depth_ = 0, events_depth_ = 0, capture_depth_ = 0;
+  bool root_is_object_ = false, in_events_ = false, saw_events_ = false;
+  bool skipping_ = false;  // inside an event dropped early (may_be_read)
+  EventKey event_key_ = EventKey::other;
+  std::string key_;
+  std::size_t event_index_ = 0;
+  Capture capture_what_ = Capture::none;
+  json captured_;
+  std::optional<nlohmann::detail::json_sax_dom_parser<json>> capture_;
+};
+
+/// Parses the JSON that `parse` feeds to a StreamingReader (once, or twice when the first pass
+/// finds the metadata after the events or times before the origin).
+template <typename Parse>
+Trace read_streamed(const std::string& source, Parse parse) {
+  nlohmann::json late_metadata;
+  const nlohmann::json* prelude = nullptr;
+  WideNs shift = 0;
+  // At most three passes: the second knows the metadata, the third the shift it implies.
+  for (int pass = 1;; ++pass) {
+    StreamingReader reader(source, prelude, shift, false);
+    parse(reader);
+    if (!reader.saw_events()) throw UsageError(fmt::format("{}: {}", source, not_a_chrome_trace));
+    const WideNs needed = -std::min<WideNs>(reader.earliest(), 0);
+    if ((reader.late_metadata() == nullptr && needed == shift) || pass == 3) {
+      finalize(reader.trace());
+      return std::move(reader.trace());
+    }
+    if (reader.late_metadata() != nullptr) {
+      late_metadata = *reader.late_metadata();
+      prelude = &late_metadata;
+      shift = 0;  // this pass's earliest time lacked the origin
+    } else {
+      shift = needed;
+    }
+  }
+}
+
+}  // namespace
+
+Trace parse_chrome_json(const std::string& text, const std::string& source) {
+  return read_streamed(source, [&](StreamingReader& reader) { nlohmann::json::sax_parse(text, &reader); });
 }
 
 Trace load_chrome_trace(const std::string& path) {
-  return parse_chrome_json(detail::gunzip_if_compressed(read_text(path), path), path);
+  return read_streamed(path, [&](StreamingReader& reader) {
+    detail::ChunkedFile file(path);
+    nlohmann::json::sax_parse(detail::ChunkIterator{&file}, detail::ChunkIterator{}, &reader);
+  });
 }
 
 bool chrome_trace_has_counters(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (in.peek() == 0x1f) {  // gzip's magic: stored traces are kept compressed; read it whole
-    try {
-      const Trace t = load_chrome_trace(path);
-      return !t.counters.metrics.empty();
-    } catch (const std::exception&) {
-      return false;
-    }
+  // ridge's writer puts "ridge":{...,"counters":{...}} before "traceEvents": the parse stops there.
+  try {
+    StreamingReader reader(path, nullptr, 0, true);
+    detail::ChunkedFile file(path);
+    nlohmann::json::sax_parse(detail::ChunkIterator{&file}, detail::ChunkIterator{}, &reader);
+    return !reader.trace().counters.metrics.empty();
+  } catch (const std::exception&) {
+    return false;
   }
-  std::string head;
-  std::string chunk(1 << 16, '\0');
-  // ridge's writer puts "ridge":{...,"counters":{...}} before "traceEvents".
-  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-    head.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
-    const auto events = head.find("\"traceEvents\"");
-    const auto counters = head.find("\"counters\":{\"captured_launches\"");  // keys sorted: the first
-    if (counters != std::string::npos && (events == std::string::npos || counters < events)) return true;
-    if (events != std::string::npos) return false;
-  }
-  return false;
 }
 
 }  // namespace ridge::trace
+
+// What both file formats keep beside the events (trace/model/chrome_metadata.hpp).
+namespace ridge::detail {
+
+using namespace ridge::trace;
+
+RidgeMetadata read_ridge_metadata(const nlohmann::json& m, Trace& trace) {
+  using ridge::detail::integer_field;
+  RidgeMetadata meta;
+  meta.origin = integer_field(m, "origin_ns", Nanoseconds{0}, "ridge");
+  meta.host_pid = integer_field(m, "host_pid", std::int64_t{-1}, "ridge");
+  trace.process_id = integer_field(m, "process_id", std::uint32_t{0}, "ridge");
+  trace.command = m.value("command", std::string());
+  trace.window = m.value("window", std::string());
+  trace.dropped_records = integer_field(m, "dropped_records", std::uint64_t{0}, "ridge");
+  trace.incomplete_records = integer_field(m, "incomplete_records", std::uint64_t{0}, "ridge");
+  if (m.contains("rejected_events"))
+    for (const auto& r : m["rejected_events"])
+      trace.count_rejected(r.at("reason").get<std::string>(), integer_field(r, "count", std::uint64_t{0}, "ridge.rejected_events"));
+  trace.collection_start = integer_field(m, "collection_start_ns", Nanoseconds{0}, "ridge");
+  trace.collection_stop = integer_field(m, "collection_stop_ns", Nanoseconds{0}, "ridge");
+  if (m.contains("devices"))
+    for (const auto& [k, v] : m["devices"].items()) {
+      std::uint32_t device = 0;
+      const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), device);
+      if (ec != std::errc() || ptr != k.data() + k.size() || !v.is_string())
+        throw UsageError(fmt::format("not a trace ridge can read: ridge.devices maps device numbers to names, not "
+                                     "'{}'",
+                                     k));
+      trace.device_names[device] = v.get<std::string>();
+    }
+  if (const auto c = m.find("counters"); c != m.end()) trace.counters = kernel_counters_from_json(*c);
+  if (const auto sc = m.find("schedule"); sc != m.end()) {
+    trace.schedule = trace::trace_schedule_from_json(*sc);
+    if (const auto steps = m.find("recorded_steps"); steps != m.end()) {
+      if (!steps->is_array()) throw UsageError("not a trace ridge can read: ridge.recorded_steps must be an array");
+      for (const auto& step : *steps)
+        trace.recorded_steps.push_back({integer_field(step, "number", std::uint64_t{0}, "ridge.recorded_steps"),
+                                        integer_field(step, "start_ns", Nanoseconds{0}, "ridge.recorded_steps"),
+                                        integer_field(step, "end_ns", Nanoseconds{0}, "ridge.recorded_steps")});
+    }
+  }
+  if (const auto d = m.find("distributed"); d != m.end() && d->is_object()) {
+    trace.distributed.launcher = d->value("launcher", std::string());
+    trace.distributed.job = d->value("job", std::string());
+    trace.distributed.host = d->value("host", std::string());
+    trace.distributed.local_rank = detail::integer_field(*d, "local_rank", -1, "ridge.distributed");
+  }
+  return meta;
+}
+
+void read_distributed_info(const nlohmann::json& info, Trace& trace) {
+  if (!info.is_object()) return;
+  const nlohmann::json* d = &info;
+  const auto rank = d->find("rank");
+  if (rank == d->end() || !rank->is_number_integer() || rank->get<std::int64_t>() < 0 ||
+      rank->get<std::int64_t>() >= (1 << 24))
+    return;
+  trace.distributed.rank = rank->get<int>();
+  const auto world = d->find("world_size");
+  const int world_size = world != d->end() && world->is_number_integer() && world->get<std::int64_t>() > 0 &&
+                                 world->get<std::int64_t>() < (1 << 24)
+                             ? world->get<int>()
+                             : 0;
+  trace.distributed.world_size = std::max(world_size, trace.distributed.rank + 1);
+  const auto backend = d->find("backend");
+  trace.distributed.backend = backend != d->end() && backend->is_string() ? backend->get<std::string>() : "nccl";
+}
+
+nlohmann::json ridge_metadata_json(const Trace& trace, Nanoseconds origin, std::int64_t host_pid) {
+  nlohmann::json meta{{"format", "ridge.chrome_trace/1"},
+                      {"tool_version", tool_version()},
+                      {"origin_ns", origin},
+                      {"host_pid", host_pid},
+                      {"process_id", trace.process_id},
+                      {"command", trace.command},
+                      {"window", trace.window},
+                      {"dropped_records", trace.dropped_records},
+                      {"incomplete_records", trace.incomplete_records},
+                      {"rejected_events", nlohmann::json::array()},
+                      {"collection_start_ns", trace.collection_start},
+                      {"collection_stop_ns", trace.collection_stop},
+                      {"devices", nlohmann::json::object()}};
+  for (const auto& [id, name] : trace.device_names) meta["devices"][std::to_string(id)] = name;
+  if (!trace.counters.metrics.empty()) meta["counters"] = to_json(trace.counters);
+  if (trace.schedule) {
+    meta["schedule"] = to_json(*trace.schedule);
+    meta["recorded_steps"] = nlohmann::json::array();
+    for (const auto& step : trace.recorded_steps)
+      meta["recorded_steps"].push_back({{"number", step.number}, {"start_ns", step.start_ns}, {"end_ns", step.end_ns}});
+  }
+  for (const auto& r : trace.rejected_events) meta["rejected_events"].push_back({{"reason", r.reason}, {"count", r.count}});
+  const DistributedInfo& d = trace.distributed;
+  if (d.known())
+    meta["distributed"] = {{"launcher", d.launcher}, {"job", d.job}, {"host", d.host}, {"local_rank", d.local_rank}};
+  return meta;
+}
+
+nlohmann::json distributed_info_json(const DistributedInfo& info) {
+  return {{"rank", info.rank}, {"world_size", info.world_size}, {"backend", info.backend}};
+}
+
+std::unordered_map<std::uint32_t, const ApiCall*> launch_calls_by_correlation(const Trace& trace) {
+  std::unordered_map<std::uint32_t, const ApiCall*> calls;
+  calls.reserve(trace.api_calls.size());
+  for (const auto& a : trace.api_calls) {
+    auto [it, inserted] = calls.emplace(a.correlation, &a);
+    if (!inserted && it->second->domain == ApiDomain::driver && a.domain == ApiDomain::runtime) it->second = &a;
+  }
+  return calls;
+}
+
+}  // namespace ridge::detail

@@ -20,6 +20,7 @@
 #include "ridge/stats.hpp"
 #include "ridge/trace/analysis.hpp"
 #include "ridge/trace/chrome_json.hpp"
+#include "ridge/trace/trace_file.hpp"
 #include "ridge/trace/launch.hpp"
 #include "ridge/trace/ranks.hpp"
 #include "ridge/version.hpp"
@@ -582,7 +583,7 @@ std::vector<Trace> load_rank_traces(const std::vector<std::string>& files) {
     return traces;
   }
   for (const auto& f : files) {
-    traces.push_back(load_chrome_trace(f));
+    traces.push_back(load_trace(f));
     if (!traces.back().distributed.known()) {
       if (files.size() > 1)
         throw UsageError(fmt::format("{} has no \"distributedInfo\" with a rank: analyze rank traces written under a "
