@@ -16,6 +16,7 @@
 
 #include "ridge/errors.hpp"
 #include "ridge/record_keys.hpp"
+#include "ridge/stats.hpp"
 
 namespace ridge {
 
@@ -53,6 +54,27 @@ RecordComparison judge_window(std::span<const SeriesPoint> points, std::size_t l
   ResultSet next;
   next.records.push_back(pooled_record(points.subspan(k, hi - k)));
   return compare_results(baselines, next, options).rows.front();
+}
+
+// Whether compare_results could call runs [lo, k) against runs [k, hi) a change: the ratio it
+// judges (the pooled after-samples' median over the median of the before-runs' medians) lies
+// outside the threshold. Its noise band is never narrower than the threshold, so a pair inside it
+// is no change, and the rank test, the interval and the band are not computed. Exact only where
+// compare_results does not rescale the new samples (scale_compute_bound_by_clock off); with it on,
+// every pair is judged in full. A margin of 1e-9 keeps rounding on the side of judging.
+bool may_be_change(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
+                   const CompareOptions& options, std::vector<double>& scratch) {
+  if (options.scale_compute_bound_by_clock) return true;
+  scratch.clear();
+  for (std::size_t i = lo; i < k; ++i) scratch.push_back(points[i].record.summary.median);
+  const double before = median(scratch);
+  scratch.clear();
+  for (std::size_t i = k; i < hi; ++i)
+    scratch.insert(scratch.end(), points[i].record.samples_ms.begin(), points[i].record.samples_ms.end());
+  if (scratch.empty() || !(before > 0)) return true;
+  const double ratio = median(scratch) / before;
+  constexpr double margin = 1e-9;
+  return ratio > 1 + options.threshold - margin || ratio < 1 - options.threshold + margin;
 }
 
 bool is_change(const RecordComparison& row) {
@@ -135,7 +157,9 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
   CompareOptions scan = options.compare;
   scan.alpha = options.compare.alpha / double(positions.size());
   scan.bootstrap_budget = 0;  // the interval does not decide; order statistics are O(1)
-  std::map<std::tuple<std::size_t, std::size_t, std::size_t>, RecordComparison> judged;
+  // Each window pair judged once: its rank effect when compare_results calls it a change, none otherwise.
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::optional<double>> judged;
+  std::vector<double> scratch;
   std::set<std::size_t> kept;
   for (;;) {
     std::optional<std::size_t> best;
@@ -145,9 +169,14 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
       const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
       if (k - lo < options.min_runs_before) continue;
       auto it = judged.find({lo, k, hi});
-      if (it == judged.end()) it = judged.emplace(std::tuple{lo, k, hi}, judge_window(points, lo, k, hi, scan)).first;
-      if (!is_change(it->second)) continue;
-      if (const double effect = rank_effect(it->second); effect > best_effect) {
+      if (it == judged.end()) {
+        std::optional<double> effect;
+        if (may_be_change(points, lo, k, hi, scan, scratch))
+          if (const RecordComparison row = judge_window(points, lo, k, hi, scan); is_change(row)) effect = rank_effect(row);
+        it = judged.emplace(std::tuple{lo, k, hi}, effect).first;
+      }
+      if (!it->second) continue;
+      if (const double effect = *it->second; effect > best_effect) {
         best = k;
         best_effect = effect;
       }

@@ -532,3 +532,32 @@ TEST(HistoryCheck, BadOptionsAreUsageErrors) {
   options.min_runs_before = 2;
   EXPECT_THROW(check_history(h, options), UsageError);
 }
+
+TEST(HistoryCheck, SkippingPairsInsideTheThresholdChangesNoVerdict) {
+  // Steps around the 5% threshold, both ways. With scale_compute_bound_by_clock on, every window
+  // pair is judged in full (records without per-sample clocks are never rescaled), so both
+  // settings must find the same changes with the same numbers.
+  for (double step : {1.03, 1.048, 1.052, 1.07, 0.95, 0.93}) {
+    std::vector<SeriesPoint> points;
+    for (int i = 0; i < 30; ++i) {
+      const ResultSet run = make_run(i, {.level_ms = i >= 15 ? step : 1.0, .seed = 5});
+      points.push_back({commit_name(i), run.context.timestamp_utc, 13000, run.records[0]});
+    }
+    CheckOptions skipping, full;
+    full.compare.scale_compute_bound_by_clock = true;
+    std::size_t tested_skipping = 0, tested_full = 0;
+    const auto a = detect_changes(points, 0, skipping, &tested_skipping);
+    const auto b = detect_changes(points, 0, full, &tested_full);
+    EXPECT_EQ(tested_skipping, tested_full);
+    ASSERT_EQ(a.size(), b.size()) << "step " << step;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].commit, b[i].commit);
+      EXPECT_EQ(a[i].ratio, b[i].ratio);
+      EXPECT_EQ(a[i].p_value, b[i].p_value);
+    }
+    if (std::abs(step - 1) >= 0.06) {
+      ASSERT_EQ(a.size(), 1u) << "step " << step;
+      EXPECT_EQ(a[0].commit, commit_name(15));
+    }
+  }
+}
