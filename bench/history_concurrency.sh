@@ -6,7 +6,7 @@
 # Usage: bench/history_concurrency.sh OUTDIR   (WORK=/tmp/history_concurrency RIDGE=build/bin/ridge)
 set -euo pipefail
 out=${1:?usage: history_concurrency.sh OUTDIR}
-ridge=${RIDGE:-build/bin/ridge}
+ridge=$(realpath "${RIDGE:-build/bin/ridge}")
 work=${WORK:-/tmp/history_concurrency}
 procs=${PROCS:-8}
 each=${RUNS_EACH:-100}
@@ -28,7 +28,8 @@ wave() {  # $1: label
   for ((p = 0; p < procs; ++p)); do
     # Sorted by run number: the files are run<i>.json, added in order.
     mapfile -t files < <(ls "$work/p$p"/run*.json | sort -V)
-    "$ridge" history add "$db" "${files[@]}" >"$work/p$p.$1.out" 2>&1 &
+    # From outside any git repository: each run's commit is its result file's git sha (c<i>).
+    (cd "$work" && exec "$ridge" history add "$db" "${files[@]}") >"$work/p$p.$1.out" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done

@@ -41,26 +41,26 @@ try() {
 say "# ridge history on hostile input ($(date -u +%F), $("$ridge" --version 2>/dev/null | head -n1))"
 say ""
 cp "$good" "$work/truncated.db"; truncate -s $(( $(stat -c %s "$good") / 2 )) "$work/truncated.db"
-try "truncated to half (add)" "$work/truncated.db" "$ridge" history add "$work/truncated.db" "$new_run" --commit new
+try "truncated to half (add)" "$work/truncated.db" "$ridge" history add "$work/truncated.db" "$new_run"
 try "truncated to half (check)" "$work/truncated.db" "$ridge" history check "$work/truncated.db"
 cp "$good" "$work/header.db"; printf 'this is not sqlite' | dd of="$work/header.db" conv=notrunc status=none
-try "header overwritten (add)" "$work/header.db" "$ridge" history add "$work/header.db" "$new_run" --commit new
+try "header overwritten (add)" "$work/header.db" "$ridge" history add "$work/header.db" "$new_run"
 cp "$good" "$work/corrupt.db"
 size=$(stat -c %s "$good")
 for off in $((size / 3)) $((size / 2)) $((2 * size / 3)); do head -c 512 /dev/urandom | dd of="$work/corrupt.db" bs=1 seek=$off conv=notrunc status=none; done
 try "random bytes in three pages (check)" "$work/corrupt.db" "$ridge" history check "$work/corrupt.db"
-try "random bytes in three pages (add)" "$work/corrupt.db" "$ridge" history add "$work/corrupt.db" "$new_run" --commit new
+try "random bytes in three pages (add)" "$work/corrupt.db" "$ridge" history add "$work/corrupt.db" "$new_run"
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE runs (id INTEGER PRIMARY KEY, x TEXT)'); c.execute(\"INSERT INTO runs (x) VALUES ('hello')\"); c.commit()" "$work/foreign.db"
-try "foreign SQLite database (add)" "$work/foreign.db" "$ridge" history add "$work/foreign.db" "$new_run" --commit new
+try "foreign SQLite database (add)" "$work/foreign.db" "$ridge" history add "$work/foreign.db" "$new_run"
 gzip -c "$work/runs/run0.json" >"$work/gzip.db"
 try "a gzip file (check)" "$work/gzip.db" "$ridge" history check "$work/gzip.db"
 cp "$work/runs/run0.json" "$work/json.db"
-try "a JSON file (add)" "$work/json.db" "$ridge" history add "$work/json.db" "$new_run" --commit new
+try "a JSON file (add)" "$work/json.db" "$ridge" history add "$work/json.db" "$new_run"
 mkdir "$work/folder.db"
-try "a folder (add)" "$work/folder.db" "$ridge" history add "$work/folder.db" "$new_run" --commit new
+try "a folder (add)" "$work/folder.db" "$ridge" history add "$work/folder.db" "$new_run"
 try "a folder (check)" "$work/folder.db" "$ridge" history check "$work/folder.db"
 mkfifo "$work/fifo.db"
-try "a FIFO (add)" "$work/fifo.db" "$ridge" history add "$work/fifo.db" "$new_run" --commit new
+try "a FIFO (add)" "$work/fifo.db" "$ridge" history add "$work/fifo.db" "$new_run"
 try "a FIFO (check)" "$work/fifo.db" "$ridge" history check "$work/fifo.db"
 try "the good file, for comparison (check)" "$good" "$ridge" history check "$good"
 
@@ -69,7 +69,7 @@ mnt=$work/tmpfs; mkdir -p "$mnt"
 if mount -t tmpfs -o size=3m tmpfs "$mnt" 2>/dev/null; then
   cp "$good" "$mnt/full.db"
   before=$(sqlite3 "$mnt/full.db" 'SELECT count(*) FROM runs')
-  python3 bench/history_synth.py files --first 100 --runs 60 --records 20 --samples 20 -o "$work/more"
+  python3 bench/history_synth.py files --first 100 --runs 60 --records 100 --samples 50 -o "$work/more"
   added=0 rc=0 msg=""
   for ((i = 100; i < 160; ++i)); do
     msg=$("$ridge" history add "$mnt/full.db" "$work/more/run$i.json" 2>&1 >/dev/null); rc=$?
