@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -46,13 +47,29 @@ Record pooled_record(std::span<const SeriesPoint> after) {
   return pooled;
 }
 
-// Runs [lo, k) against runs [k, hi), judged by compare_results.
+}  // namespace
+
+CompareOptions window_compare_options(const CompareOptions& options, std::size_t runs_before, std::size_t runs_after) {
+  CompareOptions scaled = options;
+  const std::size_t smaller = std::min(runs_before, runs_after);
+  if (smaller < 2) return scaled;
+  const double shrink = 1 / std::sqrt(double(smaller));
+  scaled.min_change_us *= shrink;
+  scaled.spread_factor *= shrink;
+  return scaled;
+}
+
+namespace {
+
+// Runs [lo, k) against runs [k, hi), judged by compare_results (its resolution and run-to-run
+// terms scaled to the windows when `scale_by_window`).
 RecordComparison judge_window(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
-                              const CompareOptions& options) {
+                              const CompareOptions& compare, bool scale_by_window) {
   std::vector<ResultSet> baselines(k - lo);
   for (std::size_t i = lo; i < k; ++i) baselines[i - lo].records.push_back(points[i].record);
   ResultSet next;
   next.records.push_back(pooled_record(points.subspan(k, hi - k)));
+  const CompareOptions options = scale_by_window ? window_compare_options(compare, k - lo, hi - k) : compare;
   return compare_results(baselines, next, options).rows.front();
 }
 
@@ -172,7 +189,8 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
       if (it == judged.end()) {
         std::optional<double> effect;
         if (may_be_change(points, lo, k, hi, scan, scratch))
-          if (const RecordComparison row = judge_window(points, lo, k, hi, scan); is_change(row)) effect = rank_effect(row);
+          if (const RecordComparison row = judge_window(points, lo, k, hi, scan, options.scale_floors_by_window);
+              is_change(row)) effect = rank_effect(row);
         it = judged.emplace(std::tuple{lo, k, hi}, effect).first;
       }
       if (!it->second) continue;
@@ -190,7 +208,7 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
   std::vector<HistoryChange> changes;
   for (std::size_t k : kept) {
     const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
-    const RecordComparison row = judge_window(points, lo, k, hi, report);
+    const RecordComparison row = judge_window(points, lo, k, hi, report, options.scale_floors_by_window);
     if (is_change(row)) changes.push_back(change_from(points, lo, k, hi, row, report));
   }
   return changes;
@@ -240,10 +258,13 @@ HistoryCheck check_history(const History& history, const CheckOptions& options) 
   std::map<std::string, std::size_t> series_of_key;
   std::vector<std::vector<SeriesPoint>> series;
   std::vector<std::vector<std::size_t>> run_positions;
+  // The columns detection reads, not each run's whole JSON (History::records_for_detection).
+  std::unordered_map<std::int64_t, std::vector<Record>> records_of_run = history.records_for_detection();
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    ResultSet run = history.load_run(runs[i].id);
+    const auto run = records_of_run.find(runs[i].id);
+    if (run == records_of_run.end()) continue;  // a run without records
     std::map<std::string, std::size_t> occurrences;
-    for (Record& r : run.records) {
+    for (Record& r : run->second) {
       const std::string match = record_match_key(r);
       const std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
       const auto [it, is_new] = series_of_key.emplace(key, series.size());
