@@ -7,9 +7,12 @@
 #include "ridge/history.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <cmath>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -76,20 +79,29 @@ RecordComparison judge_window(std::span<const SeriesPoint> points, std::size_t l
 // Whether compare_results could call runs [lo, k) against runs [k, hi) a change: the ratio it
 // judges (the pooled after-samples' median over the median of the before-runs' medians) lies
 // outside the threshold. Its noise band is never narrower than the threshold, so a pair inside it
-// is no change, and the rank test, the interval and the band are not computed. Exact only where
+// is no change, and the rank test, the interval and the band are not computed (the medians here
+// may differ from compare_results' in the last bit: the margin covers that). Exact only where
 // compare_results does not rescale the new samples (scale_compute_bound_by_clock off); with it on,
 // every pair is judged in full. A margin of 1e-9 keeps rounding on the side of judging.
+// The median of `v`, reordering it (a partial sort: this runs for every candidate commit).
+double median_in_place(std::vector<double>& v) {
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + v[mid]);
+}
+
 bool may_be_change(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
                    const CompareOptions& options, std::vector<double>& scratch) {
   if (options.scale_compute_bound_by_clock) return true;
   scratch.clear();
   for (std::size_t i = lo; i < k; ++i) scratch.push_back(points[i].record.summary.median);
-  const double before = median(scratch);
+  const double before = median_in_place(scratch);
   scratch.clear();
   for (std::size_t i = k; i < hi; ++i)
     scratch.insert(scratch.end(), points[i].record.samples_ms.begin(), points[i].record.samples_ms.end());
   if (scratch.empty() || !(before > 0)) return true;
-  const double ratio = median(scratch) / before;
+  const double ratio = median_in_place(scratch) / before;
   constexpr double margin = 1e-9;
   return ratio > 1 + options.threshold - margin || ratio < 1 - options.threshold + margin;
 }
@@ -277,12 +289,32 @@ HistoryCheck check_history(const History& history, const CheckOptions& options) 
     }
   }
   result.series = series.size();
+  // Series are independent: detected on every core, gathered in series order (the same result).
+  std::vector<std::vector<HistoryChange>> found(series.size());
+  std::vector<std::size_t> tested_of(series.size(), 0);
+  std::atomic<std::size_t> next_series{0};
+  std::vector<std::exception_ptr> errors(series.size());
+  const auto work = [&] {
+    for (std::size_t s; (s = next_series++) < series.size();) try {
+        const auto& positions = run_positions[s];
+        const auto first = static_cast<std::size_t>(
+            std::lower_bound(positions.begin(), positions.end(), first_run) - positions.begin());
+        found[s] = detect_changes(series[s], first, options, &tested_of[s]);
+      } catch (...) {
+        errors[s] = std::current_exception();
+      }
+  };
+  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), series.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
   for (std::size_t s = 0; s < series.size(); ++s) {
     const auto& positions = run_positions[s];
-    const auto first = static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), first_run) -
-                                                positions.begin());
-    std::size_t tested = 0;
-    std::vector<HistoryChange> changes = detect_changes(series[s], first, options, &tested);
+    const std::size_t tested = tested_of[s];
+    std::vector<HistoryChange>& changes = found[s];
     result.candidates += tested;
     if (tested > 0 && judgeable(series[s].back().record)) ++result.series_judged;
     for (HistoryChange& c : changes) {
