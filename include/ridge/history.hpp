@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -97,6 +98,12 @@ class History {
   std::vector<HistoryRun> runs() const;
   /// A stored run, as it was added.
   ResultSet load_run(std::int64_t run_id) const;
+  /// Every run's records as change detection reads them, by run id, each run's in file order:
+  /// name, method, dtype, params, gate (informational and min_threshold; no reason), SM clocks at
+  /// start and end (sm_mhz only), raw samples and their summary, and of `extra` only what
+  /// compare_results reads (sample_sm_mhz, bound). Read from the columns in two streaming
+  /// queries: no record's JSON is parsed whole (load_run does that, about 4x slower at scale).
+  std::unordered_map<std::int64_t, std::vector<Record>> records_for_detection() const;
 
   /// Every run as JSON lines, oldest first: one object a line with its provenance and the result
   /// file's JSON, so import into another history reproduces it exactly.
@@ -121,15 +128,29 @@ class History {
 /// run-to-run spread, its clock change, the timer's resolution) — compare_results judges each
 /// window pair.
 struct CheckOptions {
-  CompareOptions compare;  ///< threshold, alpha, spread factor, clock terms: as `ridge compare`
+  /// Alpha, spread factor, clock terms: as `ridge compare`; the threshold 3%, not compare's 5%: a
+  /// window's level is the median of several runs, and on the detection benchmark (bench/README.md)
+  /// 3% found 48% of 5% steps against 18% at 5%, with 0.04 false alarms per 1,000 record-commits.
+  CompareOptions compare{.threshold = 0.03};
   std::size_t window_runs = 5;  ///< runs on each side of a candidate commit
   std::size_t min_runs_before = 2;  ///< a candidate needs this many runs before it (and one at or after)
+  /// Scale the two noise-band terms `ridge compare` sets for one run against one run to the
+  /// windows: the resolution (min_change_us) and the run-to-run spread factor, each divided by
+  /// sqrt(runs on the smaller side) (window_compare_options). Why: both bound a shift of one
+  /// process's level (where buffers land, which cuBLAS heuristic won); a window's level is the
+  /// median over its runs, whose independent shifts average out as about 1/sqrt(runs).
+  bool scale_floors_by_window = true;
   /// Only commits after this one (a run's commit, or a unique prefix of it) are under review; empty: all.
   std::string since;
 };
 
 /// Throws UsageError naming the first bad field of `options`.
 void validate(const CheckOptions& options);
+
+/// The compare options one window pair is judged with when CheckOptions::scale_floors_by_window
+/// is on: `options` with min_change_us (us) and spread_factor divided by sqrt(min(runs_before,
+/// runs_after)); unchanged when either side has fewer than two runs.
+CompareOptions window_compare_options(const CompareOptions& options, std::size_t runs_before, std::size_t runs_after);
 
 /// A change of a record's level at one commit.
 struct HistoryChange {

@@ -7,15 +7,20 @@
 #include "ridge/history.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <cmath>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "ridge/errors.hpp"
 #include "ridge/record_keys.hpp"
+#include "ridge/stats.hpp"
 
 namespace ridge {
 
@@ -45,14 +50,60 @@ Record pooled_record(std::span<const SeriesPoint> after) {
   return pooled;
 }
 
-// Runs [lo, k) against runs [k, hi), judged by compare_results.
+}  // namespace
+
+CompareOptions window_compare_options(const CompareOptions& options, std::size_t runs_before, std::size_t runs_after) {
+  CompareOptions scaled = options;
+  const std::size_t smaller = std::min(runs_before, runs_after);
+  if (smaller < 2) return scaled;
+  const double shrink = 1 / std::sqrt(double(smaller));
+  scaled.min_change_us *= shrink;
+  scaled.spread_factor *= shrink;
+  return scaled;
+}
+
+namespace {
+
+// Runs [lo, k) against runs [k, hi), judged by compare_results (its resolution and run-to-run
+// terms scaled to the windows when `scale_by_window`).
 RecordComparison judge_window(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
-                              const CompareOptions& options) {
+                              const CompareOptions& compare, bool scale_by_window) {
   std::vector<ResultSet> baselines(k - lo);
   for (std::size_t i = lo; i < k; ++i) baselines[i - lo].records.push_back(points[i].record);
   ResultSet next;
   next.records.push_back(pooled_record(points.subspan(k, hi - k)));
+  const CompareOptions options = scale_by_window ? window_compare_options(compare, k - lo, hi - k) : compare;
   return compare_results(baselines, next, options).rows.front();
+}
+
+// Whether compare_results could call runs [lo, k) against runs [k, hi) a change: the ratio it
+// judges (the pooled after-samples' median over the median of the before-runs' medians) lies
+// outside the threshold. Its noise band is never narrower than the threshold, so a pair inside it
+// is no change, and the rank test, the interval and the band are not computed (the medians here
+// may differ from compare_results' in the last bit: the margin covers that). Exact only where
+// compare_results does not rescale the new samples (scale_compute_bound_by_clock off); with it on,
+// every pair is judged in full. A margin of 1e-9 keeps rounding on the side of judging.
+// The median of `v`, reordering it (a partial sort: this runs for every candidate commit).
+double median_in_place(std::vector<double>& v) {
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + v[mid]);
+}
+
+bool may_be_change(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
+                   const CompareOptions& options, std::vector<double>& scratch) {
+  if (options.scale_compute_bound_by_clock) return true;
+  scratch.clear();
+  for (std::size_t i = lo; i < k; ++i) scratch.push_back(points[i].record.summary.median);
+  const double before = median_in_place(scratch);
+  scratch.clear();
+  for (std::size_t i = k; i < hi; ++i)
+    scratch.insert(scratch.end(), points[i].record.samples_ms.begin(), points[i].record.samples_ms.end());
+  if (scratch.empty() || !(before > 0)) return true;
+  const double ratio = median_in_place(scratch) / before;
+  constexpr double margin = 1e-9;
+  return ratio > 1 + options.threshold - margin || ratio < 1 - options.threshold + margin;
 }
 
 bool is_change(const RecordComparison& row) {
@@ -135,7 +186,9 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
   CompareOptions scan = options.compare;
   scan.alpha = options.compare.alpha / double(positions.size());
   scan.bootstrap_budget = 0;  // the interval does not decide; order statistics are O(1)
-  std::map<std::tuple<std::size_t, std::size_t, std::size_t>, RecordComparison> judged;
+  // Each window pair judged once: its rank effect when compare_results calls it a change, none otherwise.
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::optional<double>> judged;
+  std::vector<double> scratch;
   std::set<std::size_t> kept;
   for (;;) {
     std::optional<std::size_t> best;
@@ -145,9 +198,15 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
       const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
       if (k - lo < options.min_runs_before) continue;
       auto it = judged.find({lo, k, hi});
-      if (it == judged.end()) it = judged.emplace(std::tuple{lo, k, hi}, judge_window(points, lo, k, hi, scan)).first;
-      if (!is_change(it->second)) continue;
-      if (const double effect = rank_effect(it->second); effect > best_effect) {
+      if (it == judged.end()) {
+        std::optional<double> effect;
+        if (may_be_change(points, lo, k, hi, scan, scratch))
+          if (const RecordComparison row = judge_window(points, lo, k, hi, scan, options.scale_floors_by_window);
+              is_change(row)) effect = rank_effect(row);
+        it = judged.emplace(std::tuple{lo, k, hi}, effect).first;
+      }
+      if (!it->second) continue;
+      if (const double effect = *it->second; effect > best_effect) {
         best = k;
         best_effect = effect;
       }
@@ -161,7 +220,7 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
   std::vector<HistoryChange> changes;
   for (std::size_t k : kept) {
     const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
-    const RecordComparison row = judge_window(points, lo, k, hi, report);
+    const RecordComparison row = judge_window(points, lo, k, hi, report, options.scale_floors_by_window);
     if (is_change(row)) changes.push_back(change_from(points, lo, k, hi, row, report));
   }
   return changes;
@@ -201,10 +260,13 @@ bool HistoryCheck::regression_at_newest() const {
 std::vector<RecordSeries> record_series(const History& history, std::span<const HistoryRun> runs) {
   std::map<std::string, std::size_t> series_of_key;
   std::vector<RecordSeries> series;
+  // The columns detection reads, not each run's whole JSON (History::records_for_detection).
+  std::unordered_map<std::int64_t, std::vector<Record>> records_of_run = history.records_for_detection();
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    ResultSet run = history.load_run(runs[i].id);
+    const auto run = records_of_run.find(runs[i].id);
+    if (run == records_of_run.end()) continue;  // a run without records
     std::map<std::string, std::size_t> occurrences;
-    for (Record& r : run.records) {
+    for (Record& r : run->second) {
       const std::string match = record_match_key(r);
       const std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
       const auto [it, is_new] = series_of_key.emplace(key, series.size());
@@ -226,12 +288,32 @@ HistoryCheck check_series(std::span<const HistoryRun> runs, std::span<const Reco
   result.newest_commit = runs.back().commit;
   const std::size_t first_run = options.since.empty() ? 0 : since_index(runs, options.since) + 1;
   result.series = series.size();
-  for (const RecordSeries& s : series) {
-    const auto& positions = s.run_positions;
-    const auto first = static_cast<std::size_t>(std::lower_bound(positions.begin(), positions.end(), first_run) -
-                                                positions.begin());
-    std::size_t tested = 0;
-    std::vector<HistoryChange> changes = detect_changes(s.points, first, options, &tested);
+  // Series are independent: detected on every core, gathered in series order (the same result).
+  std::vector<std::vector<HistoryChange>> found(series.size());
+  std::vector<std::size_t> tested_of(series.size(), 0);
+  std::atomic<std::size_t> next_series{0};
+  std::vector<std::exception_ptr> errors(series.size());
+  const auto work = [&] {
+    for (std::size_t s; (s = next_series++) < series.size();) try {
+        const auto& positions = series[s].run_positions;
+        const auto first = static_cast<std::size_t>(
+            std::lower_bound(positions.begin(), positions.end(), first_run) - positions.begin());
+        found[s] = detect_changes(series[s].points, first, options, &tested_of[s]);
+      } catch (...) {
+        errors[s] = std::current_exception();
+      }
+  };
+  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), series.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (std::size_t index = 0; index < series.size(); ++index) {
+    const RecordSeries& s = series[index];
+    const std::size_t tested = tested_of[index];
+    std::vector<HistoryChange>& changes = found[index];
     result.candidates += tested;
     if (tested > 0 && judgeable(s.points.back().record)) ++result.series_judged;
     for (HistoryChange& c : changes) {

@@ -14,9 +14,13 @@
 // migrated forward in one transaction when a newer ridge opens it.
 #include "history/schema.hpp"
 
+#include <sqlite3.h>
+
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -157,15 +161,41 @@ bool inspect_file(const std::filesystem::path& path) {
   return true;
 }
 
+namespace {
+
+/// Switches the file to WAL. SQLite does not wait on its busy handler for this (the switch needs
+/// every other connection out of the file), so writers creating one file at once retry here until
+/// the busy timeout.
+void use_wal(Connection& c) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.busy_timeout_ms());
+  for (;;) {
+    const int rc = sqlite3_exec(c.get(), "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() >= deadline) {
+      check(rc, c.get(), "switching to the WAL journal");
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+
 int prepare_schema(Connection& c, const std::filesystem::path& path, bool create) {
-  const int found = readable_version(c, path, create);
+  // The marks and the tables read in one snapshot: read one by one, another writer creating the
+  // file could commit between them, and its tables would be seen without its marks.
+  int found = 0;
+  {
+    Transaction snapshot(c, true);
+    found = readable_version(c, path, create);
+    snapshot.commit();
+  }
   if (found == history_schema_version) {
-    c.execute("PRAGMA journal_mode = WAL", "switching to the WAL journal");
+    use_wal(c);
     return found;
   }
   // A new or older file: WAL first (it cannot change inside a transaction), then create or
   // migrate under the write lock, reading the version again (another writer may have done it).
-  c.execute("PRAGMA journal_mode = WAL", "switching to the WAL journal");
+  use_wal(c);
   Transaction transaction(c);
   int version = readable_version(c, path, create);
   for (; version < history_schema_version; ++version) migrations[static_cast<std::size_t>(version)](c);

@@ -90,7 +90,8 @@ double Statement::real(int column) const { return sqlite3_column_double(statemen
 
 std::int64_t Statement::integer(int column) const { return sqlite3_column_int64(statement_, column); }
 
-Connection::Connection(const std::filesystem::path& path, bool create, int busy_timeout_ms) {
+Connection::Connection(const std::filesystem::path& path, bool create, int busy_timeout_ms)
+    : busy_timeout_ms_(busy_timeout_ms) {
   const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
@@ -134,8 +135,11 @@ std::string Connection::text_value(std::string_view sql) {
 
 std::int64_t Connection::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
 
-Transaction::Transaction(Connection& connection) : connection_(connection) {
-  connection_.execute("BEGIN IMMEDIATE", "starting a write transaction");
+Transaction::Transaction(Connection& connection, bool read_only) : connection_(connection) {
+  if (read_only)
+    connection_.execute("BEGIN", "starting a read transaction");
+  else
+    connection_.execute("BEGIN IMMEDIATE", "starting a write transaction");
 }
 
 Transaction::~Transaction() {

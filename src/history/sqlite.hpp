@@ -56,6 +56,7 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   sqlite3* get() const { return db_; }
+  int busy_timeout_ms() const { return busy_timeout_ms_; }
   /// Runs one or more statements that return no rows.
   void execute(std::string_view sql, std::string_view what);
   /// The first column of the first row of a one-value query (a PRAGMA), as an integer.
@@ -66,13 +67,16 @@ class Connection {
 
  private:
   sqlite3* db_ = nullptr;
+  int busy_timeout_ms_ = 0;
 };
 
 /// BEGIN IMMEDIATE (the write lock up front, so two writers never deadlock upgrading a read
 /// lock), COMMIT on commit(), ROLLBACK when left without it.
 class Transaction {
  public:
-  explicit Transaction(Connection& connection);
+  /// A write transaction (BEGIN IMMEDIATE: the write lock at once), or with `read_only` a read
+  /// transaction, whose reads all see one snapshot of the file.
+  explicit Transaction(Connection& connection, bool read_only = false);
   ~Transaction();
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;

@@ -107,6 +107,7 @@ nlohmann::json to_json(const HistoryCheck& check) {
           {"window_runs", check.options.window_runs},
           {"threshold", check.options.compare.threshold},
           {"alpha", check.options.compare.alpha},
+          {"scale_floors_by_window", check.options.scale_floors_by_window},
           {"regression_at_newest", check.regression_at_newest()},
           {"nothing_compared", check.nothing_compared()},
           {"changes", std::move(changes)}};

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "ridge/errors.hpp"
 #include "ridge/history.hpp"
+#include "ridge/record_keys.hpp"
 #include "ridge/writers.hpp"
 
 using namespace ridge;
@@ -605,7 +607,7 @@ TEST(HistoryPage, EmbedsEachSeriesAndListsItsChange) {
   EXPECT_EQ(s["levels"][0][1], 19);
   EXPECT_EQ(s["levels"][1][0], 20);
   EXPECT_NEAR(s["levels"][1][2].get<double>() / s["levels"][0][2].get<double>(), 1.10, 0.02);
-  EXPECT_GE(s["noise_band"].get<double>(), 0.05);
+  EXPECT_GE(s["noise_band"].get<double>(), CheckOptions{}.compare.threshold);  // never narrower than the threshold
   ASSERT_EQ(s["changes"], nlohmann::json::array({0}));
   const nlohmann::json& c = data["changes"][0];
   EXPECT_EQ(c["commit"], commit_name(20));
@@ -716,4 +718,166 @@ TEST(HistoryPage, BadOptionsNameTheField) {
   HistoryPageOptions no_window;
   no_window.check.window_runs = 0;
   EXPECT_NE(message(no_window).find("window_runs"), std::string::npos);
+}
+
+TEST(HistoryCheck, SkippingPairsInsideTheThresholdChangesNoVerdict) {
+  // Steps around the 5% threshold, both ways. With scale_compute_bound_by_clock on, every window
+  // pair is judged in full (records without per-sample clocks are never rescaled), so both
+  // settings must find the same changes with the same numbers.
+  for (double step : {1.03, 1.048, 1.052, 1.07, 0.95, 0.93}) {
+    std::vector<SeriesPoint> points;
+    for (int i = 0; i < 30; ++i) {
+      const ResultSet run = make_run(i, {.level_ms = i >= 15 ? step : 1.0, .seed = 5});
+      points.push_back({commit_name(i), run.context.timestamp_utc, 13000, run.records[0]});
+    }
+    CheckOptions skipping, full;
+    full.compare.scale_compute_bound_by_clock = true;
+    std::size_t tested_skipping = 0, tested_full = 0;
+    const auto a = detect_changes(points, 0, skipping, &tested_skipping);
+    const auto b = detect_changes(points, 0, full, &tested_full);
+    EXPECT_EQ(tested_skipping, tested_full);
+    ASSERT_EQ(a.size(), b.size()) << "step " << step;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].commit, b[i].commit);
+      EXPECT_EQ(a[i].ratio, b[i].ratio);
+      EXPECT_EQ(a[i].p_value, b[i].p_value);
+    }
+    if (std::abs(step - 1) >= 0.06) {
+      ASSERT_EQ(a.size(), 1u) << "step " << step;
+      EXPECT_EQ(a[0].commit, commit_name(15));
+    }
+  }
+}
+
+namespace {
+
+// check_history as it read the store before records_for_detection: each run whole through
+// load_run, its records grouped into series by match key, occurrence, machine and GPU.
+HistoryCheck check_through_load_run(const History& history, const CheckOptions& options) {
+  HistoryCheck result;
+  result.options = options;
+  const std::vector<HistoryRun> runs = history.runs();
+  result.runs = runs.size();
+  result.newest_commit = runs.back().commit;
+  std::map<std::string, std::size_t> series_of_key;
+  std::vector<std::vector<SeriesPoint>> series;
+  std::vector<std::size_t> first_run;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    std::map<std::string, std::size_t> occurrences;
+    for (Record& r : history.load_run(runs[i].id).records) {
+      const std::string match = record_match_key(r);
+      const std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
+      const auto [it, is_new] = series_of_key.emplace(key, series.size());
+      if (is_new) {
+        series.emplace_back();
+        first_run.push_back(i);
+      }
+      series[it->second].push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
+    }
+  }
+  result.series = series.size();
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    std::size_t tested = 0;
+    for (HistoryChange& c : detect_changes(series[s], 0, options, &tested)) {
+      c.machine = runs[first_run[s]].machine;
+      c.gpu = runs[first_run[s]].gpu;
+      c.at_newest_commit = c.commit == result.newest_commit;
+      result.changes.push_back(std::move(c));
+    }
+    result.candidates += tested;
+    const Record& last = series[s].back().record;
+    if (tested > 0 && last.method != Method::none && last.method != Method::wall_naive &&
+        !(last.gate && last.gate->informational))
+      ++result.series_judged;
+  }
+  return result;
+}
+
+}  // namespace
+
+TEST(HistoryCheck, ReadingColumnsGivesTheSameCheckAsReadingWholeRuns) {
+  // Runs of six records on two machines: a 10% step, a producer gate, an informational record,
+  // a compute-bound record with per-sample clocks that drop with a step, one record twice in a
+  // run (two series) and one without a dtype. Both ways of reading must give the same check, to the bit.
+  History h = History::open_or_create(test_folder() / "h.db");
+  for (int i = 0; i < 40; ++i) {
+    const bool stepped = i >= 20;
+    ResultSet run = make_run(i, {.level_ms = stepped ? 1.1 : 1.0, .seed = 3, .host = i % 4 == 3 ? "ci-2" : "ci-1"});
+    Record gated = make_run(i, {.level_ms = 0.002, .seed = 4}).records[0];
+    gated.name = "add";
+    gated.gate = RecordGate{false, 0.12, "launch-bound"};
+    Record informational = make_run(i, {.seed = 5}).records[0];
+    informational.name = "host";
+    informational.gate = RecordGate{true, 0, "host latency"};
+    Record compute = make_run(i, {.level_ms = stepped ? 1.15 : 1.0, .sm_mhz = stepped ? 1700.0 : 1980.0, .seed = 6}).records[0];
+    compute.name = "gemm";
+    compute.extra[extra_key::bound] = "compute";
+    compute.extra[extra_key::sample_sm_mhz] = std::vector<double>(compute.samples_ms.size(), stepped ? 1700.0 : 1980.0);
+    compute.extra["unread"] = {{"note", "not read by detection"}};
+    run.records.push_back(gated);
+    run.records.push_back(informational);
+    run.records.push_back(compute);
+    run.records.push_back(run.records[0]);  // the same record again: its own series
+    Record without_dtype = make_run(i, {.seed = 8}).records[0];
+    without_dtype.name = "copy";
+    without_dtype.dtype = std::nullopt;
+    without_dtype.method = Method::cupti_trace;  // a method that is not a timer name
+    run.records.push_back(without_dtype);
+    h.add(run, {commit_name(i), "main", ""});
+  }
+  for (const bool scale : {false, true}) {
+    CheckOptions options;
+    options.compare.scale_compute_bound_by_clock = scale;
+    const HistoryCheck columns = check_history(h, options);
+    const HistoryCheck whole = check_through_load_run(h, options);
+    EXPECT_EQ(columns.series, 12u);
+    EXPECT_GE(columns.changes.size(), 2u) << to_text(columns);
+    EXPECT_EQ(to_json(columns).dump(), to_json(whole).dump()) << "scale " << scale;
+  }
+  // And the records themselves, field by field where detection reads them.
+  const auto stored = h.records_for_detection();
+  for (const HistoryRun& run : h.runs()) {
+    const ResultSet whole = h.load_run(run.id);
+    const std::vector<Record>& columns = stored.at(run.id);
+    ASSERT_EQ(columns.size(), whole.records.size());
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      const Record &a = columns[i], &b = whole.records[i];
+      EXPECT_EQ(record_match_key(a), record_match_key(b));
+      EXPECT_EQ(a.samples_ms, b.samples_ms);
+      EXPECT_EQ(a.summary.median, b.summary.median);
+      EXPECT_EQ(a.gate.has_value(), b.gate.has_value());
+      if (a.gate && b.gate) {
+        EXPECT_EQ(a.gate->informational, b.gate->informational);
+        EXPECT_EQ(a.gate->min_threshold, b.gate->min_threshold);
+      }
+      EXPECT_EQ(a.clocks_start.sm_mhz, b.clocks_start.sm_mhz);
+      EXPECT_EQ(a.clocks_end.sm_mhz, b.clocks_end.sm_mhz);
+      for (const char* key : {extra_key::bound, extra_key::sample_sm_mhz})
+        EXPECT_EQ(a.extra.contains(key) ? a.extra[key] : nlohmann::json(), b.extra.contains(key) ? b.extra[key] : nlohmann::json());
+    }
+  }
+}
+
+TEST(HistoryCheck, WindowsScaleTheResolutionAndSpreadTerms) {
+  CompareOptions compare;
+  const CompareOptions five = window_compare_options(compare, 5, 7);
+  EXPECT_DOUBLE_EQ(five.min_change_us, compare.min_change_us / std::sqrt(5.0));
+  EXPECT_DOUBLE_EQ(five.spread_factor, compare.spread_factor / std::sqrt(5.0));
+  EXPECT_EQ(five.threshold, compare.threshold);
+  EXPECT_EQ(window_compare_options(compare, 1, 5).min_change_us, compare.min_change_us);  // one run: as compare
+  // A 2 us record 0.4 us (20%) slower from point 10 on: under compare's 0.5 us resolution for one
+  // run against one, above it for five runs against five (0.5 / sqrt(5) = 0.22 us).
+  std::vector<SeriesPoint> points;
+  for (int i = 0; i < 20; ++i) {
+    const ResultSet run = make_run(i, {.level_ms = i >= 10 ? 0.0024 : 0.002, .seed = 7});
+    points.push_back({commit_name(i), run.context.timestamp_utc, 13000, run.records[0]});
+  }
+  CheckOptions scaled, unscaled;
+  unscaled.scale_floors_by_window = false;
+  EXPECT_TRUE(detect_changes(points, 0, unscaled).empty());
+  const auto found = detect_changes(points, 0, scaled);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].commit, commit_name(10));
+  EXPECT_EQ(found[0].noise_band_source, "resolution");
+  EXPECT_NEAR(found[0].noise_band, 0.5e-3 / std::sqrt(5.0) / found[0].median_before_ms, 1e-9);
 }
