@@ -170,16 +170,8 @@ void bind_summary(nb::module_& m) {
       "samples"_a, "confidence"_a = 0.95, "Median, quantiles, spread and the median's confidence interval.");
 }
 
-void bind_measurement(nb::module_& m) {
-  // Each value's docstring is the library's sentence of what its number means (nanobind copies it).
-  nb::enum_<Method> method(m, "Method", "How a number was obtained.");
-  for (Method value : all_methods) method.value(to_string(value).c_str(), value, describe(value).c_str());
-  m.def("method_from_string", &method_from_string, "name"_a, "Parses a name of method_names() (UsageError otherwise).");
-  m.def("method_names", &method_names, "Every timing method name the library accepts, with its Method.");
-  m.def("describe_method", [](Method method) { return describe(method); }, "method"_a,
-        "One sentence saying what the method's number means.");
-  m.def("method_name", [](Method method) { return to_string(method); }, "method"_a);
-
+/// What a timed callable did, by hardware counters, and where stated work disagrees with it.
+void bind_counted_work(nb::module_& m) {
   nb::class_<CountedWork>(m, "CountedWork",
                           "What one call of a timed callable did on the GPU, from hardware counters read in a pass of "
                           "its own after the timed samples (ridge.measure_cuda(fn, counters=True)): summed over the "
@@ -226,6 +218,19 @@ void bind_measurement(nb::module_& m) {
         "tolerance"_a = counted_work_tolerance,
         "Findings where stated bytes or FLOPs per call (0: not stated) and the counted work differ by more than "
         "`tolerance` of the stated amount, or cannot be compared.");
+}
+
+void bind_measurement(nb::module_& m) {
+  // Each value's docstring is the library's sentence of what its number means (nanobind copies it).
+  nb::enum_<Method> method(m, "Method", "How a number was obtained.");
+  for (Method value : all_methods) method.value(to_string(value).c_str(), value, describe(value).c_str());
+  m.def("method_from_string", &method_from_string, "name"_a, "Parses a name of method_names() (UsageError otherwise).");
+  m.def("method_names", &method_names, "Every timing method name the library accepts, with its Method.");
+  m.def("describe_method", [](Method method) { return describe(method); }, "method"_a,
+        "One sentence saying what the method's number means.");
+  m.def("method_name", [](Method method) { return to_string(method); }, "method"_a);
+
+  bind_counted_work(m);
   nb::class_<Measurement>(m, "Measurement", "Raw samples (milliseconds per operation) and their summary.")
       .def_ro("method", &Measurement::method)
       .def_prop_ro(

@@ -152,7 +152,7 @@ def test_trace_session_repr_says_what_it_is(tmp_path):
 def _raw_events(samples_ms, host_queue_ms, repeats=10, settle=(0.0, -1.0, False)):
     raw = _ridge.Measurement.__new__(_ridge.Measurement)
     raw.__setstate__((_ridge.Method.cuda_events, list(samples_ms), repeats, False, "samples", [], 0, 0.0,
-                      host_queue_ms, *settle))
+                      host_queue_ms, *settle, ""))  # "": no counted work
     return raw
 
 

@@ -57,6 +57,59 @@ void validate(const HistoryPageOptions& options) {
   if (options.max_commits < 2) throw UsageError("max_commits must be >= 2 (a trend needs two commits)");
 }
 
+namespace {
+
+/// One change as the page lists it: `x` its commit on the axis (-1: older), `series` the chart it
+/// is drawn in (-1: none shown).
+nlohmann::json change_json(const HistoryChange& h, long x, long series, const std::string& label) {
+  return {{"commit", h.commit},
+          {"previous_commit", h.previous_commit},
+          {"x", x},
+          {"series", series},
+          {"label", label},
+          {"machine", h.machine},
+          {"gpu", h.gpu},
+          {"run_time_utc", h.run_time_utc},
+          {"median_before_ms", h.median_before_ms},
+          {"median_after_ms", h.median_after_ms},
+          {"ratio", h.ratio},
+          {"ratio_ci_low", h.ratio_ci_low},
+          {"ratio_ci_high", h.ratio_ci_high},
+          {"p_value", h.p_value},
+          {"noise_band", h.noise_band},
+          {"noise_band_source", h.noise_band_source},
+          {"regression", h.regression},
+          {"clock_changed", h.clock_changed},
+          {"clock_difference", h.clock_difference},
+          {"driver_changed", h.driver_changed},
+          {"at_newest_commit", h.at_newest_commit}};
+}
+
+/// Where each level of a series begins: its first point, and the first run of each change's commit.
+std::vector<std::size_t> level_starts(const RecordSeries& rs, const std::vector<std::size_t>& changes,
+                                      const HistoryCheck& check) {
+  std::vector<std::size_t> starts{0};
+  for (std::size_t c : changes)
+    for (std::size_t i = 1; i < rs.points.size(); ++i)
+      if (rs.points[i].commit == check.changes[c].commit && rs.points[i - 1].commit != rs.points[i].commit) {
+        starts.push_back(i);
+        break;
+      }
+  std::sort(starts.begin(), starts.end());
+  return starts;
+}
+
+/// The GPUs of the series, sorted: the page's GPU filter.
+std::vector<std::string> gpus_of(std::span<const RecordSeries> series) {
+  std::vector<std::string> gpus;
+  for (const RecordSeries& s : series)
+    if (std::find(gpus.begin(), gpus.end(), s.gpu) == gpus.end()) gpus.push_back(s.gpu);
+  std::sort(gpus.begin(), gpus.end());
+  return gpus;
+}
+
+}  // namespace
+
 nlohmann::json history_page_data(std::span<const HistoryRun> runs, std::span<const RecordSeries> series,
                                  const HistoryCheck& check, const HistoryPageOptions& options) {
   validate(options);
@@ -117,14 +170,7 @@ nlohmann::json history_page_data(std::span<const HistoryRun> runs, std::span<con
       points.push_back({x, m.median, m.min, m.max, m.p25, m.p75, sm_clock_mhz(p.record), p.run_time_utc});
     }
     // Levels: the runs between changes, each at the median of its runs' medians.
-    std::vector<std::size_t> starts{0};
-    for (std::size_t c : changes_of[s])
-      for (std::size_t i = 1; i < rs.points.size(); ++i)
-        if (rs.points[i].commit == check.changes[c].commit && rs.points[i - 1].commit != rs.points[i].commit) {
-          starts.push_back(i);
-          break;
-        }
-    std::sort(starts.begin(), starts.end());
+    const std::vector<std::size_t> starts = level_starts(rs, changes_of[s], check);
     nlohmann::json levels = nlohmann::json::array();
     for (std::size_t k = 0; k < starts.size(); ++k) {
       const std::size_t end = k + 1 < starts.size() ? starts[k + 1] : rs.points.size();
@@ -156,27 +202,8 @@ nlohmann::json history_page_data(std::span<const HistoryRun> runs, std::span<con
   for (std::size_t c = 0; c < check.changes.size(); ++c) {
     const HistoryChange& h = check.changes[c];
     const long s = series_of_change[c];
-    changes.push_back({{"commit", h.commit},
-                       {"previous_commit", h.previous_commit},
-                       {"x", axis_position(h.commit)},
-                       {"series", s >= 0 ? shown_as[std::size_t(s)] : -1},
-                       {"label", s >= 0 ? series_label(series[std::size_t(s)].points.front().record) : h.name},
-                       {"machine", h.machine},
-                       {"gpu", h.gpu},
-                       {"run_time_utc", h.run_time_utc},
-                       {"median_before_ms", h.median_before_ms},
-                       {"median_after_ms", h.median_after_ms},
-                       {"ratio", h.ratio},
-                       {"ratio_ci_low", h.ratio_ci_low},
-                       {"ratio_ci_high", h.ratio_ci_high},
-                       {"p_value", h.p_value},
-                       {"noise_band", h.noise_band},
-                       {"noise_band_source", h.noise_band_source},
-                       {"regression", h.regression},
-                       {"clock_changed", h.clock_changed},
-                       {"clock_difference", h.clock_difference},
-                       {"driver_changed", h.driver_changed},
-                       {"at_newest_commit", h.at_newest_commit}});
+    changes.push_back(change_json(h, axis_position(h.commit), s >= 0 ? shown_as[std::size_t(s)] : -1,
+                                  s >= 0 ? series_label(series[std::size_t(s)].points.front().record) : h.name));
     by_recency[c] = c;
   }
   std::stable_sort(by_recency.begin(), by_recency.end(), [&](std::size_t a, std::size_t b) {
@@ -185,10 +212,6 @@ nlohmann::json history_page_data(std::span<const HistoryRun> runs, std::span<con
   if (by_recency.size() > options.recent_changes) by_recency.resize(options.recent_changes);
 
   std::vector<std::string> axis(commits.begin() + long(first_shown), commits.end());
-  std::vector<std::string> gpus;
-  for (const RecordSeries& s : series)
-    if (std::find(gpus.begin(), gpus.end(), s.gpu) == gpus.end()) gpus.push_back(s.gpu);
-  std::sort(gpus.begin(), gpus.end());
   return {{"schema", "ridge.history_page"},
           {"schema_version", 1},
           {"title", options.title},
@@ -198,7 +221,7 @@ nlohmann::json history_page_data(std::span<const HistoryRun> runs, std::span<con
           {"series_total", series.size()},
           {"threshold", options.check.compare.threshold},
           {"commits", std::move(axis)},
-          {"gpus", std::move(gpus)},
+          {"gpus", gpus_of(series)},
           {"point_fields", {"x", "median_ms", "min_ms", "max_ms", "p25_ms", "p75_ms", "sm_mhz", "run_time_utc"}},
           {"series", std::move(shown)},
           {"changes", std::move(changes)},

@@ -618,36 +618,50 @@ class PerfettoReader {
     return nullptr;
   }
 
-  void read_event(std::string_view bytes, Nanoseconds ts) {
-    MessageReader r(bytes);
-    Field f;
+  /// A TrackEvent's fields, its interned name and category resolved.
+  struct EventFields {
     std::uint64_t type = 0, track = 0;
     Category category = Category::count;
     std::uint32_t name = 0;
     bool named = false;
     ArgValue args[static_cast<std::size_t>(Arg::count)];
+  };
+
+  void parse_event(std::string_view bytes, EventFields& e) {
+    MessageReader r(bytes);
+    Field f;
     while (r.next(f)) {
       switch (f.number) {
-        case pf::event_type: type = f.value; break;
-        case pf::event_track_uuid: track = f.value; break;
+        case pf::event_type: e.type = f.value; break;
+        case pf::event_track_uuid: e.track = f.value; break;
         case pf::event_category_iids:
-          if (const auto it = categories_.find(f.value); it != categories_.end()) category = it->second;
+          if (const auto it = categories_.find(f.value); it != categories_.end()) e.category = it->second;
           break;
         case pf::event_name_iid:
           if (const auto it = names_.find(f.value); it != names_.end()) {
-            name = it->second;
-            named = true;
+            e.name = it->second;
+            e.named = true;
           }
           break;
         case pf::event_name:
-          name = trace_.strings.intern(f.bytes);
-          named = true;
+          e.name = trace_.strings.intern(f.bytes);
+          e.named = true;
           break;
-        case pf::event_debug_annotations: read_annotation(f.bytes, args); break;
+        case pf::event_debug_annotations: read_annotation(f.bytes, e.args); break;
         default: break;
       }
     }
     check(r, "a TrackEvent");
+  }
+
+  void read_event(std::string_view bytes, Nanoseconds ts) {
+    EventFields e;
+    parse_event(bytes, e);
+    const std::uint64_t type = e.type, track = e.track;
+    const Category category = e.category;
+    std::uint32_t name = e.name;
+    const bool named = e.named;
+    ArgValue* args = e.args;
     if (type == pf::slice_end) {
       auto& open = open_[track];
       if (open.empty()) fail(fmt::format("a slice ends on track {} where none began", track));
