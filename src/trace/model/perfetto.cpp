@@ -45,7 +45,7 @@ constexpr std::uint32_t event_category_iids = 3, event_debug_annotations = 4, ev
 constexpr std::uint32_t interned_event_categories = 1, interned_event_names = 2, interned_debug_annotation_names = 3;
 constexpr std::uint32_t interned_iid = 1, interned_name = 2;  // EventCategory, EventName, DebugAnnotationName
 constexpr std::uint32_t annotation_name_iid = 1, annotation_bool = 2, annotation_uint = 3, annotation_int = 4,
-                        annotation_double = 5, annotation_string = 6, annotation_name = 10;
+                        annotation_double = 5, annotation_string = 6;
 constexpr std::uint64_t slice_begin = 1, slice_end = 2, instant = 3;  // TrackEvent.Type
 constexpr std::uint32_t incremental_state_cleared = 1, needs_incremental_state = 2;  // TracePacket.SequenceFlags
 }  // namespace pf
