@@ -64,7 +64,7 @@ struct CollectorOptions {
   bool before_first_context = false;
   /// Hardware counters of the selected launches (CUPTI's range profiler, kernel replay): unset = none.
   std::optional<trace::CounterOptions> counters;
-  /// Record only the schedule's active steps (`ridge trace --schedule`): at each push of its step
+  /// Record only the schedule's active steps (TracerOptions's schedule): at each push of its step
   /// range, collection is switched on (warmup, active) or off (wait, done) as at the profiler calls
   /// of profiler_gated, and the selected calls are recorded from callbacks switched with it, so a
   /// waiting step costs the program no CUPTI hook but the NVTX push callback. At stop, what lies

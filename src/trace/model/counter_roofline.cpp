@@ -93,16 +93,9 @@ void classify(CounterRooflineRow& r, double per_call_ns, double memory_s, double
   r.win_ns = std::max(0.0, r.time_ns - r.time_at_roof_ns);
 }
 
-CounterRooflineRow row_of(const std::string& name, const NameTotals& t, const DeviceCeilings& c, std::vector<std::string>& unknown) {
-  CounterRooflineRow r;
-  r.name = name;
-  r.calls = t.calls;
-  r.profiled_calls = t.profiled;
-  r.time_ns = name_time_ns(t, &r.time_from_profiled_pass);
-  const double n = static_cast<double>(t.profiled);
-  r.dram_bytes = t.dram / n;
-  r.l2_bytes = t.l2 / n;
-  for (const auto& [precision, f] : t.flops) r.flops_by_precision[precision] = f / n;
+/// A row's per-call bytes and FLOPs (and calls, time) set: its intensity, rates, shares of the
+/// ceilings, bound and time at the roof.
+void place(CounterRooflineRow& r, const DeviceCeilings& c, std::vector<std::string>& unknown) {
   LaunchWork w;
   w.flops = r.flops_by_precision;
   r.flops = w.total_flops();
@@ -119,6 +112,19 @@ CounterRooflineRow row_of(const std::string& name, const NameTotals& t, const De
   if (peak > 0) r.flops_share_of_peak = r.attained_flops_per_s / peak;
   const double memory_s = c.memory_bytes_per_s > 0 ? r.dram_bytes / c.memory_bytes_per_s : 0;
   classify(r, per_call_ns, memory_s, compute_seconds(r.flops_by_precision, c, unknown));
+}
+
+CounterRooflineRow row_of(const std::string& name, const NameTotals& t, const DeviceCeilings& c, std::vector<std::string>& unknown) {
+  CounterRooflineRow r;
+  r.name = name;
+  r.calls = t.calls;
+  r.profiled_calls = t.profiled;
+  r.time_ns = name_time_ns(t, &r.time_from_profiled_pass);
+  const double n = static_cast<double>(t.profiled);
+  r.dram_bytes = t.dram / n;
+  r.l2_bytes = t.l2 / n;
+  for (const auto& [precision, f] : t.flops) r.flops_by_precision[precision] = f / n;
+  place(r, c, unknown);
   return r;
 }
 
@@ -154,21 +160,7 @@ CounterRooflineRow group_row(const std::string& name, const GroupTotals& g, cons
   r.dram_bytes = g.dram / n;
   r.l2_bytes = g.l2 / n;
   for (const auto& [precision, f] : g.flops) r.flops_by_precision[precision] = f / n;
-  LaunchWork w;
-  w.flops = r.flops_by_precision;
-  r.flops = w.total_flops();
-  r.precision = w.dominant_precision();
-  r.intensity = r.dram_bytes > 0 ? r.flops / r.dram_bytes : 0;
-  const double per_call_ns = r.time_ns / n;
-  if (r.time_ns > 0) {
-    r.attained_bytes_per_s = g.dram / (r.time_ns * 1e-9);
-    r.attained_flops_per_s = w.total_flops() * n / (r.time_ns * 1e-9);
-  }
-  if (c.memory_bytes_per_s > 0) r.bytes_share_of_peak = r.attained_bytes_per_s / c.memory_bytes_per_s;
-  const double peak = r.precision.empty() ? 0 : c.peak_flops(ceiling_dtype_of(r.precision));
-  if (peak > 0) r.flops_share_of_peak = r.attained_flops_per_s / peak;
-  const double memory_s = c.memory_bytes_per_s > 0 ? r.dram_bytes / c.memory_bytes_per_s : 0;
-  classify(r, per_call_ns, memory_s, compute_seconds(r.flops_by_precision, c, unknown));
+  place(r, c, unknown);
   r.time_at_roof_ns = std::min(g.roof_ns, r.time_ns);
   r.win_ns = std::max(0.0, r.time_ns - r.time_at_roof_ns);
   if (g.without_counters > 0)
