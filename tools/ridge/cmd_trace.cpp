@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "trace_counters_output.hpp"
 #include "schedule_syntax.hpp"
 #include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
@@ -60,43 +61,9 @@ std::optional<trace::CounterOptions> counter_options(const TraceCommand& c) {
   return o;
 }
 
-/// The measured roofline of a saved trace with counters, printed and written where asked; nothing
-/// when it has none (then the files asked for are a usage error).
-std::optional<trace::CounterRoofline> print_counter_roofline(const std::string& file, const TraceCommand& c, std::FILE* out) {
-  const bool files_asked = !c.counters_svg.empty() || !c.counters_records.empty();
-  const trace::Trace t = trace::trace_has_counters(file) ? trace::load_trace(file) : trace::Trace{};
-  if (t.counters.metrics.empty()) {
-    if (files_asked) throw UsageError(fmt::format("{} has no hardware counters: --counters-svg and --counters-records need a trace taken with --counters", file));
-    return std::nullopt;
-  }
-  const std::string device = t.device_names.empty() ? std::string() : t.device_names.begin()->second;
-  const CeilingsLookup lookup = ceilings_for_device_named(device, ceilings_mode_from_string(c.ceilings));
-  const DeviceCeilings ceilings = lookup.best().value_or(DeviceCeilings{});
-  trace::CounterRooflineOptions options;
-  options.by = trace::counter_grouping_from_string(c.counters_by);
-  options.step_range = c.options.analysis.step_range;
-  const trace::CounterRoofline roofline = trace::counter_roofline(t, ceilings, options);
-  fmt::print(out, "\n{}", trace::to_text(roofline));
-  if (!lookup.note.empty()) fmt::print(out, "note: {}\n", lookup.note);
-  if (!t.counters.error.empty()) fmt::print(stderr, "ridge trace: warning: counter collection stopped early: {}\n", t.counters.error);
-  fmt::print(out, "Counters: {} launches profiled, {} replay passes each, {:.2f} s spent profiling{}{}.\n",
-             t.counters.rows.size(), t.counters.passes, t.counters.profiling_seconds,
-             t.counters.graph_launches > 0 ? fmt::format("; {} graph launches not profiled (kernel replay does not reach into CUDA graphs)", t.counters.graph_launches) : std::string(),
-             t.counters.ranges_unmatched > 0 ? fmt::format("; {} ranges could not be tied to launches and were dropped", t.counters.ranges_unmatched) : std::string());
-  if (!c.counters_svg.empty()) {
-    if (ceilings.memory_bytes_per_s <= 0) throw UsageError("--counters-svg draws the roofline under ceilings: --ceilings none has none");
-    write_text(c.counters_svg, render_svg(trace::counter_roofline_plot(roofline, ceilings)));
-    fmt::print(out, "Measured roofline plot: {}\n", c.counters_svg);
-  }
-  if (!c.counters_records.empty()) {
-    ResultSet set = new_result_set(-1);
-    set.records = trace::counter_records(roofline);
-    const std::string& path = c.counters_records;
-    const auto ends_with = [&path](const char* ext) { return path.size() >= std::strlen(ext) && path.ends_with(ext); };
-    export_results(set, ends_with(".csv") || ends_with(".md") ? "" : path, ends_with(".csv") ? path : "",
-                   ends_with(".md") ? path : "");
-  }
-  return roofline;
+/// What the measured-roofline output of a trace is asked for.
+CounterOutput counter_output(const TraceCommand& c) {
+  return {c.ceilings, c.counters_by, c.options.analysis.step_range, c.counters_svg, c.counters_records};
 }
 
 /// Several rank traces, or one merged trace: communication against computation per rank, slowest rank per step.
@@ -128,7 +95,7 @@ int analyze_file(const TraceCommand& c, std::FILE* out) {
   const trace::TraceFileAnalysis f = trace::analyze_trace_file(c.analyze.front(), c.options.window, c.options.analysis);
   fmt::print(out, "{}: {}\n", f.file, f.command.empty() ? std::string("(command not recorded)") : f.command);
   fmt::print(out, "{}", trace::format_analysis(f.analysis));
-  const auto roofline = print_counter_roofline(c.analyze.front(), c, out);
+  const auto roofline = print_counter_roofline(c.analyze.front(), counter_output(c), out);
   if (!c.json.empty()) {
     nlohmann::json j = trace::to_json(f);
     if (roofline) j["counter_roofline"] = trace::to_json(*roofline);
@@ -210,7 +177,7 @@ int run_trace(TraceCommand c) {
     return t.exit_code();
   }
   fmt::print(out, "{}", trace::format_analysis(t.analysis));
-  if (o.counters && !t.trace_file.empty()) print_counter_roofline(t.trace_file, c, out);
+  if (o.counters && !t.trace_file.empty()) print_counter_roofline(t.trace_file, counter_output(c), out);
   print_collection(t, out);
   if (json_to_stdout) std::printf("%s\n", t.summary.dump(2).c_str());
   else if (!c.json.empty()) write_json(c.json, t.summary);  // only after the run: never a half-made file
