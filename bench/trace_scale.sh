@@ -22,18 +22,23 @@ measure() {  # measure LABEL BINARY FILE: one line of the table
   cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$work/time.txt")
   rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/time.txt")
   # CPU seconds (user + system) beside the wall time: on a loaded machine they move less.
-  printf '%-7s %-8s %8s kernels %7.1f MB  wall %8s  cpu %7s s  peak RSS %6.0f MB  load %s  exit %d\n' "$1" "${3##*.}" \
-    "$kernels" "$(echo "$(stat -c %s "$3") / 1000000" | bc -l)" "$wall" "$cpu" "$(echo "$rss / 1024" | bc -l)" \
+  printf '%-7s %-8s %-12s %8s kernels %7.1f MB  wall %8s  cpu %7s s  peak RSS %6.0f MB  load %s  exit %d\n' "$1" "${3##*.}" \
+    "launches=$launches" "$kernels" "$(echo "$(stat -c %s "$3") / 1000000" | bc -l)" "$wall" "$cpu" "$(echo "$rss / 1024" | bc -l)" \
     "$(cut -d' ' -f1 /proc/loadavg)" "$rc"
-  cp "$work/run.txt" "$out/analysis_$1_${kernels}_${3##*.}.txt"
+  cp "$work/run.txt" "$out/analysis_$1_${kernels}_launches_${launches}_${3##*.}.txt"
 }
+# Two shapes: kernels and step ranges only (the issue's 310 MB trace of 1M kernels), and with a
+# launch call per kernel (twice the JSON: the calls and their flow arrows).
 for steps in 5000 10000; do
   kernels=$((steps * 200))
-  for ext in json pftrace; do
-    "$build/bin/trace_scale" --steps "$steps" --kernels-per-step 200 --out "$work/run_$steps.$ext" > /dev/null || exit 1
-    measure after "$analyzer" "$work/run_$steps.$ext"
-    # The old reader needs ~10x the file in memory: only the smaller size.
-    if [ -n "$old" ] && [ "$ext" = json ] && [ "$steps" = 5000 ]; then measure before "$old" "$work/run_$steps.$ext"; fi
-    rm -f "$work/run_$steps.$ext"
+  for launches in no yes; do
+    for ext in json pftrace; do
+      file=$work/run_${steps}_launches_$launches.$ext
+      "$build/bin/trace_scale" --steps "$steps" --kernels-per-step 200 --launches "$launches" --out "$file" > /dev/null || exit 1
+      measure after "$analyzer" "$file"
+      # The old reader needs ~10x the file in memory: only the smaller size.
+      if [ -n "$old" ] && [ "$ext" = json ] && [ "$steps" = 5000 ]; then measure before "$old" "$file"; fi
+      rm -f "$file"
+    done
   done
 done | tee "$out/trace_scale.txt"

@@ -19,6 +19,7 @@
 #include "ridge/trace/chrome_json.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/writers.hpp"
+#include "trace/model/chrome_metadata.hpp"
 
 namespace ridge::fuzz {
 
@@ -37,10 +38,26 @@ inline void read_result_file(std::string_view bytes) {
   require(again.records.size() == set.records.size(), "the round trip keeps every record");
 }
 
-/// parse_chrome_json, then the analysis and its text, as `ridge trace --analyze` runs them.
+/// parse_chrome_json, then the analysis and its text, as `ridge trace --analyze` runs them. The
+/// reader takes plain events straight from the parser's tokens: reading every event as a DOM must
+/// give the same trace, or the same error.
 inline void read_chrome_trace(std::string_view bytes) {
-  const trace::Trace trace = trace::parse_chrome_json(std::string(bytes));
-  (void)trace::format_analysis(trace::analyze(trace));
+  const std::string text(bytes);
+  std::string dom_error;
+  std::string dom_trace;
+  try {
+    dom_trace = trace::to_chrome_json(detail::parse_chrome_json_through_dom(text));
+  } catch (const UsageError& e) {
+    dom_error = e.what();
+  }
+  try {
+    const trace::Trace trace = trace::parse_chrome_json(text);
+    require(dom_error.empty() && trace::to_chrome_json(trace) == dom_trace, "the DOM reader reads the same trace");
+    (void)trace::format_analysis(trace::analyze(trace));
+  } catch (const UsageError& e) {
+    require(e.what() == dom_error, "the DOM reader gives the same error");
+    throw;
+  }
 }
 
 /// SafetensorsFile over the bytes, then every tensor read back as the GPT-2 loader reads it.

@@ -20,6 +20,7 @@
 #include "ridge/trace/launch.hpp"
 #include "ridge/trace/what_if.hpp"
 #include "ridge/trace/window.hpp"
+#include "trace/model/chrome_metadata.hpp"
 #include "trace/model/record_times.hpp"
 #include "trace/model/signals.hpp"
 
@@ -876,6 +877,66 @@ TEST(TraceChrome, TimesThatAreNotNumbersOrOutOfRangeAreUsageErrorsNamingFileAndP
   EXPECT_NE(usage_error(R"({"records":[]})").find("user.json: not a Chrome trace"), std::string::npos);
   // Events ridge does not read are not checked: a profiler's CPU op with odd fields is skipped.
   EXPECT_NO_THROW(parse_chrome_json(R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::add","ts":"x","dur":-1}]})"));
+}
+
+namespace {
+/// What reading `text` gives: the trace written again, or the error.
+std::string read_outcome(const std::string& text, bool through_dom) {
+  try {
+    const Trace t = through_dom ? ridge::detail::parse_chrome_json_through_dom(text, "user.json")
+                                : parse_chrome_json(text, "user.json");
+    return to_chrome_json(t);
+  } catch (const ridge::UsageError& e) {
+    return std::string("UsageError: ") + e.what();
+  }
+}
+}  // namespace
+
+TEST(TraceChrome, TheFastReaderReadsEveryEventAsTheDomReaderDoes) {
+  // Events are read straight from the parser's tokens, and only unusual ones through a DOM: both
+  // ways must give the same trace, or the same error, on every shape of field.
+  const std::string usual = R"(,"name":"k","pid":3,"tid":7,"ts":10.5,"dur":2.25)";
+  auto event = [](const std::string& cat, const std::string& fields) {
+    return R"({"traceEvents":[{"ph":"X","cat":")" + cat + "\"" + fields + "}]}";
+  };
+  std::vector<std::string> texts = {to_chrome_json(rich_trace()), one_kernel("200", "-3"), one_kernel("1", "1e17")};
+  for (const std::string cat : {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync",
+                                "user_annotation", "cpu_op"}) {
+    for (const std::string args : {
+             R"()", R"(,"args":{})", R"(,"args":[])", R"(,"args":null)",
+             R"(,"args":{"correlation":5,"External id":9,"device":1,"stream":4,"bytes":4096})",
+             R"(,"args":{"grid":[4,2,1],"block":[128,1,1],"registers per thread":32,"shared memory":1024,"graph id":2,"queued ns before start":500})",
+             R"(,"args":{"grid":[4,2],"block":[128,1,1,1]})", R"(,"args":{"grid":[-1,1,1]})",
+             R"(,"args":{"grid":[2147483648,1,1]})", R"(,"args":{"grid":[1.0,1,1]})", R"(,"args":{"grid":{"x":1}})",
+             R"(,"args":{"correlation":3.0,"stream":"stream 9","device":"7x"})",
+             R"(,"args":{"correlation":1e300})", R"(,"args":{"correlation":"none"})", R"(,"args":{"bytes":true})",
+             R"(,"args":{"correlation":18446744073709551615,"External id":-4})",
+             R"(,"args":{"correlation":1,"correlation":2})", R"(,"args":{"stream":1},"args":{"stream":2})",
+             R"(,"args":{"nested":{"correlation":1,"deep":[[{"a":null}]]},"stream":5})",
+         }) {
+      texts.push_back(event(cat, usual + args));
+    }
+    for (const std::string fields : {
+             R"(,"name":"k","pid":"4","tid":"stream 11","ts":1)", R"(,"name":"k","pid":1.5,"tid":-2,"ts":1)",
+             R"(,"pid":1e30,"ts":1)", R"(,"tid":null,"ts":1)", R"(,"name":7,"ts":1)", R"(,"name":null,"ts":1)",
+             R"x(,"name":"Memcpy DtoH (Device -> Pinned)","ts":1,"dur":3)x", R"(,"name":"cudaDeviceSynchronize","ts":1)",
+             R"(,"name":"\u00e9 \"quoted\"","ts":1)", R"(,"ts":"1")", R"(,"ts":null)", R"(,"ts":-4,"dur":1)",
+             R"(,"ts":18446744073709551615)", R"(,"ts":1,"dur":-1)", R"(,"ts":1,"dur":"2")", R"(,"ts":1,"dur":0)",
+             R"(,"ts":1,"ts":2)", R"(,"ts":1,"ph":"i")", R"(,"ts":1,"ph":"I","s":"t")", R"(,"ts":1,"ph":"B")",
+             R"(,"ts":1,"ph":5)", R"(,"ts":1,"cat":["kernel"])", R"(,"ts":1,"cat":"kernel","cat":"cpu_op")",
+         }) {
+      texts.push_back(event(cat, fields));
+    }
+  }
+  // Without "ts", and a bare array of events.
+  texts.push_back(R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","dur":1}]})");
+  texts.push_back(R"([{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"stream":2}},7,[1],{"ph":"X"}])");
+  for (const auto& text : texts) EXPECT_EQ(read_outcome(text, false), read_outcome(text, true)) << text;
+  // Both ways really were tried: the plain events read, the odd ones failed with the DOM's message.
+  EXPECT_EQ(read_outcome(event("kernel", usual + R"(,"args":{"grid":[1,"2",1]})"), false)
+                .rfind("UsageError: user.json: traceEvents[0]", 0),
+            0u);
+  EXPECT_EQ(parse_chrome_json(event("kernel", usual + R"(,"args":{"grid":[4,2,1],"stream":5})")).kernels.at(0).grid.y, 2);
 }
 
 TEST(TraceChrome, NegativeTimestampsAreValidAndShiftedToZero) {

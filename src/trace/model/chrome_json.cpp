@@ -21,6 +21,7 @@
 #include "ridge/writers.hpp"
 #include "trace/model/chrome_metadata.hpp"
 #include "trace/model/chunked_file.hpp"
+#include "trace/model/event_tokens.hpp"
 #include "trace/model/json_fields.hpp"
 
 namespace ridge::trace {
@@ -399,7 +400,7 @@ std::string shown(const nlohmann::json& j) {
 }
 
 /// The categories the reader turns into events; every other event is skipped unread.
-bool read_by_ridge(const std::string& ph, const std::string& cat) {
+bool read_by_ridge(std::string_view ph, std::string_view cat) {
   if (ph == "i" || ph == "I") return cat == "user_annotation";
   if (ph != "X") return false;
   return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_runtime" ||
@@ -448,18 +449,140 @@ std::uint32_t process_of(std::int64_t pid, std::int64_t host_pid, const Trace& t
   return pid == host_pid ? trace.process_id : static_cast<std::uint32_t>(pid);
 }
 
-/// Adds one event the reader reads (read_by_ridge) to the trace, at [start, end).
-void add_event(Trace& trace, const nlohmann::json& e, const std::string& ph, const std::string& cat, Nanoseconds start,
-               Nanoseconds end, std::int64_t host_pid) {
+/// The fields of one event that the reader uses, with the defaults of absent ones applied. The
+/// DOM reader (fields_from_json) and the token reader (fields_from_tokens) both fill it, and
+/// add_event alone says what an event becomes.
+struct EventFields {
+  std::string_view ph, cat, name;  // into the event being read
+  std::int64_t pid = 0, tid = 0;
+  std::int64_t correlation = 0, external = 0;
+  std::int64_t device = 0, stream = 0;  // default: the pid and the tid
+  std::int64_t sync_stream = -1;        // a wait's stream, -1: none
+  std::int64_t registers = 0, shared_memory = 0, graph = 0, queued_before = -1, bytes = 0;
+  Dim3 grid, block;
+};
+
+/// `e`'s fields as the DOM reader reads them (throws UsageError or nlohmann's errors on bad ones);
+/// `f.ph` and `f.cat` are set already, `name` holds the name `f.name` views.
+void fields_from_json(const nlohmann::json& e, EventFields& f, std::string& name) {
   static const nlohmann::json no_args = nlohmann::json::object();
-  const std::string name = e.value("name", std::string());
+  name = e.value("name", std::string());
+  f.name = name;
   const auto args_it = e.find("args");
   const nlohmann::json& args = args_it != e.end() && args_it->is_object() ? *args_it : no_args;
-  const std::int64_t pid = detail::id_field(e, "pid", 0), tid = detail::id_field(e, "tid", 0);
-  const auto correlation = static_cast<std::uint32_t>(detail::id_field(args, "correlation", 0));
-  const auto external = static_cast<std::uint64_t>(detail::id_field(args, "External id", 0));
-  const auto device = static_cast<std::uint32_t>(detail::id_field(args, "device", pid));
-  const auto stream = static_cast<std::uint32_t>(detail::id_field(args, "stream", tid));
+  f.pid = detail::id_field(e, "pid", 0);
+  f.tid = detail::id_field(e, "tid", 0);
+  f.correlation = detail::id_field(args, "correlation", 0);
+  f.external = detail::id_field(args, "External id", 0);
+  f.device = detail::id_field(args, "device", f.pid);
+  f.stream = detail::id_field(args, "stream", f.tid);
+  if (f.cat == "kernel") {
+    f.grid = dim3_of(args, "grid");
+    f.block = dim3_of(args, "block");
+    f.registers = detail::id_field(args, "registers per thread", 0);
+    f.shared_memory = detail::id_field(args, "shared memory", 0);
+    f.graph = detail::id_field(args, "graph id", 0);
+    f.queued_before = detail::id_field(args, "queued ns before start", -1);
+  } else if (f.cat == "gpu_memcpy" || f.cat == "gpu_memset") {
+    f.bytes = detail::id_field(args, "bytes", 0);
+  } else if (f.cat == "cuda_sync") {
+    f.sync_stream = detail::id_field(args, "stream", -1);
+  }
+}
+
+/// The fields of the event in `t` (an object), read straight from its tokens: true when every field
+/// the reader uses is of the plain kind ridge's and PyTorch's writers write (strings, integer ids,
+/// numeric times within range, three-integer grid and block). False otherwise, and then the event
+/// goes through the DOM reader (fields_from_json), which says what is wrong or reads what is unusual.
+bool fields_from_tokens(const detail::EventTokens& t, EventFields& f, double& ts_us, std::optional<double>& dur_us) {
+  using Kind = detail::EventTokens::Kind;
+  const auto& tokens = t.tokens();
+  auto number = [&](std::size_t i, double& out) {  // a time in microseconds, within range
+    const auto& v = tokens[i];
+    if (v.kind == Kind::integer) out = static_cast<double>(v.integer);
+    else if (v.kind == Kind::unsigned_integer) out = static_cast<double>(t.unsigned_value(v));
+    else if (v.kind == Kind::floating) out = v.floating;
+    else return false;
+    return std::isfinite(out) && std::fabs(out) <= max_abs_us;
+  };
+  auto integer = [&](std::size_t i, std::int64_t& out) {  // as detail::id_field reads an integer
+    const auto& v = tokens[i];
+    if (v.kind != Kind::integer && v.kind != Kind::unsigned_integer) return false;
+    out = v.integer;
+    return true;
+  };
+  auto dim3 = [&](std::size_t i, Dim3& out) {  // as dim3_of reads it, when it is three integers in range
+    if (tokens[i].kind != Kind::open_array || i + 4 >= tokens.size() || tokens[i + 4].kind != Kind::close_array)
+      return false;
+    std::int32_t v[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      std::int64_t x = 0;
+      if (!integer(i + 1 + static_cast<std::size_t>(k), x) || x < 0 || x > 0x7fffffff) return false;
+      v[k] = static_cast<std::int32_t>(x);
+    }
+    out = Dim3{v[0], v[1], v[2]};
+    return true;
+  };
+  // Each field the reader uses may appear once (the DOM keeps the last of repeated keys).
+  std::uint32_t seen = 0;
+  auto first_time = [&](int field) { return !(std::exchange(seen, seen | (1u << field)) & (1u << field)); };
+  std::optional<std::int64_t> device, stream;
+  bool have_ts = false;
+  const std::size_t end = tokens.size() - 1;  // the event's closing brace
+  for (std::size_t i = 1; i < end; i = t.skip_value(i + 1)) {
+    const std::string_view key = t.text(tokens[i]);
+    const std::size_t v = i + 1;
+    auto text = [&](int field, std::string_view& out) {
+      if (tokens[v].kind != Kind::string || !first_time(field)) return false;
+      out = t.text(tokens[v]);
+      return true;
+    };
+    bool ok = true;
+    if (key == "ph") ok = text(0, f.ph);
+    else if (key == "cat") ok = text(1, f.cat);
+    else if (key == "name") ok = text(2, f.name);
+    else if (key == "ts") ok = first_time(3) && (have_ts = number(v, ts_us));
+    else if (key == "dur") ok = first_time(4) && number(v, dur_us.emplace());
+    else if (key == "pid") ok = first_time(5) && integer(v, f.pid);
+    else if (key == "tid") ok = first_time(6) && integer(v, f.tid);
+    else if (key == "args") {
+      if (tokens[v].kind != Kind::open_object || !first_time(7)) return false;
+      const std::size_t args_end = t.skip_value(v) - 1;
+      for (std::size_t a = v + 1; a < args_end && ok; a = t.skip_value(a + 1)) {
+        const std::string_view arg = t.text(tokens[a]);
+        const std::size_t w = a + 1;
+        auto id = [&](int field, std::int64_t& out) { return first_time(field) && integer(w, out); };
+        auto optional_id = [&](int field, std::optional<std::int64_t>& out) { return id(field, out.emplace()); };
+        if (arg == "correlation") ok = id(8, f.correlation);
+        else if (arg == "External id") ok = id(9, f.external);
+        else if (arg == "device") ok = optional_id(10, device);
+        else if (arg == "stream") ok = optional_id(11, stream);
+        else if (arg == "registers per thread") ok = id(12, f.registers);
+        else if (arg == "shared memory") ok = id(13, f.shared_memory);
+        else if (arg == "graph id") ok = id(14, f.graph);
+        else if (arg == "queued ns before start") ok = id(15, f.queued_before);
+        else if (arg == "bytes") ok = id(16, f.bytes);
+        else if (arg == "grid") ok = first_time(17) && dim3(w, f.grid);
+        else if (arg == "block") ok = first_time(18) && dim3(w, f.block);
+      }
+    }
+    if (!ok) return false;
+  }
+  if (!have_ts) return false;
+  f.device = device.value_or(f.pid);
+  f.stream = stream.value_or(f.tid);
+  f.sync_stream = stream.value_or(-1);
+  return true;
+}
+
+/// Adds one event the reader reads (read_by_ridge) to the trace, at [start, end).
+void add_event(Trace& trace, const EventFields& f, Nanoseconds start, Nanoseconds end, std::int64_t host_pid) {
+  const std::string_view cat = f.cat, name = f.name;
+  const std::int64_t pid = f.pid, tid = f.tid;
+  const auto correlation = static_cast<std::uint32_t>(f.correlation);
+  const auto external = static_cast<std::uint64_t>(f.external);
+  const auto device = static_cast<std::uint32_t>(f.device);
+  const auto stream = static_cast<std::uint32_t>(f.stream);
   // What every GPU activity (kernel, memcpy, memset) carries.
   auto place_on_gpu = [&](auto& activity) {
     activity.device = device;
@@ -473,25 +596,25 @@ void add_event(Trace& trace, const nlohmann::json& e, const std::string& ph, con
     Kernel k;
     k.name = trace.strings.intern(name);
     place_on_gpu(k);
-    k.grid = dim3_of(args, "grid");
-    k.block = dim3_of(args, "block");
-    k.registers_per_thread = static_cast<std::uint32_t>(detail::id_field(args, "registers per thread", 0));
-    k.shared_memory_bytes = static_cast<std::uint32_t>(detail::id_field(args, "shared memory", 0));
-    k.graph_id = static_cast<std::uint32_t>(detail::id_field(args, "graph id", 0));
-    if (const std::int64_t before = detail::id_field(args, "queued ns before start", -1); before >= 0)
+    k.grid = f.grid;
+    k.block = f.block;
+    k.registers_per_thread = static_cast<std::uint32_t>(f.registers);
+    k.shared_memory_bytes = static_cast<std::uint32_t>(f.shared_memory);
+    k.graph_id = static_cast<std::uint32_t>(f.graph);
+    if (const std::int64_t before = f.queued_before; before >= 0)
       k.queued = k.start > static_cast<Nanoseconds>(before) ? k.start - static_cast<Nanoseconds>(before) : 0;
     trace.kernels.push_back(k);
   } else if (cat == "gpu_memcpy") {
     Memcpy m;
     // "Memcpy HtoD" (ours) or "Memcpy HtoD (Pageable -> Device)" (PyTorch).
-    std::string kind = name.rfind("Memcpy ", 0) == 0 ? name.substr(7, 4) : std::string();
+    const std::string_view kind = name.starts_with("Memcpy ") ? name.substr(7, 4) : std::string_view();
     m.kind = memcpy_kind_from_string(kind);
-    m.bytes = static_cast<std::uint64_t>(detail::id_field(args, "bytes", 0));
+    m.bytes = static_cast<std::uint64_t>(f.bytes);
     place_on_gpu(m);
     trace.memcpys.push_back(m);
   } else if (cat == "gpu_memset") {
     Memset m;
-    m.bytes = static_cast<std::uint64_t>(detail::id_field(args, "bytes", 0));
+    m.bytes = static_cast<std::uint64_t>(f.bytes);
     place_on_gpu(m);
     trace.memsets.push_back(m);
   } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
@@ -509,8 +632,7 @@ void add_event(Trace& trace, const nlohmann::json& e, const std::string& ph, con
     Sync s;
     s.kind = sync_kind_from_string(name);
     s.device = device;
-    const std::int64_t st = detail::id_field(args, "stream", -1);
-    s.stream = st < 0 ? no_stream : static_cast<std::uint32_t>(st);
+    s.stream = f.sync_stream < 0 ? no_stream : static_cast<std::uint32_t>(f.sync_stream);
     s.start = start;
     s.end = end;
     s.correlation = correlation;
@@ -521,7 +643,7 @@ void add_event(Trace& trace, const nlohmann::json& e, const std::string& ph, con
     r.process = process_of(pid, host_pid, trace);
     r.thread = static_cast<std::uint32_t>(tid);
     r.start = start;
-    r.marker = ph != "X";
+    r.marker = f.ph != "X";
     r.end = r.marker ? start : end;
     trace.ranges.push_back(r);
   }
@@ -545,8 +667,12 @@ class StreamingReader {
 
   /// `prelude`: the file's "ridge" metadata when a first pass found it after the events; `shift`:
   /// nanoseconds added to every time (when the first pass found negative times).
-  StreamingReader(const std::string& source, const json* prelude, WideNs shift, bool metadata_only)
-      : source_(source), shift_(shift), metadata_only_(metadata_only), times_{source_, "traceEvents"} {
+  /// `through_dom`: read every event as a DOM, never straight from its tokens (for tests that
+  /// check both ways read the same).
+  StreamingReader(const std::string& source, const json* prelude, WideNs shift, bool metadata_only,
+                  bool through_dom = false)
+      : source_(source), shift_(shift), metadata_only_(metadata_only), through_dom_(through_dom),
+        times_{source_, "traceEvents"} {
     if (prelude != nullptr) apply_ridge_metadata(*prelude);
   }
 
@@ -559,30 +685,35 @@ class StreamingReader {
   bool needs_second_pass() const { return late_metadata_ || earliest_ + shift_ < 0; }
 
   // ---- nlohmann's SAX interface ----
-  bool null() { return scalar([&] { return capture_->null(); }); }
-  bool boolean(bool v) { return scalar([&] { return capture_->boolean(v); }); }
-  bool number_integer(json::number_integer_t v) { return scalar([&] { return capture_->number_integer(v); }); }
-  bool number_unsigned(json::number_unsigned_t v) { return scalar([&] { return capture_->number_unsigned(v); }); }
+  bool null() { return scalar([&] { tokens_.null(); }, [&] { return capture_->null(); }); }
+  bool boolean(bool v) { return scalar([&] { tokens_.boolean(v); }, [&] { return capture_->boolean(v); }); }
+  bool number_integer(json::number_integer_t v) {
+    return scalar([&] { tokens_.integer(v); }, [&] { return capture_->number_integer(v); });
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return scalar([&] { tokens_.unsigned_integer(v); }, [&] { return capture_->number_unsigned(v); });
+  }
   bool number_float(json::number_float_t v, const json::string_t& s) {
-    return scalar([&] { return capture_->number_float(v, s); });
+    return scalar([&] { tokens_.floating(v); }, [&] { return capture_->number_float(v, s); });
   }
   bool string(json::string_t& v) {
     // An event whose "ph" or "cat" says it is not read is dropped as soon as that is known
     // (ridge's own files write "ph" first: flow arrows and metadata are never built).
-    if (capture_ && capture_what_ == Capture::event && depth_ == capture_depth_ && event_key_ != EventKey::other &&
-        !may_be_read(event_key_, v)) {
-      capture_.reset();
+    if (in_event_ && depth_ == capture_depth_ && event_key_ != EventKey::other && !may_be_read(event_key_, v)) {
+      in_event_ = false;
       skipping_ = true;
       return true;
     }
-    return scalar([&] { return capture_->string(v); });
+    return scalar([&] { tokens_.string(v); }, [&] { return capture_->string(v); });
   }
-  bool binary(json::binary_t& v) { return scalar([&] { return capture_->binary(v); }); }
+  bool binary(json::binary_t&) { return true; }  // JSON text has none (nlohmann's binary formats do)
   bool key(json::string_t& k) {
-    if (capture_) {
+    if (in_event_) {
       if (depth_ == capture_depth_) event_key_ = k == "ph" ? EventKey::ph : k == "cat" ? EventKey::cat : EventKey::other;
-      return capture_->key(k);
+      tokens_.key(k);
+      return true;
     }
+    if (capture_) return capture_->key(k);
     if (depth_ == 1) key_ = k;
     return true;
   }
@@ -605,9 +736,14 @@ class StreamingReader {
            value == "cuda_driver" || value == "cuda_sync" || value == "user_annotation";
   }
 
-  template <typename Forward>
-  bool scalar(Forward forward) {
-    if (capture_) return forward();
+  /// A scalar goes to the event being read (`to_event`), to a kept value (`to_capture`), or nowhere.
+  template <typename ToEvent, typename ToCapture>
+  bool scalar(ToEvent to_event, ToCapture to_capture) {
+    if (in_event_) {
+      to_event();
+      return true;
+    }
+    if (capture_) return to_capture();
     if (skipping_) return true;
     if (in_events_ && depth_ == events_depth_) ++event_index_;  // not an object: skipped
     return true;
@@ -618,6 +754,10 @@ class StreamingReader {
       throw UsageError(fmt::format("{}: JSON nested deeper than {} levels; ridge's files nest a few levels (see "
                                    "docs/results-schema.md)",
                                    source_, max_json_depth));
+    if (in_event_) {
+      tokens_.open(object);
+      return true;
+    }
     if (capture_) return object ? capture_->start_object(n) : capture_->start_array(n);
     if (skipping_) return true;
     if (depth_ == 1) {
@@ -626,7 +766,7 @@ class StreamingReader {
       return true;
     }
     if (in_events_ && depth_ == events_depth_ + 1) {
-      if (object) begin_capture(Capture::event, true);
+      if (object) begin_event();
       else ++event_index_;
       return true;
     }
@@ -644,6 +784,15 @@ class StreamingReader {
   }
 
   bool close(bool object) {
+    if (in_event_) {
+      tokens_.close(object);
+      if (--depth_ < capture_depth_) {
+        in_event_ = false;
+        capture_what_ = Capture::none;
+        event(event_index_++);
+      }
+      return true;
+    }
     if (capture_) {
       const bool ok = object ? capture_->end_object() : capture_->end_array();
       if (--depth_ < capture_depth_) end_capture();
@@ -668,6 +817,15 @@ class StreamingReader {
     times_.list = depth == 1 ? std::string() : std::string("traceEvents");
   }
 
+  void begin_event() {
+    in_event_ = true;
+    tokens_.clear();
+    tokens_.open(true);
+    capture_what_ = Capture::event;
+    capture_depth_ = depth_;
+    event_key_ = EventKey::other;
+  }
+
   void begin_capture(Capture what, bool object) {
     captured_ = json();
     capture_.emplace(captured_);
@@ -681,7 +839,7 @@ class StreamingReader {
   void end_capture() {
     capture_.reset();
     switch (std::exchange(capture_what_, Capture::none)) {
-      case Capture::event: event(captured_, event_index_++); break;
+      case Capture::event: break;  // events are read from tokens_ (close)
       case Capture::ridge:
         if (!have_ridge_) {
           ridge_json_ = std::move(captured_);
@@ -712,28 +870,39 @@ class StreamingReader {
     }
   }
 
-  void event(const json& e, std::size_t i) {
+  /// Reads the event in tokens_, number `i` of the list: straight from the tokens, or, when one
+  /// of its fields is not of the plain kind fields_from_tokens takes, as a DOM (event_from_json),
+  /// whose errors name what is wrong.
+  void event(std::size_t i) {
+    EventFields f;
+    double ts_us = 0;
+    std::optional<double> dur_us;
+    if (through_dom_ || !fields_from_tokens(tokens_, f, ts_us, dur_us)) return event_from_json(tokens_.to_json(), i);
+    if (!read_by_ridge(f.ph, f.cat)) return;
+    events_read_ = true;
+    const WideNs start = std::llround(ts_us * 1000.0);
+    const WideNs length = f.ph == "X" && dur_us ? std::llround(*dur_us * 1000.0) : 0;
+    if (length < 0) return trace_.count_rejected(negative_duration_reason);
+    place({start, start + length}, i, [&]() -> const EventFields& { return f; });
+  }
+
+  void event_from_json(const json& e, std::size_t i) {
     auto text_field = [&](const char* key) -> std::string_view {
       auto it = e.find(key);
       return it != e.end() && it->is_string() ? std::string_view(it->get_ref<const std::string&>()) : std::string_view();
     };
-    const std::string ph(text_field("ph")), cat(text_field("cat"));
-    if (!read_by_ridge(ph, cat)) return;
+    EventFields f;
+    f.ph = text_field("ph");
+    f.cat = text_field("cat");
+    if (!read_by_ridge(f.ph, f.cat)) return;
     events_read_ = true;
     try {
-      const auto span = times_.read(e, i, ph == "X");
-      if (!span) {
-        trace_.count_rejected(negative_duration_reason);
-        return;
-      }
-      earliest_ = std::min(earliest_, static_cast<WideNs>(meta_.origin) + span->first);
-      if (needs_second_pass()) return;  // the times are shifted then: only the earliest counts now
-      const WideNs wide_start = static_cast<WideNs>(meta_.origin) + span->first + shift_;
-      const WideNs wide_end = static_cast<WideNs>(meta_.origin) + span->second + shift_;
-      if (wide_end > static_cast<WideNs>(std::numeric_limits<Nanoseconds>::max()))
-        throw UsageError(fmt::format("{}: {}[{}]: ends beyond 2^64 ns after the file's origin", source_, times_.list, i));
-      add_event(trace_, e, ph, cat, static_cast<Nanoseconds>(wide_start), static_cast<Nanoseconds>(wide_end),
-                meta_.host_pid);
+      const auto span = times_.read(e, i, f.ph == "X");
+      if (!span) return trace_.count_rejected(negative_duration_reason);
+      place(*span, i, [&]() -> const EventFields& {
+        fields_from_json(e, f, name_storage_);
+        return f;
+      });
     } catch (const UsageError& x) {
       const std::string what = x.what();
       if (what.rfind(source_, 0) == 0) throw;  // already names the file and the path
@@ -743,9 +912,24 @@ class StreamingReader {
     }
   }
 
+  /// Adds event `i`, at `span` from the file's origin, with the fields `fields()` gives (read only
+  /// once the times are known to be final: a first pass that will be repeated reads no more).
+  template <typename Fields>
+  void place(std::pair<WideNs, WideNs> span, std::size_t i, Fields fields) {
+    earliest_ = std::min(earliest_, static_cast<WideNs>(meta_.origin) + span.first);
+    if (needs_second_pass()) return;  // the times are shifted then: only the earliest counts now
+    const WideNs wide_start = static_cast<WideNs>(meta_.origin) + span.first + shift_;
+    const WideNs wide_end = static_cast<WideNs>(meta_.origin) + span.second + shift_;
+    if (wide_end > static_cast<WideNs>(std::numeric_limits<Nanoseconds>::max()))
+      throw UsageError(fmt::format("{}: {}[{}]: ends beyond 2^64 ns after the file's origin", source_, times_.list, i));
+    add_event(trace_, fields(), static_cast<Nanoseconds>(wide_start), static_cast<Nanoseconds>(wide_end),
+              meta_.host_pid);
+  }
+
   const std::string& source_;
   WideNs shift_ = 0;
   bool metadata_only_ = false;
+  bool through_dom_ = false;
   EventTimes times_;
   Trace trace_;
   detail::RidgeMetadata meta_;
@@ -761,19 +945,22 @@ class StreamingReader {
   std::size_t event_index_ = 0;
   Capture capture_what_ = Capture::none;
   json captured_;
-  std::optional<nlohmann::detail::json_sax_dom_parser<json>> capture_;
+  std::optional<nlohmann::detail::json_sax_dom_parser<json>> capture_;  // the "ridge" or "distributedInfo" value
+  bool in_event_ = false;             // inside an event that is being read into tokens_
+  detail::EventTokens tokens_;        // the event being read
+  std::string name_storage_;          // the DOM reader's event name
 };
 
 /// Parses the JSON that `parse` feeds to a StreamingReader (once, or twice when the first pass
 /// finds the metadata after the events or times before the origin).
 template <typename Parse>
-Trace read_streamed(const std::string& source, Parse parse) {
+Trace read_streamed(const std::string& source, Parse parse, bool through_dom = false) {
   nlohmann::json late_metadata;
   const nlohmann::json* prelude = nullptr;
   WideNs shift = 0;
   // At most three passes: the second knows the metadata, the third the shift it implies.
   for (int pass = 1;; ++pass) {
-    StreamingReader reader(source, prelude, shift, false);
+    StreamingReader reader(source, prelude, shift, false, through_dom);
     parse(reader);
     if (!reader.saw_events()) throw UsageError(fmt::format("{}: {}", source, not_a_chrome_trace));
     const WideNs needed = -std::min<WideNs>(reader.earliest(), 0);
@@ -822,6 +1009,11 @@ bool chrome_trace_has_counters(const std::string& path) {
 namespace ridge::detail {
 
 using namespace ridge::trace;
+
+Trace parse_chrome_json_through_dom(const std::string& text, const std::string& source) {
+  return read_streamed(
+      source, [&](StreamingReader& reader) { nlohmann::json::sax_parse(text, &reader); }, true);
+}
 
 RidgeMetadata read_ridge_metadata(const nlohmann::json& m, Trace& trace) {
   using ridge::detail::integer_field;

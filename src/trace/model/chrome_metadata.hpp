@@ -31,4 +31,9 @@ void read_distributed_info(const nlohmann::json& info, trace::Trace& trace);
 /// call carry it): where the trace draws an arrow from a call to the GPU work it queued.
 std::unordered_map<std::uint32_t, const trace::ApiCall*> launch_calls_by_correlation(const trace::Trace& trace);
 
+/// parse_chrome_json reading every event through a DOM instead of straight from its tokens: what
+/// the tests and the fuzzer compare the fast reader against (both must give the same trace or
+/// the same error).
+trace::Trace parse_chrome_json_through_dom(const std::string& text, const std::string& source = "the trace");
+
 }  // namespace ridge::detail
