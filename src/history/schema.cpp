@@ -1,4 +1,4 @@
-// The history schema, version 1. One SQLite file (WAL journal), PRAGMA application_id =
+// The history schema, version 2. One SQLite file (WAL journal), PRAGMA application_id =
 // history_application_id and PRAGMA user_version = the schema version.
 //
 //   runs     one row per run added: its content hash (unique: a run adds once), commit, branch,
@@ -6,9 +6,14 @@
 //            source path, and the result file's context as JSON (records left out).
 //   records  one row per record of a run, in file order: its identity (name, method, dtype,
 //            params as canonical JSON), what the gate and verdict need (verification, gate
-//            informational and min_threshold), median, SM clocks at start and end, and the record
-//            as JSON without its samples.
-//   samples  the raw samples of each record (ms per operation), in order.
+//            informational and min_threshold), median, SM clocks at start and end, the record
+//            as JSON without its samples, and its raw samples (ms per operation) in samples_ms:
+//            one BLOB of IEEE 754 binary64 values, little-endian, 8 bytes each, in order
+//            (encode_samples). Zero bytes: no samples.
+//
+// Version 1 kept the samples in a table of their own, `samples` (record_id, position, ms), one
+// row per sample: 20 million rows at 10,000 runs x 100 records x 20 samples, whose reading was
+// most of `history check`. migrate_to_2 moves them into records.samples_ms and drops the table.
 //
 // A new version adds a migrate_to_N step below and bumps history_schema_version; a file is
 // migrated forward in one transaction when a newer ridge opens it.
@@ -17,8 +22,10 @@
 #include <sqlite3.h>
 
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <string>
@@ -80,9 +87,34 @@ CREATE TABLE samples (
 
 void migrate_to_1(Connection& c) { c.execute(schema_v1, "creating the history tables"); }
 
+// The samples table's rows become one BLOB per record (records.samples_ms), read in key order
+// (record, position) so each record's samples arrive together; then the table goes.
+void migrate_to_2(Connection& c) {
+  c.execute("ALTER TABLE records ADD COLUMN samples_ms BLOB NOT NULL DEFAULT x''",
+            "adding records.samples_ms (migrating to schema version 2)");
+  Statement rows(c.get(), "SELECT record_id, ms FROM samples ORDER BY record_id, position");
+  Statement update(c.get(), "UPDATE records SET samples_ms = ?2 WHERE id = ?1");
+  std::vector<double> samples;
+  std::int64_t current = 0;
+  const auto flush = [&] {
+    if (samples.empty()) return;
+    update.bind(1, current).bind_blob(2, encode_samples(samples)).run();
+    samples.clear();
+  };
+  while (rows.step()) {
+    if (const std::int64_t id = rows.integer(0); id != current) {
+      flush();
+      current = id;
+    }
+    samples.push_back(rows.real(1));
+  }
+  flush();
+  c.execute("DROP TABLE samples", "dropping the version 1 samples table (migrating to schema version 2)");
+}
+
 // Step N brings a file from version N - 1 to N; index 0 is creation from nothing.
 using Migration = void (*)(Connection&);
-constexpr std::array<Migration, history_schema_version> migrations = {migrate_to_1};
+constexpr std::array<Migration, history_schema_version> migrations = {migrate_to_1, migrate_to_2};
 
 std::vector<std::string> table_names(Connection& c) {
   Statement s(c.get(), "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name");
@@ -120,6 +152,37 @@ int readable_version(Connection& c, const std::filesystem::path& path, bool crea
 }
 
 }  // namespace
+
+std::vector<unsigned char> encode_samples(std::span<const double> samples_ms) {
+  std::vector<unsigned char> bytes(samples_ms.size() * 8);
+  for (std::size_t i = 0; i < samples_ms.size(); ++i) {
+    const auto bits = std::bit_cast<std::uint64_t>(samples_ms[i]);
+    for (std::size_t b = 0; b < 8; ++b) bytes[i * 8 + b] = static_cast<unsigned char>(bits >> (8 * b));
+  }
+  return bytes;
+}
+
+UsageError damaged_samples(std::string_view where, std::size_t bytes) {
+  return UsageError(fmt::format("{}: samples_ms holds {} bytes, not a whole number of 8-byte samples; the file is "
+                                "damaged; restore it from a copy",
+                                where, bytes));
+}
+
+bool decode_samples(std::span<const unsigned char> blob, std::vector<double>& out) {
+  if (blob.size() % 8 != 0) return false;
+  const std::size_t first = out.size();
+  out.resize(first + blob.size() / 8);
+  if constexpr (std::endian::native == std::endian::little) {
+    if (!blob.empty()) std::memcpy(out.data() + first, blob.data(), blob.size());
+  } else {
+    for (std::size_t i = 0; i < blob.size() / 8; ++i) {
+      std::uint64_t bits = 0;
+      for (std::size_t b = 0; b < 8; ++b) bits |= std::uint64_t(blob[i * 8 + b]) << (8 * b);
+      out[first + i] = std::bit_cast<double>(bits);
+    }
+  }
+  return true;
+}
 
 bool inspect_file(const std::filesystem::path& path) {
   std::error_code ec;
