@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstdint>
 #include <exception>
 #include <cmath>
 #include <map>
@@ -257,23 +259,81 @@ bool HistoryCheck::regression_at_newest() const {
   return std::any_of(changes.begin(), changes.end(), [](const HistoryChange& c) { return c.regression && c.at_newest_commit; });
 }
 
+namespace {
+
+// Whether two JSON values print alike (record_match_key compares params by their dump): same types
+// throughout (1 is not 1.0), numbers bit for bit (0.0 is not -0.0).
+bool same_json(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case nlohmann::json::value_t::object: {
+      if (a.size() != b.size()) return false;
+      for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+        if (i.key() != j.key() || !same_json(*i, *j)) return false;
+      return true;
+    }
+    case nlohmann::json::value_t::array: {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!same_json(a[i], b[i])) return false;
+      return true;
+    }
+    case nlohmann::json::value_t::number_float:
+      return std::bit_cast<std::uint64_t>(a.get<double>()) == std::bit_cast<std::uint64_t>(b.get<double>());
+    default: return a == b;
+  }
+}
+
+// Whether two records have one record_match_key.
+bool same_identity(const Record& a, const Record& b) {
+  return a.name == b.name && a.method == b.method && a.dtype == b.dtype && same_json(a.params, b.params);
+}
+
+}  // namespace
+
 std::vector<RecordSeries> record_series(const History& history, std::span<const HistoryRun> runs) {
   std::map<std::string, std::size_t> series_of_key;
   std::vector<RecordSeries> series;
   // The columns detection reads, not each run's whole JSON (History::records_for_detection).
   std::unordered_map<std::int64_t, std::vector<Record>> records_of_run = history.records_for_detection();
+  // The series of the last run placed, by position. A run on the same machine and GPU whose records
+  // match its records one by one (the usual case: the same benchmarks again) has the same keys, so
+  // takes the same series without building them.
+  std::vector<std::size_t> previous;
+  const HistoryRun* previous_run = nullptr;
+  std::vector<std::size_t> placed;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto run = records_of_run.find(runs[i].id);
     if (run == records_of_run.end()) continue;  // a run without records
-    std::map<std::string, std::size_t> occurrences;
-    for (Record& r : run->second) {
-      const std::string match = record_match_key(r);
-      const std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
-      const auto [it, is_new] = series_of_key.emplace(key, series.size());
-      if (is_new) series.push_back({runs[i].machine, runs[i].gpu, {}, {}});
-      series[it->second].points.push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
-      series[it->second].run_positions.push_back(i);
+    std::vector<Record>& records = run->second;
+    const bool as_before = previous_run && previous_run->machine == runs[i].machine &&
+                           previous_run->gpu == runs[i].gpu && previous.size() == records.size() &&
+                           [&] {
+                             for (std::size_t j = 0; j < records.size(); ++j)
+                               if (!same_identity(records[j], series[previous[j]].points.back().record)) return false;
+                             return true;
+                           }();
+    if (as_before) {
+      placed = previous;
+    } else {
+      placed.clear();
+      std::map<std::string, std::size_t> occurrences;
+      for (const Record& r : records) {
+        const std::string match = record_match_key(r);
+        const std::string key =
+            fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
+        const auto [it, is_new] = series_of_key.emplace(key, series.size());
+        if (is_new) series.push_back({runs[i].machine, runs[i].gpu, {}, {}});
+        placed.push_back(it->second);
+      }
     }
+    for (std::size_t j = 0; j < records.size(); ++j) {
+      RecordSeries& s = series[placed[j]];
+      s.points.push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(records[j])});
+      s.run_positions.push_back(i);
+    }
+    previous.swap(placed);
+    previous_run = &runs[i];
   }
   return series;
 }

@@ -383,6 +383,31 @@ TEST(HistoryStore, AVersionOneFileIsMigratedWithItsSamples) {
   EXPECT_EQ(migrated.changes[0].commit, commit_name(5));
 }
 
+TEST(HistoryCheck, SeriesKeepApartRecordsWhoseParamsPrintDifferently) {
+  // Runs alike but for one record's params: 4096 then 4096.0, then the records in another order.
+  History h = History::open_or_create(test_folder() / "h.db");
+  for (int i = 0; i < 9; ++i) {
+    ResultSet run = make_run(i, {});
+    Record other = make_run(i, {.level_ms = 2.0, .seed = 3}).records[0];
+    other.name = "other";
+    if (i >= 3 && i < 6) run.records[0].params["n"] = 4096.0;
+    run.records.push_back(other);
+    if (i >= 6) std::swap(run.records[0], run.records[1]);
+    h.add(run, {commit_name(i), "main", ""});
+  }
+  const std::vector<HistoryRun> runs = h.runs();
+  const std::vector<RecordSeries> series = record_series(h, runs);
+  ASSERT_EQ(series.size(), 3u);
+  EXPECT_EQ(series[0].points[0].record.name, "matmul");
+  EXPECT_EQ(series[0].run_positions, (std::vector<std::size_t>{0, 1, 2, 6, 7, 8}));
+  EXPECT_EQ(series[1].points[0].record.name, "other");
+  EXPECT_EQ(series[1].points.size(), 9u);
+  EXPECT_EQ(series[2].points[0].record.params["n"].dump(), "4096.0");
+  EXPECT_EQ(series[2].run_positions, (std::vector<std::size_t>{3, 4, 5}));
+  for (const RecordSeries& s : series)
+    for (const SeriesPoint& p : s.points) EXPECT_EQ(p.record.name, s.points[0].record.name);
+}
+
 TEST(HistoryStore, AHistoryInAMissingFolderIsAUsageError) {
   const fs::path db = test_folder() / "no" / "such" / "folder" / "h.db";
   EXPECT_THROW(History::open_or_create(db), UsageError);
