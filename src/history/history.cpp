@@ -331,7 +331,9 @@ std::unordered_map<std::int64_t, std::vector<Record>> History::records_for_detec
   while (records.step()) {
     const std::int64_t run_id = records.integer(1);
     if (!list || run_id != list_run) {
+      const std::size_t previous_size = list ? list->size() : 0;
       list = &by_run[run_id];  // each run's rows come together (ORDER BY run_id): one lookup a run
+      list->reserve(previous_size);  // runs usually hold the same records: no growing and moving
       list_run = run_id;
     }
     Record& r = list->emplace_back();
