@@ -93,19 +93,52 @@ double median_in_place(std::vector<double>& v) {
   return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + v[mid]);
 }
 
-bool may_be_change(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
-                   const CompareOptions& options, std::vector<double>& scratch) {
+// Each point's lower and upper middle samples (0-based (n - 1) / 2 and n / 2 of its sorted
+// samples; NaN for a point without samples). The pooled median of several points' samples lies
+// between the lowest lower middle and the highest upper middle among them: fewer than half of the
+// pooled samples lie below the lowest lower middle (each point has fewer than half of its own
+// below its lower middle), and likewise above the highest upper middle.
+std::vector<std::pair<double, double>> middles_of(std::span<const SeriesPoint> points) {
+  std::vector<std::pair<double, double>> middles(points.size());
+  std::vector<double> sorted;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    sorted.assign(points[i].record.samples_ms.begin(), points[i].record.samples_ms.end());
+    if (sorted.empty()) {
+      middles[i] = {std::nan(""), std::nan("")};
+      continue;
+    }
+    std::sort(sorted.begin(), sorted.end());
+    middles[i] = {sorted[(sorted.size() - 1) / 2], sorted[sorted.size() / 2]};
+  }
+  return middles;
+}
+
+bool may_be_change(std::span<const SeriesPoint> points, std::span<const std::pair<double, double>> middles,
+                   std::size_t lo, std::size_t k, std::size_t hi, const CompareOptions& options,
+                   std::vector<double>& scratch) {
   if (options.scale_compute_bound_by_clock) return true;
   scratch.clear();
   for (std::size_t i = lo; i < k; ++i) scratch.push_back(points[i].record.summary.median);
   const double before = median_in_place(scratch);
+  if (!(before > 0)) return true;
+  constexpr double margin = 1e-9;
+  const double lowest = 1 - options.threshold + margin, highest = 1 + options.threshold - margin;
+  // Bounds of the after-median first (rounding keeps the order, so the ratio lies within them too):
+  // a pair inside the threshold for both needs no pooling. In a quiet series that is almost every pair.
+  double low = middles[k].first, high = middles[k].second;
+  for (std::size_t i = k + 1; i < hi; ++i) {
+    low = std::min(low, middles[i].first);
+    high = std::max(high, middles[i].second);
+  }
+  bool bounded = true;
+  for (std::size_t i = k; i < hi; ++i) bounded = bounded && !std::isnan(middles[i].first);
+  if (bounded && low / before >= lowest && high / before <= highest) return false;
   scratch.clear();
   for (std::size_t i = k; i < hi; ++i)
     scratch.insert(scratch.end(), points[i].record.samples_ms.begin(), points[i].record.samples_ms.end());
-  if (scratch.empty() || !(before > 0)) return true;
+  if (scratch.empty()) return true;
   const double ratio = median_in_place(scratch) / before;
-  constexpr double margin = 1e-9;
-  return ratio > 1 + options.threshold - margin || ratio < 1 - options.threshold + margin;
+  return ratio > highest || ratio < lowest;
 }
 
 bool is_change(const RecordComparison& row) {
@@ -191,6 +224,8 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
   // Each window pair judged once: its rank effect when compare_results calls it a change, none otherwise.
   std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::optional<double>> judged;
   std::vector<double> scratch;
+  const std::vector<std::pair<double, double>> middles =
+      scan.scale_compute_bound_by_clock ? std::vector<std::pair<double, double>>() : middles_of(points);
   std::set<std::size_t> kept;
   for (;;) {
     std::optional<std::size_t> best;
@@ -202,7 +237,7 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
       auto it = judged.find({lo, k, hi});
       if (it == judged.end()) {
         std::optional<double> effect;
-        if (may_be_change(points, lo, k, hi, scan, scratch))
+        if (may_be_change(points, middles, lo, k, hi, scan, scratch))
           if (const RecordComparison row = judge_window(points, lo, k, hi, scan, options.scale_floors_by_window);
               is_change(row)) effect = rank_effect(row);
         it = judged.emplace(std::tuple{lo, k, hi}, effect).first;

@@ -884,10 +884,19 @@ TEST(HistoryCheck, SkippingPairsInsideTheThresholdChangesNoVerdict) {
   // Steps around the 5% threshold, both ways. With scale_compute_bound_by_clock on, every window
   // pair is judged in full (records without per-sample clocks are never rescaled), so both
   // settings must find the same changes with the same numbers.
-  for (double step : {1.03, 1.048, 1.052, 1.07, 0.95, 0.93}) {
+  // Runs of 15 to 21 samples (odd and even counts: the pooled median's bound from each run's
+  // middle samples is checked both ways), the steps around the 3% default too.
+  const std::vector<std::pair<double, bool>> steps = {{1.03, false}, {1.048, false}, {1.052, false}, {1.07, false},
+                                                      {0.95, false}, {0.93, false}, {1.028, true},  {1.032, true},
+                                                      {0.972, true}, {0.968, true}, {1.07, true}};
+  for (const auto& [step, trimmed] : steps) {
     std::vector<SeriesPoint> points;
     for (int i = 0; i < 30; ++i) {
-      const ResultSet run = make_run(i, {.level_ms = i >= 15 ? step : 1.0, .seed = 5});
+      ResultSet run = make_run(i, {.level_ms = i >= 15 ? step : 1.0, .seed = 5});
+      if (trimmed) {
+        run.records[0].samples_ms.resize(15 + static_cast<std::size_t>(i % 7));
+        finalize(run.records[0]);
+      }
       points.push_back({commit_name(i), run.context.timestamp_utc, 13000, run.records[0]});
     }
     CheckOptions skipping, full;
