@@ -7,7 +7,8 @@ The first N runs (ids 1..N, as import numbered them) are copied until the file h
 copy k of run i is commit "r<k>-<commit>", N*k minutes later, with a new content hash and every
 sample times a uniform factor in [0.99, 1.01]. Importing 10,000 runs of 100 records through the CLI
 takes about 10 CPU-minutes; this takes about a minute, and the file is what import would have
-written (same tables, same record JSON, samples as records.samples_ms: little-endian float64).
+written (same tables, same record JSON; each record's samples as one records.samples_ms BLOB of
+little-endian float64, each copy's jittered).
 Schema version 2 only (ridge's history_schema_version). Only for the scale benchmark
 (bench/history_scale.sh).
 """
@@ -29,7 +30,7 @@ def main():
     c = sqlite3.connect(db)
     version = c.execute("PRAGMA user_version").fetchone()[0]
     if version != 2:
-        sys.exit(f"{db}: schema version {version}; this script copies version 2 files (samples in records.samples_ms)")
+        sys.exit(f"{db}: schema version {version}; this script copies version 2 files (records, record_json)")
     c.create_function("jitter", 1, jitter, deterministic=False)
     n = c.execute("SELECT count(*) FROM runs").fetchone()[0]
     if c.execute("SELECT max(id) FROM runs").fetchone()[0] != n:
@@ -49,11 +50,15 @@ def main():
                 (copy, n))
             c.execute(
                 "INSERT INTO records (id, run_id, position, name, method, dtype, params_json, verification, "
-                "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, record_json, samples_ms) "
+                "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, samples_ms, extra_json) "
                 "SELECT id + ?1 * ?3, run_id + ?1 * ?2, position, name, method, dtype, params_json, verification, "
-                "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, record_json, "
-                "jitter(samples_ms) FROM records WHERE id <= ?3",
+                "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, jitter(samples_ms), "
+                "extra_json FROM records WHERE id <= ?3",
                 (copy, n, records))
+            c.execute(
+                "INSERT INTO record_json (record_id, record_json) SELECT record_id + ?1 * ?2, record_json "
+                "FROM record_json WHERE record_id <= ?2",
+                (copy, records))
         copy += 1
     print(f"{db}: {c.execute('SELECT count(*) FROM runs').fetchone()[0]} runs")
 

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <thread>
@@ -82,8 +81,9 @@ double gate_min_threshold(const Record& r) { return r.gate ? r.gate->min_thresho
 void insert_records(Connection& c, std::int64_t run_id, const ResultSet& run) {
   Statement record(c.get(),
                    "INSERT INTO records (run_id, position, name, method, dtype, params_json, verification, "
-                   "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, record_json, samples_ms) "
+                   "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, samples_ms, extra_json) "
                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+  Statement document(c.get(), "INSERT INTO record_json (record_id, record_json) VALUES (?1, ?2)");
   for (std::size_t i = 0; i < run.records.size(); ++i) {
     const Record& r = run.records[i];
     nlohmann::json without_samples = to_json(r);
@@ -101,9 +101,10 @@ void insert_records(Connection& c, std::int64_t run_id, const ResultSet& run) {
         .bind(10, r.summary.median)
         .bind(11, r.clocks_start.sm_mhz)
         .bind(12, r.clocks_end.sm_mhz)
-        .bind(13, json_text(without_samples, -1))
-        .bind_blob(14, history_detail::encode_samples(r.samples_ms));
+        .bind_blob(13, history_detail::encode_samples(r.samples_ms))
+        .bind(14, json_text(r.extra, -1));
     record.run();
+    document.bind(1, c.last_insert_id()).bind(2, json_text(without_samples, -1)).run();
   }
 }
 
@@ -247,11 +248,17 @@ ResultSet History::load_run(std::int64_t run_id) const {
   if (!context.step()) throw UsageError(fmt::format("run_id {}: no such run in {}", run_id, state_->path.string()));
   const std::string where = fmt::format("{} run {}", state_->path.string(), run_id);
   nlohmann::json j = parse_json(context.text(0), where);
-  Statement records(db, "SELECT record_json, samples_ms FROM records WHERE run_id = ?1 ORDER BY position");
+  Statement records(db,
+                    "SELECT j.record_json, r.samples_ms, r.id FROM records r LEFT JOIN record_json j ON j.record_id = r.id "
+                    "WHERE r.run_id = ?1 ORDER BY r.position");
   records.bind(1, run_id);
   nlohmann::json& list = j["records"];
   std::vector<double> samples;
   while (records.step()) {
+    if (records.is_null(0))
+      throw UsageError(fmt::format("{}: record {} has no JSON (no row in record_json); the file is damaged; restore "
+                                   "it from a copy",
+                                   where, records.integer(2)));
     list.push_back(parse_json(records.text_view(0), where));
     samples.clear();
     if (const auto blob = records.blob(1); !history_detail::decode_samples(blob, samples))
@@ -306,17 +313,11 @@ void finalize_all(std::unordered_map<std::int64_t, std::vector<Record>>& by_run,
 
 std::unordered_map<std::int64_t, std::vector<Record>> History::records_for_detection() const {
   sqlite3* db = state_->connection.get();
-  // One query in key order: each run's rows arrive together, its samples in the same row.
+  // One query in key order: each run's rows arrive together, its samples in the same row. The
+  // record JSON is in a table of its own, so the rows read here are a fifth of its size.
   Statement records(db,
                     "SELECT id, run_id, name, method, dtype, params_json, gate_informational, gate_min_threshold, "
-                    "sm_mhz_start, sm_mhz_end, record_json, samples_ms FROM records ORDER BY run_id, position");
-  // The two extra fields, taken out by SQLite (json_extract) only from records whose JSON names
-  // them (a substring search here, on SQLite's text without a copy: instr was a fifth of the time).
-  Statement extras(db,
-                   "SELECT CASE WHEN json_type(record_json, '$.extra.sample_sm_mhz') = 'array' "
-                   "THEN json_extract(record_json, '$.extra.sample_sm_mhz') END, "
-                   "CASE WHEN json_type(record_json, '$.extra.bound') = 'text' "
-                   "THEN json_extract(record_json, '$.extra.bound') END FROM records WHERE id = ?1");
+                    "sm_mhz_start, sm_mhz_end, extra_json, samples_ms FROM records ORDER BY run_id, position");
   static const auto methods = stored_names(all_methods);
   static const auto dtypes = stored_names(all_dtypes);
   std::unordered_map<std::int64_t, std::vector<Record>> by_run;
@@ -325,9 +326,6 @@ std::unordered_map<std::int64_t, std::vector<Record>> History::records_for_detec
   const std::string where = fmt::format("{} records", state_->path.string());
   std::vector<Record>* list = nullptr;
   std::int64_t list_run = 0;
-  const auto contains = [](std::string_view text, std::string_view part) {
-    return memmem(text.data(), text.size(), part.data(), part.size()) != nullptr;
-  };
   while (records.step()) {
     const std::int64_t run_id = records.integer(1);
     if (!list || run_id != list_run) {
@@ -355,15 +353,13 @@ std::unordered_map<std::int64_t, std::vector<Record>> History::records_for_detec
     if (informational || min_threshold != 0) r.gate = RecordGate{informational, min_threshold, {}};
     r.clocks_start.sm_mhz = records.real(8);
     r.clocks_end.sm_mhz = records.real(9);
-    if (const std::string_view json = records.text_view(10);
-        contains(json, "\"sample_sm_mhz\"") || contains(json, "\"bound\"")) {
-      extras.bind(1, records.integer(0));
-      if (extras.step()) {
-        if (const std::string clocks = extras.text(0); !clocks.empty())
-          r.extra[extra_key::sample_sm_mhz] = parse_json(clocks, where);
-        if (const std::string bound = extras.text(1); !bound.empty()) r.extra[extra_key::bound] = bound;
-      }
-      extras.reset();
+    // Of `extra`, only what compare_results reads: the per-sample clocks and the bound.
+    if (const std::string_view extra_text = records.text_view(10); extra_text != "{}") {
+      const nlohmann::json extra = parse_json(extra_text, where);
+      if (const auto it = extra.find(extra_key::sample_sm_mhz); it != extra.end() && it->is_array())
+        r.extra[extra_key::sample_sm_mhz] = *it;
+      if (const auto it = extra.find(extra_key::bound); it != extra.end() && it->is_string())
+        r.extra[extra_key::bound] = *it;
     }
     if (const auto blob = records.blob(11); !history_detail::decode_samples(blob, r.samples_ms))
       throw history_detail::damaged_samples(fmt::format("{} run {} record {}", state_->path.string(), run_id, r.name),

@@ -107,6 +107,8 @@ std::span<const unsigned char> Statement::blob(int column) const {
                : std::span<const unsigned char>();
 }
 
+bool Statement::is_null(int column) const { return sqlite3_column_type(statement_, column) == SQLITE_NULL; }
+
 double Statement::real(int column) const { return sqlite3_column_double(statement_, column); }
 
 std::int64_t Statement::integer(int column) const { return sqlite3_column_int64(statement_, column); }

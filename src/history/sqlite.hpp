@@ -45,6 +45,8 @@ class Statement {
   std::span<const unsigned char> blob(int column) const;
   double real(int column) const;
   std::int64_t integer(int column) const;
+  /// Whether the column is SQL NULL.
+  bool is_null(int column) const;
 
  private:
   sqlite3* db_;

@@ -251,18 +251,22 @@ TEST(HistoryStore, HostileFilesAreRefusedAndLeftIntact) {
   }
 }
 
-TEST(HistoryStore, DamagedSamplesAreAUsageErrorNamingTheRecord) {
+TEST(HistoryStore, DamagedRecordsAreAUsageErrorNamingThem) {
   const fs::path db = test_folder() / "h.db";
   series_history(db, 4);
   raw_sql(db, "UPDATE records SET samples_ms = x'0102030405' WHERE id = 2");  // 5 bytes: not whole samples
+  raw_sql(db, "DELETE FROM record_json WHERE record_id = 3");                   // a record without its JSON
   History h = History::open_existing(db);
-  for (const auto& read : std::vector<std::function<void()>>{[&] { check_history(h); },
-                                                              [&] { h.load_run(h.runs()[1].id); }}) {
+  const std::vector<std::pair<std::function<void()>, std::string>> reads = {
+      {[&] { check_history(h); }, "samples_ms holds 5 bytes"},
+      {[&] { h.load_run(h.runs()[1].id); }, "samples_ms holds 5 bytes"},
+      {[&] { h.load_run(h.runs()[2].id); }, "record 3 has no JSON"}};
+  for (const auto& [read, expected] : reads) {
     try {
       read();
-      ADD_FAILURE() << "damaged samples were read";
+      ADD_FAILURE() << "a damaged record was read";
     } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find("samples_ms holds 5 bytes"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
     }
   }
 }
@@ -329,10 +333,12 @@ void write_v1_history(const fs::path& path, const std::vector<ResultSet>& runs) 
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   const std::string copy = fmt::format(
       "ATTACH '{}' AS v2; INSERT INTO runs SELECT * FROM v2.runs; "
-      "INSERT INTO records SELECT id, run_id, position, name, method, dtype, params_json, verification, "
-      "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, record_json FROM v2.records",
+      "INSERT INTO records SELECT r.id, run_id, position, name, method, dtype, params_json, verification, "
+      "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, j.record_json "
+      "FROM v2.records r JOIN v2.record_json j ON j.record_id = r.id",
       scratch.string());
   ASSERT_EQ(sqlite3_exec(db, copy.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), SQLITE_OK);
   std::int64_t record_id = 0;
   for (const ResultSet& run : runs)
     for (const Record& r : run.records) {
@@ -342,6 +348,7 @@ void write_v1_history(const fs::path& path, const std::vector<ResultSet>& runs) 
         ASSERT_EQ(sqlite3_exec(db, row.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
       }
     }
+  ASSERT_EQ(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
   fs::remove(scratch);
 }
@@ -354,6 +361,11 @@ TEST(HistoryStore, AVersionOneFileIsMigratedWithItsSamples) {
   for (int i = 0; i < 8; ++i) runs.push_back(make_run(i, {.level_ms = i < 5 ? 1.0 : 1.2}));
   runs[3].records.push_back(make_run(3, {.level_ms = 0.004, .seed = 5}).records[0]);  // two records in one run
   runs[3].records[1].name = "small";
+  for (ResultSet& run : runs) {  // what detection reads of `extra` (moved to records.extra_json), and more
+    run.records[0].extra[extra_key::bound] = "compute";
+    run.records[0].extra[extra_key::sample_sm_mhz] = std::vector<double>(30, 1980.0);
+    run.records[0].extra["note"] = "kept";
+  }
   const fs::path db = dir / "v1.db";
   write_v1_history(db, runs);
   ASSERT_EQ(pragma_value(db, "PRAGMA user_version"), 1);
@@ -372,7 +384,10 @@ TEST(HistoryStore, AVersionOneFileIsMigratedWithItsSamples) {
   }
   EXPECT_EQ(pragma_value(db, "PRAGMA user_version"), history_schema_version);
   EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'samples'"), 0);
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM pragma_table_info('records') WHERE name = 'record_json'"), 0);
   EXPECT_EQ(pragma_value(db, "SELECT sum(length(samples_ms)) / 8 FROM records"), 10 * 30);
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM records WHERE json_extract(extra_json, '$.bound') = 'compute'"), 8);
+  EXPECT_EQ(pragma_text(db, "PRAGMA foreign_key_check"), "");
   EXPECT_EQ(pragma_text(db, "PRAGMA integrity_check"), "ok");
 
   // The same runs added by this ridge check alike.
