@@ -42,4 +42,4 @@ for repeat in 1 2; do
   say "history check of everything ($repeat): $t, exit $rc (load $(cut -d' ' -f1 /proc/loadavg))"
 done
 say "check summary: $(head -n1 "$work/check.txt")"
-say "runs in the history: $(sqlite3 "$db" 'SELECT count(*) FROM runs'), records $(sqlite3 "$db" 'SELECT count(*) FROM records'), samples $(sqlite3 "$db" 'SELECT count(*) FROM samples')"
+say "runs in the history: $(sqlite3 "$db" 'SELECT count(*) FROM runs'), records $(sqlite3 "$db" 'SELECT count(*) FROM records'), samples $(sqlite3 "$db" 'SELECT sum(length(samples_ms)) / 8 FROM records')"

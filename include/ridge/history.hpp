@@ -22,7 +22,7 @@ namespace ridge {
 
 /// Schema version of the history file this ridge writes (`PRAGMA user_version`). Older files are
 /// migrated forward when opened; a newer one is refused with both versions named.
-inline constexpr int history_schema_version = 1;
+inline constexpr int history_schema_version = 2;
 /// `PRAGMA application_id` of a ridge history file ("RDGH"), which tells it from other SQLite files.
 inline constexpr std::int32_t history_application_id = 0x52444748;
 
@@ -101,8 +101,9 @@ class History {
   /// Every run's records as change detection reads them, by run id, each run's in file order:
   /// name, method, dtype, params, gate (informational and min_threshold; no reason), SM clocks at
   /// start and end (sm_mhz only), raw samples and their summary, and of `extra` only what
-  /// compare_results reads (sample_sm_mhz, bound). Read from the columns in two streaming
-  /// queries: no record's JSON is parsed whole (load_run does that, about 4x slower at scale).
+  /// compare_results reads (sample_sm_mhz, bound). Read from the columns in one streaming query
+  /// and summarized on every core: no record's JSON is parsed whole (load_run does that, about 4x
+  /// slower at scale).
   std::unordered_map<std::int64_t, std::vector<Record>> records_for_detection() const;
 
   /// Every run as JSON lines, oldest first: one object a line with its provenance and the result

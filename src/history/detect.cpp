@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstdint>
 #include <exception>
 #include <cmath>
 #include <map>
@@ -91,19 +93,52 @@ double median_in_place(std::vector<double>& v) {
   return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + v[mid]);
 }
 
-bool may_be_change(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
-                   const CompareOptions& options, std::vector<double>& scratch) {
+// Each point's lower and upper middle samples (0-based (n - 1) / 2 and n / 2 of its sorted
+// samples; NaN for a point without samples). The pooled median of several points' samples lies
+// between the lowest lower middle and the highest upper middle among them: fewer than half of the
+// pooled samples lie below the lowest lower middle (each point has fewer than half of its own
+// below its lower middle), and likewise above the highest upper middle.
+std::vector<std::pair<double, double>> middles_of(std::span<const SeriesPoint> points) {
+  std::vector<std::pair<double, double>> middles(points.size());
+  std::vector<double> sorted;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    sorted.assign(points[i].record.samples_ms.begin(), points[i].record.samples_ms.end());
+    if (sorted.empty()) {
+      middles[i] = {std::nan(""), std::nan("")};
+      continue;
+    }
+    std::sort(sorted.begin(), sorted.end());
+    middles[i] = {sorted[(sorted.size() - 1) / 2], sorted[sorted.size() / 2]};
+  }
+  return middles;
+}
+
+bool may_be_change(std::span<const SeriesPoint> points, std::span<const std::pair<double, double>> middles,
+                   std::size_t lo, std::size_t k, std::size_t hi, const CompareOptions& options,
+                   std::vector<double>& scratch) {
   if (options.scale_compute_bound_by_clock) return true;
   scratch.clear();
   for (std::size_t i = lo; i < k; ++i) scratch.push_back(points[i].record.summary.median);
   const double before = median_in_place(scratch);
+  if (!(before > 0)) return true;
+  constexpr double margin = 1e-9;
+  const double lowest = 1 - options.threshold + margin, highest = 1 + options.threshold - margin;
+  // Bounds of the after-median first (rounding keeps the order, so the ratio lies within them too):
+  // a pair inside the threshold for both needs no pooling. In a quiet series that is almost every pair.
+  double low = middles[k].first, high = middles[k].second;
+  for (std::size_t i = k + 1; i < hi; ++i) {
+    low = std::min(low, middles[i].first);
+    high = std::max(high, middles[i].second);
+  }
+  bool bounded = true;
+  for (std::size_t i = k; i < hi; ++i) bounded = bounded && !std::isnan(middles[i].first);
+  if (bounded && low / before >= lowest && high / before <= highest) return false;
   scratch.clear();
   for (std::size_t i = k; i < hi; ++i)
     scratch.insert(scratch.end(), points[i].record.samples_ms.begin(), points[i].record.samples_ms.end());
-  if (scratch.empty() || !(before > 0)) return true;
+  if (scratch.empty()) return true;
   const double ratio = median_in_place(scratch) / before;
-  constexpr double margin = 1e-9;
-  return ratio > 1 + options.threshold - margin || ratio < 1 - options.threshold + margin;
+  return ratio > highest || ratio < lowest;
 }
 
 bool is_change(const RecordComparison& row) {
@@ -189,6 +224,8 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
   // Each window pair judged once: its rank effect when compare_results calls it a change, none otherwise.
   std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::optional<double>> judged;
   std::vector<double> scratch;
+  const std::vector<std::pair<double, double>> middles =
+      scan.scale_compute_bound_by_clock ? std::vector<std::pair<double, double>>() : middles_of(points);
   std::set<std::size_t> kept;
   for (;;) {
     std::optional<std::size_t> best;
@@ -200,7 +237,7 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
       auto it = judged.find({lo, k, hi});
       if (it == judged.end()) {
         std::optional<double> effect;
-        if (may_be_change(points, lo, k, hi, scan, scratch))
+        if (may_be_change(points, middles, lo, k, hi, scan, scratch))
           if (const RecordComparison row = judge_window(points, lo, k, hi, scan, options.scale_floors_by_window);
               is_change(row)) effect = rank_effect(row);
         it = judged.emplace(std::tuple{lo, k, hi}, effect).first;
@@ -257,29 +294,107 @@ bool HistoryCheck::regression_at_newest() const {
   return std::any_of(changes.begin(), changes.end(), [](const HistoryChange& c) { return c.regression && c.at_newest_commit; });
 }
 
+namespace {
+
+// Whether two JSON values print alike (record_match_key compares params by their dump): same types
+// throughout (1 is not 1.0), numbers bit for bit (0.0 is not -0.0).
+bool same_json(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case nlohmann::json::value_t::object: {
+      if (a.size() != b.size()) return false;
+      for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+        if (i.key() != j.key() || !same_json(*i, *j)) return false;
+      return true;
+    }
+    case nlohmann::json::value_t::array: {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!same_json(a[i], b[i])) return false;
+      return true;
+    }
+    case nlohmann::json::value_t::number_float:
+      return std::bit_cast<std::uint64_t>(a.get<double>()) == std::bit_cast<std::uint64_t>(b.get<double>());
+    default: return a == b;
+  }
+}
+
+// Whether two records have one record_match_key.
+bool same_identity(const Record& a, const Record& b) {
+  return a.name == b.name && a.method == b.method && a.dtype == b.dtype && same_json(a.params, b.params);
+}
+
+}  // namespace
+
 std::vector<RecordSeries> record_series(const History& history, std::span<const HistoryRun> runs) {
   std::map<std::string, std::size_t> series_of_key;
   std::vector<RecordSeries> series;
   // The columns detection reads, not each run's whole JSON (History::records_for_detection).
   std::unordered_map<std::int64_t, std::vector<Record>> records_of_run = history.records_for_detection();
+  // The series of the last run placed, by position. A run on the same machine and GPU whose records
+  // match its records one by one (the usual case: the same benchmarks again) has the same keys, so
+  // takes the same series without building them.
+  std::vector<std::size_t> previous;
+  const HistoryRun* previous_run = nullptr;
+  const std::vector<Record>* previous_records = nullptr;
+  // First each record's series (placed, run by run), then the points moved in with each series'
+  // room made once: 10,000 points of 600 bytes grown by doubling were moved twice over.
+  std::vector<std::pair<std::size_t, std::vector<Record>*>> placed_runs;  // (run index, its records)
+  std::vector<std::size_t> placed;
+  std::vector<std::size_t> sizes;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto run = records_of_run.find(runs[i].id);
     if (run == records_of_run.end()) continue;  // a run without records
-    std::map<std::string, std::size_t> occurrences;
-    for (Record& r : run->second) {
-      const std::string match = record_match_key(r);
-      const std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
-      const auto [it, is_new] = series_of_key.emplace(key, series.size());
-      if (is_new) series.push_back({runs[i].machine, runs[i].gpu, {}, {}});
-      series[it->second].points.push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
-      series[it->second].run_positions.push_back(i);
+    std::vector<Record>& records = run->second;
+    const bool as_before = previous_run && previous_run->machine == runs[i].machine &&
+                           previous_run->gpu == runs[i].gpu && previous.size() == records.size() &&
+                           [&] {
+                             for (std::size_t j = 0; j < records.size(); ++j)
+                               if (!same_identity(records[j], (*previous_records)[j])) return false;
+                             return true;
+                           }();
+    if (!as_before) {
+      previous.clear();
+      std::map<std::string, std::size_t> occurrences;
+      for (const Record& r : records) {
+        const std::string match = record_match_key(r);
+        const std::string key =
+            fmt::format("{}\x1f{}\x1f{}\x1f{}", match, occurrences[match]++, runs[i].machine, runs[i].gpu);
+        const auto [it, is_new] = series_of_key.emplace(key, series.size());
+        if (is_new) {
+          series.push_back({runs[i].machine, runs[i].gpu, {}, {}});
+          sizes.push_back(0);
+        }
+        previous.push_back(it->second);
+      }
     }
+    for (const std::size_t s : previous) ++sizes[s];
+    placed.insert(placed.end(), previous.begin(), previous.end());
+    placed_runs.emplace_back(i, &records);
+    previous_run = &runs[i];
+    previous_records = &records;
   }
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    series[s].points.reserve(sizes[s]);
+    series[s].run_positions.reserve(sizes[s]);
+  }
+  std::size_t next = 0;
+  for (const auto& [i, records] : placed_runs)
+    for (Record& r : *records) {
+      RecordSeries& s = series[placed[next++]];
+      s.points.push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
+      s.run_positions.push_back(i);
+    }
   return series;
 }
 
-HistoryCheck check_series(std::span<const HistoryRun> runs, std::span<const RecordSeries> series,
-                          const CheckOptions& options) {
+namespace {
+
+// check_series' work. With `release` (the same series, owned by the caller), each series' points
+// are freed by the thread that judged it: freeing a million records is then done on every core,
+// beside the detection, not on one core after it.
+HistoryCheck judge_series(std::span<const HistoryRun> runs, std::span<const RecordSeries> series,
+                          const CheckOptions& options, RecordSeries* release) {
   validate(options);
   HistoryCheck result;
   result.options = options;
@@ -291,6 +406,7 @@ HistoryCheck check_series(std::span<const HistoryRun> runs, std::span<const Reco
   // Series are independent: detected on every core, gathered in series order (the same result).
   std::vector<std::vector<HistoryChange>> found(series.size());
   std::vector<std::size_t> tested_of(series.size(), 0);
+  std::vector<char> judged(series.size(), 0);
   std::atomic<std::size_t> next_series{0};
   std::vector<std::exception_ptr> errors(series.size());
   const auto work = [&] {
@@ -299,6 +415,8 @@ HistoryCheck check_series(std::span<const HistoryRun> runs, std::span<const Reco
         const auto first = static_cast<std::size_t>(
             std::lower_bound(positions.begin(), positions.end(), first_run) - positions.begin());
         found[s] = detect_changes(series[s].points, first, options, &tested_of[s]);
+        judged[s] = tested_of[s] > 0 && judgeable(series[s].points.back().record);
+        if (release) std::vector<SeriesPoint>().swap(release[s].points);
       } catch (...) {
         errors[s] = std::current_exception();
       }
@@ -312,10 +430,9 @@ HistoryCheck check_series(std::span<const HistoryRun> runs, std::span<const Reco
     if (e) std::rethrow_exception(e);
   for (std::size_t index = 0; index < series.size(); ++index) {
     const RecordSeries& s = series[index];
-    const std::size_t tested = tested_of[index];
     std::vector<HistoryChange>& changes = found[index];
-    result.candidates += tested;
-    if (tested > 0 && judgeable(s.points.back().record)) ++result.series_judged;
+    result.candidates += tested_of[index];
+    if (judged[index]) ++result.series_judged;
     for (HistoryChange& c : changes) {
       c.machine = s.machine;
       c.gpu = s.gpu;
@@ -326,10 +443,18 @@ HistoryCheck check_series(std::span<const HistoryRun> runs, std::span<const Reco
   return result;
 }
 
+}  // namespace
+
+HistoryCheck check_series(std::span<const HistoryRun> runs, std::span<const RecordSeries> series,
+                          const CheckOptions& options) {
+  return judge_series(runs, series, options, nullptr);
+}
+
 HistoryCheck check_history(const History& history, const CheckOptions& options) {
   validate(options);
   const std::vector<HistoryRun> runs = history.runs();
-  return check_series(runs, record_series(history, runs), options);
+  std::vector<RecordSeries> series = record_series(history, runs);
+  return judge_series(runs, series, options, series.data());
 }
 
 }  // namespace ridge

@@ -1,9 +1,12 @@
 #include "ridge/history.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -78,13 +81,13 @@ double gate_min_threshold(const Record& r) { return r.gate ? r.gate->min_thresho
 void insert_records(Connection& c, std::int64_t run_id, const ResultSet& run) {
   Statement record(c.get(),
                    "INSERT INTO records (run_id, position, name, method, dtype, params_json, verification, "
-                   "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, record_json) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
-  Statement sample(c.get(), "INSERT INTO samples (record_id, position, ms) VALUES (?1, ?2, ?3)");
+                   "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, samples_ms, extra_json) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+  Statement document(c.get(), "INSERT INTO record_json (record_id, record_json) VALUES (?1, ?2)");
   for (std::size_t i = 0; i < run.records.size(); ++i) {
     const Record& r = run.records[i];
     nlohmann::json without_samples = to_json(r);
-    without_samples.erase("samples_ms");  // in the samples table
+    without_samples.erase("samples_ms");  // in the samples_ms column
     without_samples.erase("summary");     // derived from the samples when read back
     record.bind(1, run_id)
         .bind(2, static_cast<std::int64_t>(i))
@@ -98,11 +101,10 @@ void insert_records(Connection& c, std::int64_t run_id, const ResultSet& run) {
         .bind(10, r.summary.median)
         .bind(11, r.clocks_start.sm_mhz)
         .bind(12, r.clocks_end.sm_mhz)
-        .bind(13, json_text(without_samples, -1));
+        .bind_blob(13, history_detail::encode_samples(r.samples_ms))
+        .bind(14, json_text(r.extra, -1));
     record.run();
-    const std::int64_t record_id = c.last_insert_id();
-    for (std::size_t k = 0; k < r.samples_ms.size(); ++k)
-      sample.bind(1, record_id).bind(2, static_cast<std::int64_t>(k)).bind(3, r.samples_ms[k]).run();
+    document.bind(1, c.last_insert_id()).bind(2, json_text(without_samples, -1)).run();
   }
 }
 
@@ -246,20 +248,23 @@ ResultSet History::load_run(std::int64_t run_id) const {
   if (!context.step()) throw UsageError(fmt::format("run_id {}: no such run in {}", run_id, state_->path.string()));
   const std::string where = fmt::format("{} run {}", state_->path.string(), run_id);
   nlohmann::json j = parse_json(context.text(0), where);
-  Statement records(db, "SELECT id, record_json FROM records WHERE run_id = ?1 ORDER BY position");
+  Statement records(db,
+                    "SELECT j.record_json, r.samples_ms, r.id FROM records r LEFT JOIN record_json j ON j.record_id = r.id "
+                    "WHERE r.run_id = ?1 ORDER BY r.position");
   records.bind(1, run_id);
-  std::map<std::int64_t, std::size_t> index_of_record;
   nlohmann::json& list = j["records"];
+  std::vector<double> samples;
   while (records.step()) {
-    index_of_record[records.integer(0)] = list.size();
-    list.push_back(parse_json(records.text(1), where));
-    list.back()["samples_ms"] = nlohmann::json::array();
+    if (records.is_null(0))
+      throw UsageError(fmt::format("{}: record {} has no JSON (no row in record_json); the file is damaged; restore "
+                                   "it from a copy",
+                                   where, records.integer(2)));
+    list.push_back(parse_json(records.text_view(0), where));
+    samples.clear();
+    if (const auto blob = records.blob(1); !history_detail::decode_samples(blob, samples))
+      throw history_detail::damaged_samples(where, blob.size());
+    list.back()["samples_ms"] = samples;
   }
-  Statement samples(db,
-                    "SELECT s.record_id, s.ms FROM samples s JOIN records r ON r.id = s.record_id "
-                    "WHERE r.run_id = ?1 ORDER BY s.record_id, s.position");
-  samples.bind(1, run_id);
-  while (samples.step()) list[index_of_record.at(samples.integer(0))]["samples_ms"].push_back(samples.real(1));
   try {
     return result_set_from_json(j);
   } catch (const UsageError& e) {
@@ -267,84 +272,100 @@ ResultSet History::load_run(std::int64_t run_id) const {
   }
 }
 
+namespace {
+
+// The stored names of an enum's values ("cuda_events"), matched without building a string a row.
+template <typename T, std::size_t N>
+std::vector<std::pair<std::string, T>> stored_names(const T (&all)[N]) {
+  std::vector<std::pair<std::string, T>> names;
+  for (const T value : all) names.emplace_back(to_string(value), value);
+  return names;
+}
+
+// Summarizes every record (finalize) on every core: the lists are whole runs, independent.
+void finalize_all(std::unordered_map<std::int64_t, std::vector<Record>>& by_run, const std::filesystem::path& path) {
+  std::vector<std::pair<std::int64_t, std::vector<Record>*>> lists;
+  lists.reserve(by_run.size());
+  for (auto& [run_id, list] : by_run) lists.emplace_back(run_id, &list);
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> errors(lists.size());
+  const auto work = [&] {
+    for (std::size_t i; (i = next++) < lists.size();) {
+      for (Record& r : *lists[i].second) try {
+          finalize(r);
+        } catch (const UsageError& e) {
+          errors[i] = std::make_exception_ptr(UsageError(fmt::format(
+              "{} run {}: stored record {} does not read back: {}", path.string(), lists[i].first, r.name, e.what())));
+          break;
+        }
+    }
+  };
+  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), lists.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
 std::unordered_map<std::int64_t, std::vector<Record>> History::records_for_detection() const {
   sqlite3* db = state_->connection.get();
+  // One query in key order: each run's rows arrive together, its samples in the same row. The
+  // record JSON is in a table of its own, so the rows read here are a fifth of its size.
   Statement records(db,
                     "SELECT id, run_id, name, method, dtype, params_json, gate_informational, gate_min_threshold, "
-                    "sm_mhz_start, sm_mhz_end, record_json FROM records ORDER BY run_id, position");
-  // The two extra fields, taken out by SQLite (json_extract) only from records whose JSON names
-  // them (a substring search here: SQLite's instr was a fifth of the time at 10,000 runs).
-  Statement extras(db,
-                   "SELECT CASE WHEN json_type(record_json, '$.extra.sample_sm_mhz') = 'array' "
-                   "THEN json_extract(record_json, '$.extra.sample_sm_mhz') END, "
-                   "CASE WHEN json_type(record_json, '$.extra.bound') = 'text' "
-                   "THEN json_extract(record_json, '$.extra.bound') END FROM records WHERE id = ?1");
+                    "sm_mhz_start, sm_mhz_end, extra_json, samples_ms FROM records ORDER BY run_id, position");
+  static const auto methods = stored_names(all_methods);
+  static const auto dtypes = stored_names(all_dtypes);
   std::unordered_map<std::int64_t, std::vector<Record>> by_run;
   std::unordered_map<std::string, nlohmann::json> params_of_text;  // a few distinct texts, parsed once each
-  std::vector<std::pair<std::int64_t, std::pair<std::int64_t, std::size_t>>> record_ids;  // id -> (run, index)
+  std::string params_text;                                          // the key looked up, reused
   const std::string where = fmt::format("{} records", state_->path.string());
+  std::vector<Record>* list = nullptr;
+  std::int64_t list_run = 0;
   while (records.step()) {
-    Record r;
-    r.name = records.text(2);
+    const std::int64_t run_id = records.integer(1);
+    if (!list || run_id != list_run) {
+      const std::size_t previous_size = list ? list->size() : 0;
+      list = &by_run[run_id];  // each run's rows come together (ORDER BY run_id): one lookup a run
+      list->reserve(previous_size);  // runs usually hold the same records: no growing and moving
+      list_run = run_id;
+    }
+    Record& r = list->emplace_back();
+    r.name = records.text_view(2);
     // The columns hold to_string of the enums, as the record JSON does; "" dtype: none.
-    const auto stored = [&](const auto& all, const std::string& text, const char* what) {
-      for (const auto value : all)
-        if (to_string(value) == text) return value;
+    const auto stored = [&](const auto& names, std::string_view text, const char* what) {
+      for (const auto& [name, value] : names)
+        if (name == text) return value;
       throw UsageError(fmt::format("{}: record {}: unknown {} '{}'", where, records.integer(0), what, text));
     };
-    r.method = stored(all_methods, records.text(3), "method");
-    if (const std::string dtype = records.text(4); !dtype.empty()) r.dtype = stored(all_dtypes, dtype, "dtype");
-    std::string params_text = records.text(5);
+    r.method = stored(methods, records.text_view(3), "method");
+    if (const std::string_view dtype = records.text_view(4); !dtype.empty()) r.dtype = stored(dtypes, dtype, "dtype");
+    params_text.assign(records.text_view(5));
     auto params = params_of_text.find(params_text);
-    if (params == params_of_text.end()) {
-      nlohmann::json parsed = parse_json(params_text, where);
-      params = params_of_text.emplace(std::move(params_text), std::move(parsed)).first;
-    }
+    if (params == params_of_text.end()) params = params_of_text.emplace(params_text, parse_json(params_text, where)).first;
     r.params = params->second;
     const bool informational = records.integer(6) != 0;
     const double min_threshold = records.real(7);
     if (informational || min_threshold != 0) r.gate = RecordGate{informational, min_threshold, {}};
     r.clocks_start.sm_mhz = records.real(8);
     r.clocks_end.sm_mhz = records.real(9);
-    if (const std::string json = records.text(10); json.find("\"sample_sm_mhz\"") != std::string::npos ||
-                                                   json.find("\"bound\"") != std::string::npos) {
-      extras.bind(1, records.integer(0));
-      if (extras.step()) {
-        if (const std::string clocks = extras.text(0); !clocks.empty())
-          r.extra[extra_key::sample_sm_mhz] = parse_json(clocks, where);
-        if (const std::string bound = extras.text(1); !bound.empty()) r.extra[extra_key::bound] = bound;
-      }
-      extras.reset();
+    // Of `extra`, only what compare_results reads: the per-sample clocks and the bound.
+    if (const std::string_view extra_text = records.text_view(10); extra_text != "{}") {
+      const nlohmann::json extra = parse_json(extra_text, where);
+      if (const auto it = extra.find(extra_key::sample_sm_mhz); it != extra.end() && it->is_array())
+        r.extra[extra_key::sample_sm_mhz] = *it;
+      if (const auto it = extra.find(extra_key::bound); it != extra.end() && it->is_string())
+        r.extra[extra_key::bound] = *it;
     }
-    const std::int64_t run_id = records.integer(1);
-    std::vector<Record>& list = by_run[run_id];
-    record_ids.push_back({records.integer(0), {run_id, list.size()}});
-    list.push_back(std::move(r));
+    if (const auto blob = records.blob(11); !history_detail::decode_samples(blob, r.samples_ms))
+      throw history_detail::damaged_samples(fmt::format("{} run {} record {}", state_->path.string(), run_id, r.name),
+                                            blob.size());
   }
-  // Samples in key order (record id, position), merged with the records sorted by id.
-  std::sort(record_ids.begin(), record_ids.end());
-  Statement samples(db, "SELECT record_id, ms FROM samples ORDER BY record_id, position");
-  std::size_t next = 0;
-  std::int64_t current_id = -1;
-  Record* current = nullptr;
-  while (samples.step()) {
-    const std::int64_t id = samples.integer(0);
-    if (id != current_id) {
-      current_id = id;
-      while (next < record_ids.size() && record_ids[next].first < id) ++next;
-      current = next < record_ids.size() && record_ids[next].first == id
-                    ? &by_run[record_ids[next].second.first][record_ids[next].second.second]
-                    : nullptr;
-    }
-    if (current) current->samples_ms.push_back(samples.real(1));
-  }
-  for (auto& [run_id, list] : by_run)
-    for (Record& r : list) try {
-        finalize(r);
-      } catch (const UsageError& e) {
-        throw UsageError(fmt::format("{} run {}: stored record {} does not read back: {}", state_->path.string(), run_id,
-                                     r.name, e.what()));
-      }
+  finalize_all(by_run, state_->path);
   return by_run;
 }
 

@@ -1,14 +1,23 @@
-// The history schema, version 1. One SQLite file (WAL journal), PRAGMA application_id =
+// The history schema, version 2. One SQLite file (WAL journal), PRAGMA application_id =
 // history_application_id and PRAGMA user_version = the schema version.
 //
-//   runs     one row per run added: its content hash (unique: a run adds once), commit, branch,
-//            run time, added time, machine, GPU (name, uuid), driver, ridge version and build,
-//            source path, and the result file's context as JSON (records left out).
-//   records  one row per record of a run, in file order: its identity (name, method, dtype,
-//            params as canonical JSON), what the gate and verdict need (verification, gate
-//            informational and min_threshold), median, SM clocks at start and end, and the record
-//            as JSON without its samples.
-//   samples  the raw samples of each record (ms per operation), in order.
+//   runs         one row per run added: its content hash (unique: a run adds once), commit,
+//                branch, run time, added time, machine, GPU (name, uuid), driver, ridge version
+//                and build, source path, and the result file's context as JSON (records left out).
+//   records      one row per record of a run, in file order: what change detection reads, and
+//                nothing it does not: its identity (name, method, dtype, params as canonical
+//                JSON), what the gate and verdict need (verification, gate informational and
+//                min_threshold), median, SM clocks at start and end, its raw samples (ms per
+//                operation) in samples_ms: one BLOB of IEEE 754 binary64 values, little-endian,
+//                8 bytes each, in order (encode_samples; zero bytes: no samples), and its `extra`
+//                object as JSON in extra_json.
+//   record_json  one row per record (record_id = records.id): the record as JSON without its
+//                samples and summary, `extra` included (load_run and export read it).
+//
+// Version 1 kept the samples in a table of their own, `samples` (record_id, position, ms), one
+// row per sample, and the record JSON in records.record_json: at 10,000 runs x 100 records x 20
+// samples, `history check` read 20 million sample rows and 880 MB of JSON it did not need.
+// migrate_to_2 moves both out (needs SQLite 3.35 for ALTER TABLE DROP COLUMN).
 //
 // A new version adds a migrate_to_N step below and bumps history_schema_version; a file is
 // migrated forward in one transaction when a newer ridge opens it.
@@ -17,8 +26,10 @@
 #include <sqlite3.h>
 
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <string>
@@ -80,9 +91,46 @@ CREATE TABLE samples (
 
 void migrate_to_1(Connection& c) { c.execute(schema_v1, "creating the history tables"); }
 
+// records.record_json moves to a table of its own (its `extra` copied into records.extra_json),
+// and the samples table's rows become one BLOB per record (records.samples_ms), read in key order
+// (record, position) so each record's samples arrive together; then the old table and column go.
+void migrate_to_2(Connection& c) {
+  c.execute("CREATE TABLE record_json (\n"
+            "  record_id INTEGER PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,\n"
+            "  record_json TEXT NOT NULL\n"
+            ");\n"
+            "INSERT INTO record_json (record_id, record_json) SELECT id, record_json FROM records;\n"
+            "ALTER TABLE records ADD COLUMN samples_ms BLOB NOT NULL DEFAULT x'';\n"
+            "ALTER TABLE records ADD COLUMN extra_json TEXT NOT NULL DEFAULT '{}';\n"
+            "UPDATE records SET extra_json = json_extract(record_json, '$.extra')\n"
+            "  WHERE json_type(record_json, '$.extra') = 'object';",
+            "moving the record JSON to its own table (migrating to schema version 2)");
+  {
+    Statement rows(c.get(), "SELECT record_id, ms FROM samples ORDER BY record_id, position");
+    Statement update(c.get(), "UPDATE records SET samples_ms = ?2 WHERE id = ?1");
+    std::vector<double> samples;
+    std::int64_t current = 0;
+    const auto flush = [&] {
+      if (samples.empty()) return;
+      update.bind(1, current).bind_blob(2, encode_samples(samples)).run();
+      samples.clear();
+    };
+    while (rows.step()) {
+      if (const std::int64_t id = rows.integer(0); id != current) {
+        flush();
+        current = id;
+      }
+      samples.push_back(rows.real(1));
+    }
+    flush();
+  }  // both statements finalized before their tables change
+  c.execute("DROP TABLE samples; ALTER TABLE records DROP COLUMN record_json;",
+            "dropping the version 1 samples table and record column (migrating to schema version 2)");
+}
+
 // Step N brings a file from version N - 1 to N; index 0 is creation from nothing.
 using Migration = void (*)(Connection&);
-constexpr std::array<Migration, history_schema_version> migrations = {migrate_to_1};
+constexpr std::array<Migration, history_schema_version> migrations = {migrate_to_1, migrate_to_2};
 
 std::vector<std::string> table_names(Connection& c) {
   Statement s(c.get(), "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name");
@@ -120,6 +168,37 @@ int readable_version(Connection& c, const std::filesystem::path& path, bool crea
 }
 
 }  // namespace
+
+std::vector<unsigned char> encode_samples(std::span<const double> samples_ms) {
+  std::vector<unsigned char> bytes(samples_ms.size() * 8);
+  for (std::size_t i = 0; i < samples_ms.size(); ++i) {
+    const auto bits = std::bit_cast<std::uint64_t>(samples_ms[i]);
+    for (std::size_t b = 0; b < 8; ++b) bytes[i * 8 + b] = static_cast<unsigned char>(bits >> (8 * b));
+  }
+  return bytes;
+}
+
+UsageError damaged_samples(std::string_view where, std::size_t bytes) {
+  return UsageError(fmt::format("{}: samples_ms holds {} bytes, not a whole number of 8-byte samples; the file is "
+                                "damaged; restore it from a copy",
+                                where, bytes));
+}
+
+bool decode_samples(std::span<const unsigned char> blob, std::vector<double>& out) {
+  if (blob.size() % 8 != 0) return false;
+  const std::size_t first = out.size();
+  out.resize(first + blob.size() / 8);
+  if constexpr (std::endian::native == std::endian::little) {
+    if (!blob.empty()) std::memcpy(out.data() + first, blob.data(), blob.size());
+  } else {
+    for (std::size_t i = 0; i < blob.size() / 8; ++i) {
+      std::uint64_t bits = 0;
+      for (std::size_t b = 0; b < 8; ++b) bits |= std::uint64_t(blob[i * 8 + b]) << (8 * b);
+      out[first + i] = std::bit_cast<double>(bits);
+    }
+  }
+  return true;
+}
 
 bool inspect_file(const std::filesystem::path& path) {
   std::error_code ec;

@@ -62,6 +62,14 @@ Statement& Statement::bind(int index, std::int64_t value) {
   return *this;
 }
 
+Statement& Statement::bind_blob(int index, std::span<const unsigned char> bytes) {
+  // A null pointer would bind NULL: a zero-length BLOB gets sqlite3_bind_zeroblob.
+  const int rc = bytes.empty() ? sqlite3_bind_zeroblob(statement_, index, 0)
+                               : sqlite3_bind_blob64(statement_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  check(rc, db_, "binding a value");
+  return *this;
+}
+
 bool Statement::step() {
   const int rc = sqlite3_step(statement_);
   check(rc, db_, "running a statement");
@@ -85,6 +93,21 @@ std::string Statement::text(int column) const {
                              static_cast<std::size_t>(sqlite3_column_bytes(statement_, column)))
                : std::string();
 }
+
+std::string_view Statement::text_view(int column) const {
+  const unsigned char* value = sqlite3_column_text(statement_, column);
+  return value ? std::string_view(reinterpret_cast<const char*>(value),
+                                  static_cast<std::size_t>(sqlite3_column_bytes(statement_, column)))
+               : std::string_view();
+}
+
+std::span<const unsigned char> Statement::blob(int column) const {
+  const auto* value = static_cast<const unsigned char*>(sqlite3_column_blob(statement_, column));
+  return value ? std::span<const unsigned char>(value, static_cast<std::size_t>(sqlite3_column_bytes(statement_, column)))
+               : std::span<const unsigned char>();
+}
+
+bool Statement::is_null(int column) const { return sqlite3_column_type(statement_, column) == SQLITE_NULL; }
 
 double Statement::real(int column) const { return sqlite3_column_double(statement_, column); }
 

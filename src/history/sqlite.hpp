@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,8 @@ class Statement {
   Statement& bind(int index, double value);
   Statement& bind(int index, std::int64_t value);
   Statement& bind_int(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }
+  /// Binds `bytes` as a BLOB (copied by SQLite; an empty span binds a zero-length BLOB, not NULL).
+  Statement& bind_blob(int index, std::span<const unsigned char> bytes);
   /// Steps once: true when a row is ready, false when done.
   bool step();
   /// Runs a statement that returns no rows, then resets it for the next bindings.
@@ -36,8 +39,14 @@ class Statement {
   void reset();
 
   std::string text(int column) const;
+  /// The column's text without a copy: valid until the next step, reset or column call.
+  std::string_view text_view(int column) const;
+  /// The column's bytes as a BLOB without a copy: valid until the next step, reset or column call.
+  std::span<const unsigned char> blob(int column) const;
   double real(int column) const;
   std::int64_t integer(int column) const;
+  /// Whether the column is SQL NULL.
+  bool is_null(int column) const;
 
  private:
   sqlite3* db_;

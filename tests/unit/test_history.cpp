@@ -10,6 +10,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -170,7 +171,8 @@ TEST(HistoryStore, CreatesTheSchemaAndReopens) {
   }
   EXPECT_EQ(pragma_value(db, "PRAGMA user_version"), history_schema_version);
   EXPECT_EQ(pragma_value(db, "PRAGMA application_id"), history_application_id);
-  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM samples"), 30);
+  EXPECT_EQ(pragma_value(db, "SELECT sum(length(samples_ms)) / 8 FROM records"), 30);
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'samples'"), 0);
   History h = History::open_existing(db);
   const auto runs = h.runs();
   ASSERT_EQ(runs.size(), 1u);
@@ -231,7 +233,8 @@ TEST(HistoryStore, HostileFilesAreRefusedAndLeftIntact) {
   const fs::path newer = dir / "newer.db";
   fs::copy_file(good, newer);
   raw_sql(newer, "PRAGMA user_version = 7");
-  expect_refused(newer, "newer ridge (schema version 7; this ridge reads up to version 1)");
+  expect_refused(newer, fmt::format("newer ridge (schema version 7; this ridge reads up to version {})",
+                                    history_schema_version));
 
   expect_refused(dir, "is a folder");
 
@@ -246,6 +249,178 @@ TEST(HistoryStore, HostileFilesAreRefusedAndLeftIntact) {
       EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(HistoryStore, DamagedRecordsAreAUsageErrorNamingThem) {
+  const fs::path db = test_folder() / "h.db";
+  series_history(db, 4);
+  raw_sql(db, "UPDATE records SET samples_ms = x'0102030405' WHERE id = 2");  // 5 bytes: not whole samples
+  raw_sql(db, "DELETE FROM record_json WHERE record_id = 3");                   // a record without its JSON
+  History h = History::open_existing(db);
+  const std::vector<std::pair<std::function<void()>, std::string>> reads = {
+      {[&] { check_history(h); }, "samples_ms holds 5 bytes"},
+      {[&] { h.load_run(h.runs()[1].id); }, "samples_ms holds 5 bytes"},
+      {[&] { h.load_run(h.runs()[2].id); }, "record 3 has no JSON"}};
+  for (const auto& [read, expected] : reads) {
+    try {
+      read();
+      ADD_FAILURE() << "a damaged record was read";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+}
+
+namespace {
+
+// Schema version 1 as ridge wrote it (before the samples moved into records.samples_ms).
+constexpr const char* schema_v1 = R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  content_hash TEXT NOT NULL UNIQUE,
+  commit_sha TEXT NOT NULL,
+  branch TEXT NOT NULL,
+  run_time_utc TEXT NOT NULL,
+  added_utc TEXT NOT NULL,
+  machine TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  driver_version INTEGER NOT NULL,
+  ridge_version TEXT NOT NULL,
+  ridge_build TEXT NOT NULL,
+  source TEXT NOT NULL,
+  context_json TEXT NOT NULL
+);
+CREATE INDEX runs_by_time ON runs(run_time_utc, id);
+CREATE TABLE records (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  method TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  params_json TEXT NOT NULL,
+  verification TEXT NOT NULL,
+  gate_informational INTEGER NOT NULL,
+  gate_min_threshold REAL NOT NULL,
+  median_ms REAL NOT NULL,
+  sm_mhz_start REAL NOT NULL,
+  sm_mhz_end REAL NOT NULL,
+  record_json TEXT NOT NULL,
+  UNIQUE (run_id, position)
+);
+CREATE INDEX records_by_identity ON records(name, method, dtype, params_json);
+CREATE TABLE samples (
+  record_id INTEGER NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  ms REAL NOT NULL,
+  PRIMARY KEY (record_id, position)
+) WITHOUT ROWID;
+PRAGMA application_id = 1380206408;
+PRAGMA user_version = 1;
+)sql";
+
+// Writes `runs` as a version 1 file would hold them: the v1 tables, one samples row per sample
+// (inserted last position first, so only their position column orders them).
+void write_v1_history(const fs::path& path, const std::vector<ResultSet>& runs) {
+  const fs::path scratch = path.parent_path() / "scratch-v2.db";
+  {
+    History h = History::open_or_create(scratch);
+    for (std::size_t i = 0; i < runs.size(); ++i) h.add(runs[i], {commit_name(int(i)), "main", "v1"});
+  }
+  raw_sql(path, schema_v1);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const std::string copy = fmt::format(
+      "ATTACH '{}' AS v2; INSERT INTO runs SELECT * FROM v2.runs; "
+      "INSERT INTO records SELECT r.id, run_id, position, name, method, dtype, params_json, verification, "
+      "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, j.record_json "
+      "FROM v2.records r JOIN v2.record_json j ON j.record_id = r.id",
+      scratch.string());
+  ASSERT_EQ(sqlite3_exec(db, copy.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::int64_t record_id = 0;
+  for (const ResultSet& run : runs)
+    for (const Record& r : run.records) {
+      ++record_id;  // ids 1, 2, ... in the order added
+      for (std::size_t k = r.samples_ms.size(); k-- > 0;) {
+        const std::string row = fmt::format("INSERT INTO samples VALUES ({}, {}, {:.17g})", record_id, k, r.samples_ms[k]);
+        ASSERT_EQ(sqlite3_exec(db, row.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+      }
+    }
+  ASSERT_EQ(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  fs::remove(scratch);
+}
+
+}  // namespace
+
+TEST(HistoryStore, AVersionOneFileIsMigratedWithItsSamples) {
+  const fs::path dir = test_folder();
+  std::vector<ResultSet> runs;
+  for (int i = 0; i < 8; ++i) runs.push_back(make_run(i, {.level_ms = i < 5 ? 1.0 : 1.2}));
+  runs[3].records.push_back(make_run(3, {.level_ms = 0.004, .seed = 5}).records[0]);  // two records in one run
+  runs[3].records[1].name = "small";
+  for (ResultSet& run : runs) {  // what detection reads of `extra` (moved to records.extra_json), and more
+    run.records[0].extra[extra_key::bound] = "compute";
+    run.records[0].extra[extra_key::sample_sm_mhz] = std::vector<double>(30, 1980.0);
+    run.records[0].extra["note"] = "kept";
+  }
+  const fs::path db = dir / "v1.db";
+  write_v1_history(db, runs);
+  ASSERT_EQ(pragma_value(db, "PRAGMA user_version"), 1);
+  ASSERT_EQ(pragma_value(db, "SELECT count(*) FROM samples"), 9 * 30);
+
+  HistoryCheck migrated;
+  {
+    History h = History::open_existing(db);
+    EXPECT_EQ(h.schema_version(), history_schema_version);
+    const std::vector<HistoryRun> stored = h.runs();
+    ASSERT_EQ(stored.size(), runs.size());
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      EXPECT_EQ(to_json(h.load_run(stored[i].id)), to_json(runs[i])) << "run " << i;  // every sample, in order
+    migrated = check_history(h);
+    EXPECT_TRUE(h.add(make_run(8, {.level_ms = 1.2}), {commit_name(8), "main", ""}).added);  // and it takes more
+  }
+  EXPECT_EQ(pragma_value(db, "PRAGMA user_version"), history_schema_version);
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'samples'"), 0);
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM pragma_table_info('records') WHERE name = 'record_json'"), 0);
+  EXPECT_EQ(pragma_value(db, "SELECT sum(length(samples_ms)) / 8 FROM records"), 10 * 30);
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM records WHERE json_extract(extra_json, '$.bound') = 'compute'"), 8);
+  EXPECT_EQ(pragma_text(db, "PRAGMA foreign_key_check"), "");
+  EXPECT_EQ(pragma_text(db, "PRAGMA integrity_check"), "ok");
+
+  // The same runs added by this ridge check alike.
+  History fresh = History::open_or_create(dir / "fresh.db");
+  for (std::size_t i = 0; i < runs.size(); ++i) fresh.add(runs[i], {commit_name(int(i)), "main", "v1"});
+  EXPECT_EQ(to_json(check_history(fresh)), to_json(migrated));
+  ASSERT_EQ(migrated.changes.size(), 1u) << to_text(migrated);
+  EXPECT_EQ(migrated.changes[0].commit, commit_name(5));
+}
+
+TEST(HistoryCheck, SeriesKeepApartRecordsWhoseParamsPrintDifferently) {
+  // Runs alike but for one record's params: 4096 then 4096.0, then the records in another order.
+  History h = History::open_or_create(test_folder() / "h.db");
+  for (int i = 0; i < 9; ++i) {
+    ResultSet run = make_run(i, {});
+    Record other = make_run(i, {.level_ms = 2.0, .seed = 3}).records[0];
+    other.name = "other";
+    if (i >= 3 && i < 6) run.records[0].params["n"] = 4096.0;
+    run.records.push_back(other);
+    if (i >= 6) std::swap(run.records[0], run.records[1]);
+    h.add(run, {commit_name(i), "main", ""});
+  }
+  const std::vector<HistoryRun> runs = h.runs();
+  const std::vector<RecordSeries> series = record_series(h, runs);
+  ASSERT_EQ(series.size(), 3u);
+  EXPECT_EQ(series[0].points[0].record.name, "matmul");
+  EXPECT_EQ(series[0].run_positions, (std::vector<std::size_t>{0, 1, 2, 6, 7, 8}));
+  EXPECT_EQ(series[1].points[0].record.name, "other");
+  EXPECT_EQ(series[1].points.size(), 9u);
+  EXPECT_EQ(series[2].points[0].record.params["n"].dump(), "4096.0");
+  EXPECT_EQ(series[2].run_positions, (std::vector<std::size_t>{3, 4, 5}));
+  for (const RecordSeries& s : series)
+    for (const SeriesPoint& p : s.points) EXPECT_EQ(p.record.name, s.points[0].record.name);
 }
 
 TEST(HistoryStore, AHistoryInAMissingFolderIsAUsageError) {
@@ -325,7 +500,7 @@ TEST(HistoryStore, WritersAtOnceLoseNothingAndDuplicateNothing) {
   std::set<std::string> hashes;
   for (const auto& r : runs) hashes.insert(r.content_hash);
   EXPECT_EQ(hashes.size(), runs.size());
-  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM samples"), (writers * runs_each + 1) * 30);
+  EXPECT_EQ(pragma_value(db, "SELECT sum(length(samples_ms)) / 8 FROM records"), (writers * runs_each + 1) * 30);
   EXPECT_EQ(pragma_text(db, "PRAGMA integrity_check"), "ok");
 }
 
@@ -724,10 +899,19 @@ TEST(HistoryCheck, SkippingPairsInsideTheThresholdChangesNoVerdict) {
   // Steps around the 5% threshold, both ways. With scale_compute_bound_by_clock on, every window
   // pair is judged in full (records without per-sample clocks are never rescaled), so both
   // settings must find the same changes with the same numbers.
-  for (double step : {1.03, 1.048, 1.052, 1.07, 0.95, 0.93}) {
+  // Runs of 15 to 21 samples (odd and even counts: the pooled median's bound from each run's
+  // middle samples is checked both ways), the steps around the 3% default too.
+  const std::vector<std::pair<double, bool>> steps = {{1.03, false}, {1.048, false}, {1.052, false}, {1.07, false},
+                                                      {0.95, false}, {0.93, false}, {1.028, true},  {1.032, true},
+                                                      {0.972, true}, {0.968, true}, {1.07, true}};
+  for (const auto& [step, trimmed] : steps) {
     std::vector<SeriesPoint> points;
     for (int i = 0; i < 30; ++i) {
-      const ResultSet run = make_run(i, {.level_ms = i >= 15 ? step : 1.0, .seed = 5});
+      ResultSet run = make_run(i, {.level_ms = i >= 15 ? step : 1.0, .seed = 5});
+      if (trimmed) {
+        run.records[0].samples_ms.resize(15 + static_cast<std::size_t>(i % 7));
+        finalize(run.records[0]);
+      }
       points.push_back({commit_name(i), run.context.timestamp_utc, 13000, run.records[0]});
     }
     CheckOptions skipping, full;
