@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "ridge/measure.hpp"
 #include "measure/cuda/probes.hpp"
 #include "measure/cuda/launchers.hpp"
+#include "trace/cupti/inject_env.hpp"
 
 namespace ridge {
 
@@ -149,6 +151,16 @@ Measurement finish(Measurement m, const std::string& reason) {
   return m;
 }
 
+/// Whether a hardware-counter profiler replays this process's kernels (`ridge trace --counters`
+/// around it). Each profiled launch then returns only once its kernel has run every replay pass,
+/// so a stream held by hold_stream_kernel would stall each launch queued behind it until the spin
+/// timeout (5 s a pass): the batch is queued without the hold, and its times are not the ones the
+/// trace uses anyway (replayed kernels are timed from the launches left untouched).
+bool kernels_replayed_by_counters() {
+  const char* counters = std::getenv(detail::inject_env::counters);
+  return counters != nullptr && *counters != '\0';
+}
+
 // Pinned, device-mapped flags that let the host release a stream held by hold_stream_kernel.
 class StreamHold {
  public:
@@ -248,6 +260,7 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
   // Every batch's clock is kept with its samples when NVML reads it (compare judges clocks).
   bool clock_readable = m.settle_ms > 0 || sm_clock_mhz(device) > 0;
   StreamHold hold;
+  const bool hold_queue = !kernels_replayed_by_counters();
   ThrottleWatch throttle(o);
   StopRule rule(o);
   std::string reason;
@@ -264,15 +277,15 @@ Measurement held_samples(const std::function<void(cuda_stream)>& enqueue_work, i
     if (o.rest_before_sample_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.rest_before_sample_s));
     if (flusher) flusher->flush(stream);
     RIDGE_CHECK(cudaStreamSynchronize(stream));
-    hold.hold(stream, o.spin_timeout_s);
+    if (hold_queue) hold.hold(stream, o.spin_timeout_s);
     for (int i = 0; i < count; ++i) {
       RIDGE_CHECK(cudaEventRecord(starts[i]->e, stream));
       enqueue_work(stream);
       RIDGE_CHECK(cudaEventRecord(ends[i]->e, stream));
     }
-    hold.release();
+    if (hold_queue) hold.release();
     RIDGE_CHECK(cudaStreamSynchronize(stream));
-    if (hold.timed_out())
+    if (hold_queue && hold.timed_out())
       throw Error(fmt::format(
           "the spin kernel holding the stream timed out after {} s before the host finished queuing a batch; "
           "the work may launch too many kernels or synchronize inside the timed function. Use fewer repeats, or "
