@@ -7,19 +7,17 @@
 #include "ridge/history.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cstdint>
-#include <exception>
 #include <cmath>
 #include <map>
 #include <set>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "history/parallel.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/record_keys.hpp"
 #include "ridge/stats.hpp"
@@ -407,27 +405,14 @@ HistoryCheck judge_series(std::span<const HistoryRun> runs, std::span<const Reco
   std::vector<std::vector<HistoryChange>> found(series.size());
   std::vector<std::size_t> tested_of(series.size(), 0);
   std::vector<char> judged(series.size(), 0);
-  std::atomic<std::size_t> next_series{0};
-  std::vector<std::exception_ptr> errors(series.size());
-  const auto work = [&] {
-    for (std::size_t s; (s = next_series++) < series.size();) try {
-        const auto& positions = series[s].run_positions;
-        const auto first = static_cast<std::size_t>(
-            std::lower_bound(positions.begin(), positions.end(), first_run) - positions.begin());
-        found[s] = detect_changes(series[s].points, first, options, &tested_of[s]);
-        judged[s] = tested_of[s] > 0 && judgeable(series[s].points.back().record);
-        if (release) std::vector<SeriesPoint>().swap(release[s].points);
-      } catch (...) {
-        errors[s] = std::current_exception();
-      }
-  };
-  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), series.size());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  history_detail::for_each_on_every_core(series.size(), [&](std::size_t s) {
+    const auto& positions = series[s].run_positions;
+    const auto first = static_cast<std::size_t>(
+        std::lower_bound(positions.begin(), positions.end(), first_run) - positions.begin());
+    found[s] = detect_changes(series[s].points, first, options, &tested_of[s]);
+    judged[s] = tested_of[s] > 0 && judgeable(series[s].points.back().record);
+    if (release) std::vector<SeriesPoint>().swap(release[s].points);
+  });
   for (std::size_t index = 0; index < series.size(); ++index) {
     const RecordSeries& s = series[index];
     std::vector<HistoryChange>& changes = found[index];

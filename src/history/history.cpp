@@ -1,16 +1,14 @@
 #include "ridge/history.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <map>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "history/parallel.hpp"
 #include "history/schema.hpp"
 #include "history/sqlite.hpp"
 #include "ridge/dtype.hpp"
@@ -287,26 +285,14 @@ void finalize_all(std::unordered_map<std::int64_t, std::vector<Record>>& by_run,
   std::vector<std::pair<std::int64_t, std::vector<Record>*>> lists;
   lists.reserve(by_run.size());
   for (auto& [run_id, list] : by_run) lists.emplace_back(run_id, &list);
-  std::atomic<std::size_t> next{0};
-  std::vector<std::exception_ptr> errors(lists.size());
-  const auto work = [&] {
-    for (std::size_t i; (i = next++) < lists.size();) {
-      for (Record& r : *lists[i].second) try {
-          finalize(r);
-        } catch (const UsageError& e) {
-          errors[i] = std::make_exception_ptr(UsageError(fmt::format(
-              "{} run {}: stored record {} does not read back: {}", path.string(), lists[i].first, r.name, e.what())));
-          break;
-        }
-    }
-  };
-  const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), lists.size());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  history_detail::for_each_on_every_core(lists.size(), [&](std::size_t i) {
+    for (Record& r : *lists[i].second) try {
+        finalize(r);
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("{} run {}: stored record {} does not read back: {}", path.string(),
+                                     lists[i].first, r.name, e.what()));
+      }
+  });
 }
 
 }  // namespace
