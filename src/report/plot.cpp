@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 
@@ -107,14 +109,10 @@ std::vector<Tick> ticks(const Axis& a) {
 
 std::string px(double v) { return fmt::format("{:.2f}", v); }
 
-// A rectangle of pixels, for keeping labels apart.
-struct Box {
-  double x0, y0, x1, y1;
-  bool overlaps(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
-};
-
-// Approximate width of 11-pixel sans-serif text.
-double text_width(const std::string& s) { return 6.8 * static_cast<double>(s.size()); }
+// Font sizes in pixels: the document's default, labels and warnings, axis titles, the title.
+constexpr double font_default = 12, font_label = 11, font_axis_title = 13, font_title = 15;
+// Below the plot: one line per warning.
+constexpr double warning_line_height = 16;
 
 void require_finite(double v, const std::string& series, std::size_t index, const char* axis) {
   if (!std::isfinite(v))
@@ -158,10 +156,25 @@ DataRange checked_data_range(const Plot& plot) {
   return r;
 }
 
-// Warning lines drawn under the title: the first few, then one saying how many more.
-constexpr std::size_t max_warning_lines = 3;
-std::size_t warning_lines(const Plot& plot) {
-  return std::min(plot.warnings.size(), max_warning_lines) + (plot.warnings.size() > max_warning_lines ? 1 : 0);
+/// The warning lines drawn below the plot: identical warnings once, counted; the first few,
+/// then one saying how many more.
+constexpr std::size_t max_warning_lines = 4;
+std::vector<std::string> warning_lines(const Plot& plot) {
+  std::vector<std::pair<std::string, std::size_t>> distinct;
+  for (const auto& w : plot.warnings) {
+    auto it = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.first == w; });
+    if (it == distinct.end()) distinct.push_back({w, 1});
+    else ++it->second;
+  }
+  std::vector<std::string> lines;
+  for (const auto& [text, count] : distinct) {
+    if (lines.size() == max_warning_lines) {
+      lines.push_back(fmt::format("... and {} more warning(s)", distinct.size() - max_warning_lines));
+      break;
+    }
+    lines.push_back(count > 1 ? fmt::format("{} ({} times)", text, count) : text);
+  }
+  return lines;
 }
 
 /// Where things go: the plot area in pixels (the legend takes the right margin) and both axes.
@@ -183,7 +196,7 @@ Layout layout(const Plot& plot, const DataRange& data) {
   const double legend_width = legend_entries ? std::min(260.0, 34.0 + 6.6 * double(legend_chars)) : 0;
   Layout l;
   l.legend = legend_entries > 0;
-  l.top = (plot.title.empty() ? 20 : 44) + 15.0 * double(warning_lines(plot));
+  l.top = plot.title.empty() ? 20 : 44;
   l.right = plot.width - 18 - legend_width;
   l.bottom = plot.height - 54;
   if (l.right - l.left < 80 || l.bottom - l.top < 60)
@@ -202,31 +215,37 @@ Layout layout(const Plot& plot, const DataRange& data) {
   return l;
 }
 
-/// The document's opening: size, background, the plot area's clip path, the title.
-std::string svg_header(const Plot& plot, const Layout& l) {
+/// The document's opening: size (the plot's, plus a line per warning), background, the plot
+/// area's clip path, the title.
+std::string svg_header(const Plot& plot, const Layout& l, std::size_t warning_count) {
+  const double height = plot.height + warning_line_height * double(warning_count);
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-      "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
-      plot.width, plot.height);
-  svg += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"white\"/>\n", plot.width, plot.height);
+      "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"{2}\">\n",
+      plot.width, height, font_default);
+  svg += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"white\"/>\n", plot.width, height);
   svg += fmt::format("<defs><clipPath id=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
                      l.clip_id, px(l.left), px(l.top), px(l.right - l.left), px(l.bottom - l.top));
   if (!plot.title.empty())
-    svg += fmt::format("<text class=\"title\" x=\"{}\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" "
+    svg += fmt::format("<text class=\"title\" x=\"{}\" y=\"26\" text-anchor=\"middle\" font-size=\"{}\" "
                        "font-weight=\"bold\">{}</text>\n",
-                       px((l.left + l.right) / 2), xml_escape(plot.title));
-  const std::size_t lines = warning_lines(plot);
-  // At most as many characters as fit the width (about 6.6 px each); the full text is the tooltip.
-  const auto fit = static_cast<std::size_t>(std::max(20.0, (plot.width - l.left - 10) / 6.6));
-  for (std::size_t i = 0; i < lines; ++i) {
-    const bool more = i == max_warning_lines;
-    const std::string& full = more ? std::string() : plot.warnings[i];
-    std::string text = more ? fmt::format("... and {} more warning(s)", plot.warnings.size() - max_warning_lines)
-                            : full.size() > fit ? full.substr(0, fit - 3) + "..." : full;
-    svg += fmt::format("<text class=\"warning\" x=\"{}\" y=\"{}\" fill=\"#c00000\" font-size=\"11\">{}<title>{}</title></text>\n",
-                       px(l.left), px((plot.title.empty() ? 20 : 44) + 15.0 * double(i + 1) - 4), xml_escape("warning: " + text),
-                       xml_escape(more ? text : full));
+                       px((l.left + l.right) / 2), font_title, xml_escape(plot.title));
+  return svg;
+}
+
+/// The warnings, in red below the x-axis title, each cut to the width (the full text is its tooltip).
+std::string warnings_svg(const Plot& plot, const Layout& l, const std::vector<std::string>& lines) {
+  std::string svg;
+  const double char_width = estimated_text_width("0", font_label);
+  const auto fit = static_cast<std::size_t>(std::max(20.0, (plot.width - l.left - 10) / char_width));
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& full = lines[i];
+    const std::string text = "warning: " + full;
+    const std::string shown = text.size() > fit ? text.substr(0, fit - 3) + "..." : text;
+    svg += fmt::format("<text class=\"warning\" x=\"{}\" y=\"{}\" fill=\"#c00000\" font-size=\"{}\">{}<title>{}</title></text>\n",
+                       px(l.left), px(plot.height + 2 + warning_line_height * double(i)), font_label, xml_escape(shown),
+                       xml_escape(full));
   }
   return svg;
 }
@@ -279,21 +298,46 @@ std::string series_color(const Plot& plot, std::size_t index) {
   return s.color.empty() ? palette[index % std::size(palette)] : s.color;
 }
 
-/// A point label still to be placed, once every marker is known.
+/// A label still to be placed, once every marker is known.
 struct PendingLabel {
   double cx, cy;
+  double radius;  ///< of the point's marker: the label keeps clear of it
   std::string text;
   bool below;
+  int priority;  ///< 0 = key point, 1 = a series' end or highest point, 2 = any other
+  std::string color;  ///< end labels: the line's colour
 };
 
 /// What the series leave for the label pass: the pixels taken, the labels drawn, those to place.
 struct LabelState {
-  std::vector<Box> taken;  ///< markers and labels
-  std::string labels;      ///< drawn last, above every line
+  std::vector<SvgBox> taken;  ///< markers and labels
+  std::string labels;         ///< drawn last, above every line
   std::vector<PendingLabel> pending;
+  std::vector<PendingLabel> end_labels;
 };
 
-/// One series: its line, its end label and its markers (with tooltips).
+/// Which of a series' drawn points get a label candidate, and at what priority (-1 = tooltip only).
+std::vector<int> label_priorities(const PlotSeries& s, const std::vector<std::size_t>& drawn) {
+  std::vector<int> priority(s.points.size(), -1);
+  std::size_t labelled = 0;
+  for (std::size_t i : drawn) labelled += s.points[i].label.empty() ? 0 : 1;
+  std::size_t first = drawn.empty() ? 0 : drawn.front(), last = first, highest = first;
+  for (std::size_t i : drawn) {
+    if (s.points[i].x < s.points[first].x) first = i;
+    if (s.points[i].x > s.points[last].x) last = i;
+    if (s.points[i].y > s.points[highest].y) highest = i;
+  }
+  for (std::size_t i : drawn) {
+    if (s.points[i].label.empty() || !s.draw_labels) continue;
+    if (s.points[i].key) priority[i] = 0;
+    else if (i == first || i == last || i == highest) priority[i] = 1;
+    else if (labelled <= max_point_labels) priority[i] = 2;
+  }
+  return priority;
+}
+
+/// One series: its line and its markers (with tooltips); its end label and point labels are
+/// left in `state` for the label pass.
 std::string series_svg(const Plot& plot, std::size_t index, const Layout& l, LabelState& state) {
   const auto& s = plot.series[index];
   const std::string color = series_color(plot, index);
@@ -310,17 +354,16 @@ std::string series_svg(const Plot& plot, std::size_t index, const Layout& l, Lab
     const PlotPoint* end = nullptr;
     for (const auto& p : s.points)
       if (l.x.contains(p.x) && l.y.contains(p.y) && (!end || p.x > end->x)) end = &p;
-    if (end) {
-      const double x = std::min(l.x.to_pixel(end->x), l.right) - 4, y = std::max(l.y.to_pixel(end->y) - 5, l.top + 11);
-      state.taken.push_back({x - text_width(s.end_label), y - 10, x, y + 2});
-      state.labels += fmt::format(
-          "<text class=\"end-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{}\" font-size=\"11\">{}</text>\n",
-          px(x), px(y), color, xml_escape(s.end_label));
-    }
+    if (end)
+      state.end_labels.push_back({std::min(l.x.to_pixel(end->x), l.right), l.y.to_pixel(end->y), 0, s.end_label, false, 0, color});
   }
   if (s.markers) {
-    for (const auto& p : s.points) {
-      if (!l.x.contains(p.x) || !l.y.contains(p.y)) continue;  // outside a fixed range
+    std::vector<std::size_t> drawn;
+    for (std::size_t i = 0; i < s.points.size(); ++i)
+      if (l.x.contains(s.points[i].x) && l.y.contains(s.points[i].y)) drawn.push_back(i);  // else outside a fixed range
+    const std::vector<int> priority = label_priorities(s, drawn);
+    for (std::size_t i : drawn) {
+      const auto& p = s.points[i];
       const double cx = std::clamp(l.x.to_pixel(p.x), l.left, l.right);
       const double cy = std::clamp(l.y.to_pixel(p.y), l.top, l.bottom);
       const std::string tip = (p.label.empty() ? s.name : p.label) + fmt::format(" (x = {:.4g}, y = {:.4g})", p.x, p.y);
@@ -330,46 +373,73 @@ std::string series_svg(const Plot& plot, std::size_t index, const Layout& l, Lab
                          "stroke-width=\"1\"><title>{}</title></circle>\n",
                          px(cx), px(cy), sized ? px(r) : std::string("4"), color, sized ? " fill-opacity=\"0.55\"" : "",
                          xml_escape(tip));
-      state.taken.push_back({cx - r, cy - r, cx + r, cy + r});
-      if (!p.label.empty() && s.draw_labels) state.pending.push_back({cx, cy, p.label, s.labels_below});
+      state.taken.push_back({cx - r, cy - r, cx + r, cy + r, true, ""});
+      if (priority[i] >= 0) state.pending.push_back({cx, cy, r, p.label, s.labels_below, priority[i], ""});
     }
   }
   return svg + "</g>\n";
 }
 
-/// Point labels go where they overlap no marker, line-end label or earlier label, trying the
-/// four sides of the point in turn (text boxes are estimated from the character count). Later
-/// series are drawn on top, so their labels are placed first.
+bool inside(const Layout& l, const SvgBox& b) {
+  return b.x0 >= l.left && b.x1 <= l.right && b.y0 >= l.top && b.y1 <= l.bottom;
+}
+
+std::size_t hits(const std::vector<SvgBox>& taken, const SvgBox& b) {
+  return static_cast<std::size_t>(std::count_if(taken.begin(), taken.end(), [&](const SvgBox& t) { return t.overlaps(b); }));
+}
+
+/// Line-end labels, right-aligned at the line's end: just above it, else just below, else
+/// stepped further up or down (never left out: a reader needs to know which line is which).
+void place_end_labels(const Layout& l, LabelState& state) {
+  for (const auto& e : state.end_labels) {
+    const double x = e.cx - 4;
+    SvgBox best{};
+    std::size_t fewest = std::numeric_limits<std::size_t>::max();
+    for (int step = 0; step < 12 && fewest > 0; ++step) {
+      const double offset = step % 2 == 0 ? -5 - 12.0 * (step / 2) : 15 + 12.0 * (step / 2);
+      const double y = std::clamp(e.cy + offset, l.top + 11, l.bottom - 3);
+      const SvgBox b = estimated_text_box(e.text, x, y, font_label, "end");
+      const std::size_t n = hits(state.taken, b) + (inside(l, b) ? 0 : 1000);
+      if (n < fewest) {
+        fewest = n;
+        best = b;
+      }
+    }
+    state.taken.push_back(best);
+    state.labels += fmt::format(
+        "<text class=\"end-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{}\" font-size=\"{}\">{}</text>\n",
+        px(best.x1), px(best.y1 - 0.2 * font_label), e.color, font_label, xml_escape(e.text));
+  }
+}
+
+/// Point labels, most needed first (key points, then ends and highest points, then the rest;
+/// later series, drawn on top, before earlier ones), each in the first of eight places around
+/// its marker where it overlaps nothing already placed and stays inside the plot area. A label
+/// with no such place is left out: its marker's tooltip still holds it.
 void place_point_labels(const Layout& l, LabelState& state) {
   std::reverse(state.pending.begin(), state.pending.end());
+  std::stable_sort(state.pending.begin(), state.pending.end(),
+                   [](const PendingLabel& a, const PendingLabel& b) { return a.priority < b.priority; });
   for (const auto& p : state.pending) {
-    const double w = text_width(p.text);
+    const double gap = p.radius + 3;
+    const double up = p.cy - gap, down = p.cy + gap + 0.75 * font_label;
     struct Spot {
       double x, y;
-      bool start;
+      const char* anchor;
     };
-    // Only the four places next to the point: a label further away reads as another point's.
-    const double up = p.cy - 7, down = p.cy + 15;
-    const Spot spots[] = {{p.cx + 7, p.below ? down : up, true}, {p.cx + 7, p.below ? up : down, true},
-                          {p.cx - 7, p.below ? down : up, false}, {p.cx - 7, p.below ? up : down, false}};
-    const Spot* chosen = nullptr;
-    std::size_t fewest = std::numeric_limits<std::size_t>::max();
+    // Only places next to the point: a label further away reads as another point's.
+    const Spot spots[] = {{p.cx + gap, p.below ? down : up, "start"}, {p.cx + gap, p.below ? up : down, "start"},
+                          {p.cx - gap, p.below ? down : up, "end"},   {p.cx - gap, p.below ? up : down, "end"},
+                          {p.cx, p.below ? down : up, "middle"},      {p.cx, p.below ? up : down, "middle"},
+                          {p.cx + gap, p.cy + 0.3 * font_label, "start"}, {p.cx - gap, p.cy + 0.3 * font_label, "end"}};
     for (const auto& sp : spots) {
-      const Box b{sp.start ? sp.x : sp.x - w, sp.y - 10, sp.start ? sp.x + w : sp.x, sp.y + 2};
-      if (b.x0 < l.left || b.x1 > l.right || b.y0 < l.top || b.y1 > l.bottom) continue;
-      const auto hits = static_cast<std::size_t>(
-          std::count_if(state.taken.begin(), state.taken.end(), [&](const Box& t) { return t.overlaps(b); }));
-      if (hits < fewest) {
-        fewest = hits;
-        chosen = &sp;
-      }
-      if (hits == 0) break;
+      const SvgBox b = estimated_text_box(p.text, sp.x, sp.y, font_label, sp.anchor);
+      if (!inside(l, b) || hits(state.taken, b) > 0) continue;
+      state.taken.push_back(b);
+      state.labels += fmt::format("<text class=\"point-label\" x=\"{}\" y=\"{}\" text-anchor=\"{}\" font-size=\"{}\">{}</text>\n",
+                                  px(sp.x), px(sp.y), sp.anchor, font_label, xml_escape(p.text));
+      break;
     }
-    if (!chosen) chosen = &spots[p.cx > (l.left + l.right) / 2 ? 2 : 0];
-    state.taken.push_back({chosen->start ? chosen->x : chosen->x - w, chosen->y - 10,
-                           chosen->start ? chosen->x + w : chosen->x, chosen->y + 2});
-    state.labels += fmt::format("<text class=\"point-label\" x=\"{}\" y=\"{}\" text-anchor=\"{}\" font-size=\"11\">{}</text>\n",
-                                px(chosen->x), px(chosen->y), chosen->start ? "start" : "end", xml_escape(p.text));
   }
 }
 
@@ -432,13 +502,162 @@ std::string format_axis_value(double v) {
 std::string render_svg(const Plot& plot) {
   const DataRange data = checked_data_range(plot);
   const Layout l = layout(plot, data);
-  std::string svg = svg_header(plot, l) + grid_and_axes(plot, l);
+  const std::vector<std::string> warnings = warning_lines(plot);
+  std::string svg = svg_header(plot, l, warnings.size()) + grid_and_axes(plot, l);
   LabelState labels;
   for (std::size_t si = 0; si < plot.series.size(); ++si) svg += series_svg(plot, si, l, labels);
+  place_end_labels(l, labels);
   place_point_labels(l, labels);
   svg += "<g class=\"labels\">\n" + labels.labels + "</g>\n";
   if (l.legend) svg += legend_svg(plot, l);
+  svg += warnings_svg(plot, l, warnings);
   return svg + "</svg>\n";
+}
+
+// ---- measuring what an SVG draws ---------------------------------------------------------------
+
+bool SvgBox::overlaps(const SvgBox& o, double tolerance) const {
+  return std::min(x1, o.x1) - std::max(x0, o.x0) > tolerance && std::min(y1, o.y1) - std::max(y0, o.y0) > tolerance;
+}
+
+double estimated_text_width(const std::string& text, double font_size, bool bold) {
+  std::size_t chars = 0;
+  for (unsigned char c : text) chars += (c & 0xC0) != 0x80 ? 1 : 0;  // UTF-8 continuation bytes are not characters
+  // DejaVu Sans, the first font asked for, is wide: its digits are 0.64 em; 0.62 em on average.
+  return (bold ? 0.68 : 0.62) * font_size * double(chars);
+}
+
+SvgBox estimated_text_box(const std::string& text, double x, double y, double font_size, const std::string& anchor,
+                          bool bold) {
+  const double w = estimated_text_width(text, font_size, bold);
+  const double x0 = anchor == "end" ? x - w : anchor == "middle" ? x - w / 2 : x;
+  return {x0, y - 0.75 * font_size, x0 + w, y + 0.2 * font_size, false, text};
+}
+
+namespace {
+
+/// The value of attribute `name` in the tag text `tag` ("" when absent).
+std::string attribute(const std::string& tag, const std::string& name) {
+  const std::string key = " " + name + "=\"";
+  const auto at = tag.find(key);
+  if (at == std::string::npos) return "";
+  const auto start = at + key.size();
+  return tag.substr(start, tag.find('"', start) - start);
+}
+
+double number_attribute(const std::string& tag, const std::string& name, double fallback) {
+  const std::string v = attribute(tag, name);
+  return v.empty() ? fallback : std::strtod(v.c_str(), nullptr);
+}
+
+/// Character data without tags, with <title> (a tooltip: not drawn) left out and entities
+/// counted as the one character they stand for.
+std::string visible_text(const std::string& inner) {
+  std::string out;
+  for (std::size_t i = 0; i < inner.size();) {
+    if (inner.compare(i, 7, "<title>") == 0) {
+      const auto end = inner.find("</title>", i);
+      i = end == std::string::npos ? inner.size() : end + 8;
+    } else if (inner[i] == '<') {
+      const auto end = inner.find('>', i);
+      i = end == std::string::npos ? inner.size() : end + 1;
+    } else if (inner[i] == '&') {
+      const auto end = inner.find(';', i);
+      out += '?';
+      i = end == std::string::npos ? inner.size() : end + 1;
+    } else {
+      out += inner[i++];
+    }
+  }
+  return out;
+}
+
+SvgBox text_element_box(const std::string& tag, const std::string& text, double default_font_size) {
+  const double size = number_attribute(tag, "font-size", default_font_size);
+  const bool bold = attribute(tag, "font-weight") == "bold";
+  std::string anchor = attribute(tag, "text-anchor");
+  const std::string transform = attribute(tag, "transform");
+  if (transform.rfind("translate(", 0) == 0 && transform.find("rotate(-90)") != std::string::npos) {
+    // A y-axis title: drawn at (0, 0) in a frame turned a quarter left around the translation.
+    double tx = 0, ty = 0;
+    std::sscanf(transform.c_str(), "translate(%lf,%lf)", &tx, &ty);
+    const SvgBox flat = estimated_text_box(text, 0, 0, size, anchor, bold);
+    return {tx + flat.y0, ty - flat.x1, tx + flat.y1, ty - flat.x0, false, text};
+  }
+  return estimated_text_box(text, number_attribute(tag, "x", 0), number_attribute(tag, "y", 0), size, anchor, bold);
+}
+
+}  // namespace
+
+std::vector<SvgBox> svg_boxes(const std::string& svg) {
+  std::vector<SvgBox> boxes;
+  double default_font_size = font_default;
+  if (const auto root = svg.find("<svg"); root != std::string::npos)
+    default_font_size = number_attribute(svg.substr(root, svg.find('>', root) - root), "font-size", font_default);
+  for (std::size_t at = svg.find('<'); at != std::string::npos; at = svg.find('<', at + 1)) {
+    const bool text = svg.compare(at, 6, "<text ") == 0, circle = svg.compare(at, 8, "<circle ") == 0;
+    if (!text && !circle) continue;
+    const auto tag_end = svg.find('>', at);
+    if (tag_end == std::string::npos) break;
+    const std::string tag = svg.substr(at, tag_end - at);
+    if (circle) {
+      if (attribute(tag, "class") != "marker") continue;  // legend swatches are not data
+      const double cx = number_attribute(tag, "cx", 0), cy = number_attribute(tag, "cy", 0), r = number_attribute(tag, "r", 0);
+      boxes.push_back({cx - r, cy - r, cx + r, cy + r, true, ""});
+      continue;
+    }
+    const auto close = svg.find("</text>", tag_end);
+    if (close == std::string::npos) break;
+    const std::string shown = visible_text(svg.substr(tag_end + 1, close - tag_end - 1));
+    if (!shown.empty()) boxes.push_back(text_element_box(tag, shown, default_font_size));
+    at = close;
+  }
+  return boxes;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> overlapping_boxes(const std::vector<SvgBox>& boxes) {
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  for (std::size_t i = 0; i < boxes.size(); ++i)
+    for (std::size_t j = i + 1; j < boxes.size(); ++j)
+      if (!(boxes[i].marker && boxes[j].marker) && boxes[i].overlaps(boxes[j])) pairs.push_back({i, j});
+  return pairs;
+}
+
+std::string short_kernel_name(const std::string& name, std::size_t max_chars) {
+  // Cut the argument list: the first '(' at template depth 0 that does not open "(anonymous namespace)".
+  std::string s;
+  int depth = 0;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '<') ++depth;
+    if (c == '>') --depth;
+    if (c == '(' && depth == 0) {
+      if (name.compare(i, 21, "(anonymous namespace)") == 0) {
+        s += "(anonymous namespace)";
+        i += 20;
+        continue;
+      }
+      break;
+    }
+    s += c;
+  }
+  if (s.rfind("void ", 0) == 0) s = s.substr(5);
+  // Drop namespaces and classes: the last "::" outside template arguments.
+  depth = 0;
+  std::size_t base = 0;
+  for (std::size_t i = 0; i + 1 < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>') --depth;
+    if (depth == 0 && s[i] == ':' && s[i + 1] == ':') base = i + 2;
+  }
+  s = s.substr(base);
+  for (const auto& [long_name, short_name] : {std::pair{"__nv_bfloat16", "bf16"}, {"__half", "fp16"},
+                                              {"__nv_fp8_e4m3", "fp8_e4m3"}, {"unsigned int", "uint"}}) {
+    for (auto at = s.find(long_name); at != std::string::npos; at = s.find(long_name, at))
+      s.replace(at, std::string(long_name).size(), short_name);
+  }
+  if (s.empty()) s = name;
+  return s.size() > max_chars && max_chars > 3 ? s.substr(0, max_chars - 3) + "..." : s;
 }
 
 }  // namespace ridge

@@ -115,6 +115,20 @@ std::string flag_operation(const DeviceCeilings& c, const RooflineOperation& op,
   return op.label.empty() ? "impossible: above the roof" : op.label + " (impossible: above the roof)";
 }
 
+/// Many points above the roof: one counted line instead of one per point (each point keeps
+/// "(impossible: above the roof)" in its label and tooltip), so the one that differs stays visible.
+void count_above_roof_warnings(Plot& plot, std::size_t first, std::size_t count) {
+  std::vector<std::string> kept(plot.warnings.begin(), plot.warnings.begin() + std::ptrdiff_t(first));
+  for (std::size_t i = first; i < plot.warnings.size(); ++i)
+    if (plot.warnings[i].find("above the roof") == std::string::npos) kept.push_back(plot.warnings[i]);
+  kept.push_back(fmt::format("{} points above the roof, which is impossible: the measurement or the ceilings are "
+                             "wrong (each point's tooltip says by how much)",
+                             count));
+  plot.warnings = std::move(kept);
+  for (auto& s : plot.series)
+    for (auto& p : s.points) p.key = false;  // too many to name: the series' ends and highest point are labelled
+}
+
 }  // namespace
 
 Plot roofline_plot(const DeviceCeilings& ceilings, const std::vector<RooflineOperation>& operations,
@@ -193,15 +207,23 @@ Plot roofline_plot(const DeviceCeilings& ceilings, const std::vector<RooflineOpe
 
   // Operations: one series per name, in the order they first appear.
   std::map<std::string, std::size_t> index;
+  const std::size_t warnings_before = plot.warnings.size();
+  std::size_t above_roof = 0;
   for (const auto& op : operations) {
     const std::string name = op.series.empty() ? options.operations_name : op.series;
     if (!index.count(name)) {
       index[name] = plot.series.size();
       plot.series.push_back(marker_series(name, op.series.empty() ? "#111111" : ""));
     }
+    const std::size_t warnings = plot.warnings.size();
+    const std::string label = flag_operation(ceilings, op, plot);
+    const bool impossible = label != op.label;
+    above_roof += impossible ? 1 : 0;
+    // An impossible point is named by a finding: it is labelled first.
     plot.series[index[name]].points.push_back(
-        {op.intensity_flop_per_byte, op.flops_per_s, flag_operation(ceilings, op, plot), op.marker_area});
+        {op.intensity_flop_per_byte, op.flops_per_s, label, op.marker_area, impossible && warnings < plot.warnings.size()});
   }
+  if (above_roof > 2) count_above_roof_warnings(plot, warnings_before, above_roof);
   return plot;
 }
 
