@@ -46,6 +46,9 @@ struct ReportOptions {
   /// (git at the current directory, else the results' git sha) unless given here.
   std::string history;
   RunProvenance history_provenance;
+  /// Measure the ceilings again (CeilingsMode::refresh) instead of taking them from the per-GPU
+  /// cache when it holds them; the report marks every number it took from the cache, with its date.
+  bool remeasure_ceilings = false;
 };
 
 /// How one section went.
@@ -74,6 +77,72 @@ struct ReportCallbacks {
   std::function<int()> stop_requested;
 };
 
+// ---- the summary: the answer first -------------------------------------------------------------
+
+/// One number of the summary, against its reference.
+struct SummaryNumber {
+  std::string key;        ///< the prediction key it comes from (prediction_keys()), e.g. "hbm_tb_per_s"
+  std::string what;       ///< e.g. "HBM bandwidth"
+  double value = 0;       ///< in the key's unit
+  std::string value_text;  ///< with its unit, e.g. "4.46 TB/s"
+  /// value / reference; nullopt when there is no reference.
+  std::optional<double> fraction;
+  std::string reference;  ///< e.g. "93% of the datasheet's 4.80 TB/s"; "" = none
+  std::string section;    ///< the title of the section that measured it
+  /// When the number was measured, if it was carried over from the per-GPU ceilings cache rather
+  /// than measured in this run (e.g. "2026-11-29T10:00:00Z"); "" = measured now.
+  std::string carried_over_from;
+};
+
+/// A finding that needs action: an impossible number, a launch-bound or throttled measurement, a
+/// failed section.
+struct SummaryFinding {
+  std::string kind;     ///< "section failed", "impossible", "launch-bound", "throttling", "clocks moved", "high spread"
+  std::string text;     ///< one line, e.g. "2 of 6 rows: ..."
+  std::string section;  ///< the title of the section it is about
+};
+
+/// The answer first: what this GPU and build do, and what needs action.
+struct ReportSummary {
+  std::vector<SummaryNumber> numbers;  ///< at most 8, in report order
+  std::vector<SummaryFinding> findings;
+  bool model_only = false;  ///< nothing measured: the numbers are the datasheet's
+};
+
+/// A warning's kind: the words before its first ':' ("cache-resident", "launch-bound",
+/// "impossible", "high spread", "clocks moved"); "clocks moved" for another warning about the
+/// clocks; else the whole warning (identical ones group together).
+std::string warning_kind(const std::string& warning);
+
+/// The records' warnings grouped by kind: one group per kind, with the rows it covers.
+struct WarningGroup {
+  std::string kind;
+  std::vector<std::size_t> rows;  ///< indices into the records, in order
+  std::size_t of_rows = 0;        ///< how many records there were
+  std::string example;            ///< the warning of the last row it covers (the largest, in a sweep)
+};
+std::vector<WarningGroup> group_warnings(const std::vector<Record>& records);
+
+/// The summary of a finished report: `measured` (ReportResult::measured) against the datasheet
+/// entry (nullopt: none matched) and each other; the findings from the records' warnings and
+/// clocks, per section (`sections` in order, each with its record count, as run_report ran them).
+/// `ceilings_cached_at`: when the ceilings were measured if they came from the per-GPU cache
+/// ("" = measured in this run): the numbers of the ceilings section carry it.
+ReportSummary summarize_report(const std::map<std::string, double>& measured, const std::optional<CatalogEntry>& datasheet,
+                               const std::vector<Record>& records, const std::vector<SectionRun>& sections,
+                               const std::string& ceilings_cached_at = "");
+
+/// The summary as the report's first section (at most 25 lines), each number and finding linked
+/// to its section's heading.
+std::string summary_markdown(const ReportSummary& summary);
+/// The summary as plain text for a terminal.
+std::string summary_text(const ReportSummary& summary);
+nlohmann::json to_json(const ReportSummary& summary);
+
+/// The anchor markdown_to_html gives a heading: lower-case letters and digits, runs of anything
+/// else as one '-'.
+std::string heading_anchor(const std::string& heading);
+
 struct ReportResult {
   std::filesystem::path folder;  ///< where everything was written: the destination, or the partial folder when stopped
   bool gpu = false;              ///< false: a model-only report
@@ -82,6 +151,7 @@ struct ReportResult {
   ResultSet results;             ///< every record, the context and the predictions (= results.json)
   std::map<std::string, double> measured;  ///< what the predictions were scored against
   std::string markdown;          ///< report.md
+  ReportSummary summary;         ///< the answer first: also the start of `markdown` and results.json's report.summary
   std::vector<std::string> files;  ///< file names written into the folder
   double wall_seconds = 0;
   /// The exit code of the first section that failed (the report is written anyway), else 0;
@@ -211,9 +281,13 @@ const std::vector<ReferenceModel>& reference_models();
 /// one page never share clip paths or markers.
 std::string svg_for_inline(const std::string& svg, const std::string& id_prefix);
 
+/// Tables with more body rows than this fold behind a <details> line in the HTML (the Markdown keeps them whole).
+inline constexpr std::size_t max_unfolded_table_rows = 12;
+
 /// A self-contained HTML page (inline CSS, no scripts, no network) from the Markdown the report
 /// writes: headings (h2s also listed in a contents bar), paragraphs, pipe tables (\| is a pipe
-/// inside a cell), bullet and numbered lists, block quotes, fenced code, and inline `code`,
+/// inside a cell; over max_unfolded_table_rows folded, the summary line naming the first column's
+/// first and last cells), bullet and numbered lists, block quotes, fenced code, and inline `code`,
 /// **bold**, *italics* / _italics_ (bold and italics may hold code spans), [links](target) and
 /// backslash escapes; images on a line of their own. An image whose target is a key of `svgs` is
 /// replaced by that SVG inline. Web links are cited as text without their scheme, so the page

@@ -8,7 +8,7 @@ import os
 import pathlib
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _ridge
 from ._history import HistoryAdd
@@ -50,6 +50,9 @@ class Report:
     kept_files: List[str] = field(default_factory=list)
     #: How the run went into the ``history`` given to :func:`report` (None when none was given).
     history: Optional[HistoryAdd] = None
+    #: The answer first, as the report opens: ``numbers`` (each with ``value``, ``reference``,
+    #: ``fraction`` and its ``section``) and ``findings`` that need action (results.json's report.summary).
+    summary: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -137,7 +140,8 @@ def report(folder: Optional[PathArg] = None, *, device: Optional[int] = None, qu
     result = Report(folder=folder_path, gpu=raw["gpu"], subject=raw["subject"], sections=sections,
                     results=Results.load(folder_path), measured=raw["measured"], markdown=raw["markdown"],
                     files=raw["files"], wall_seconds=raw["wall_seconds"], kept_files=raw["kept_files"],
-                    history=_history_add(raw["history"]))
+                    history=_history_add(raw["history"]),
+                    summary=json.loads((folder_path / "results.json").read_text())["report"].get("summary", {}))
     failed = [s for s in sections if s.failed]
     if failed:
         reasons = "; ".join(f"{s.title}: {s.error}" for s in failed)

@@ -152,18 +152,6 @@ bool is_table_separator(const std::string& line) {
   return std::regex_match(line, sep);
 }
 
-std::string slug(const std::string& heading) {
-  std::string out;
-  for (char c : heading) {
-    if (std::isalnum(static_cast<unsigned char>(c)))
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!out.empty() && out.back() != '-')
-      out += '-';
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out;
-}
-
 bool starts_with(const std::string& line, const char* prefix) { return trim(line).rfind(prefix, 0) == 0; }
 
 /// Turns the Markdown's lines into HTML block by block; each block reader advances `i` past its block.
@@ -190,7 +178,7 @@ struct HtmlWriter {
   }
 
   void heading(std::size_t level, const std::string& text) {
-    const std::string anchor = slug(text), html = inline_html(text);
+    const std::string anchor = heading_anchor(text), html = inline_html(text);
     if (level == 2) toc.emplace_back(anchor, html);
     body << fmt::format("<h{0} id=\"{1}\">{2}</h{0}>\n", level, anchor, html);
   }
@@ -210,17 +198,27 @@ struct HtmlWriter {
     auto cls = [&](std::size_t c) {
       return c < aligns.size() && !aligns[c].empty() && aligns[c].back() == ':' ? " class=\"num\"" : "";
     };
+    std::size_t end = i + 2;
+    while (end < lines.size() && starts_with(lines[end], "|")) ++end;
+    // A long table folds behind a line saying what it holds, so the page reads past it.
+    const std::size_t rows = end - (i + 2);
+    const bool fold = rows > max_unfolded_table_rows;
+    if (fold) {
+      const auto first = table_cells(lines[i + 2]), last = table_cells(lines[end - 1]);
+      body << "<details><summary>" << rows << " rows: " << inline_html(first.empty() ? "" : first[0]) << " to "
+           << inline_html(last.empty() ? "" : last[0]) << "</summary>\n";
+    }
     body << "<div class=\"table\"><table><thead><tr>";
     for (std::size_t c = 0; c < header.size(); ++c) body << "<th" << cls(c) << ">" << inline_html(header[c]) << "</th>";
     body << "</tr></thead><tbody>\n";
-    for (i += 2; i < lines.size() && starts_with(lines[i], "|"); ++i) {
+    for (i += 2; i < end; ++i) {
       const auto cells = table_cells(lines[i]);
       body << "<tr>";
       for (std::size_t c = 0; c < cells.size(); ++c) body << "<td" << cls(c) << ">" << inline_html(cells[c]) << "</td>";
       body << "</tr>\n";
     }
     --i;
-    body << "</tbody></table></div>\n";
+    body << "</tbody></table></div>\n" << (fold ? "</details>\n" : "");
   }
 
   /// Consecutive '>' lines; an empty '>' line separates paragraphs inside the quote.
@@ -304,6 +302,7 @@ code { font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, monospace; backgr
 pre { background: #f3f5f9; padding: 10px 12px; overflow-x: auto; border-radius: 4px; }
 pre code { background: none; padding: 0; }
 div.table { overflow-x: auto; margin: 10px 0 14px; }
+details > summary { cursor: pointer; margin: 8px 0; color: #444; }
 table { border-collapse: collapse; font-size: 13.5px; }
 th, td { border: 1px solid var(--line); padding: 4px 9px; vertical-align: top; }
 th { background: #f3f5f9; text-align: left; }

@@ -259,6 +259,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
   ctx.device = o.device;
   ctx.gpu = r.gpu;
   ctx.quick = o.quick;
+  ctx.remeasure_ceilings = o.remeasure_ceilings;
   ctx.inject_slowdown_us = aids.inject_slowdown_us;
   ctx.folder = r.folder;
   if (callbacks.on_status) ctx.status = callbacks.on_status;
@@ -275,6 +276,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
   }
   r.subject = r.gpu ? r.results.context.device->name : model.name + " (model only)";
   r.markdown = report_header(r, model, o.quick);
+  const std::size_t summary_at = r.markdown.size();  // the answer first: the summary goes here at the end
 
   const std::vector<ReportSection> sections = sections_to_run(r.gpu);
   std::map<std::string, std::string> svgs;
@@ -304,6 +306,8 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
   if (aids.slow_records) r.markdown += slowdown_markdown(*aids.slow_records, slowed);
   r.markdown += files_markdown(r, svgs, !trace.empty(), o.quick);
   r.measured = ctx.measured;
+  r.summary = summarize_report(r.measured, ctx.datasheet, r.results.records, r.sections, ctx.ceilings_cached_at);
+  r.markdown.insert(summary_at, summary_markdown(r.summary));
 
   nlohmann::json j = to_json(r.results);
   j["report"] = {{"mode", r.gpu ? "gpu" : "model_only"},
@@ -312,6 +316,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
                  {"wall_seconds", r.wall_seconds},
                  {"ceilings_source", ctx.ceilings.source_text},
                  {"measured", ctx.measured},
+                 {"summary", to_json(r.summary)},
                  {"sections", section_log}};
   write_json((r.folder / "results.json").string(), j);
   write_text((r.folder / "report.md").string(), r.markdown);

@@ -45,11 +45,23 @@ std::string records_markdown(const std::vector<Record>& records) {
 }
 
 std::string warnings_markdown(const std::vector<Record>& records) {
+  // One line per kind of warning, with the rows it covers; each row keeps its own warnings in
+  // results.json.
+  const auto row = [&](std::size_t i) {
+    const Record& r = records[i];
+    return fmt::format("{} `{}` ({})", r.name, to_string(r.method), params_text(r.params));
+  };
   std::string out;
-  for (const auto& r : records)
-    for (const auto& w : r.warnings)
-      out += fmt::format("- **{} `{}`** ({}): {}\n", r.name, to_string(r.method), params_text(r.params), w);
-  return out.empty() ? out : "Warnings:\n\n" + out + "\n";
+  for (const auto& g : group_warnings(records)) {
+    std::string example = g.example;
+    if (example.rfind(g.kind + ": ", 0) == 0) example = example.substr(g.kind.size() + 2);
+    if (g.rows.size() == 1)
+      out += fmt::format("- **{}**, {}: {}\n", g.kind, row(g.rows.front()), example);
+    else
+      out += fmt::format("- **{}**, {} of {} rows, {} to {}; the last: {}\n", g.kind, g.rows.size(), g.of_rows,
+                         row(g.rows.front()), row(g.rows.back()), example);
+  }
+  return out.empty() ? out : "Warnings (by kind; every row keeps its own in results.json):\n\n" + out + "\n";
 }
 
 std::string findings_markdown(const std::vector<Finding>& findings) {

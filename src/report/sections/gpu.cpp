@@ -147,8 +147,10 @@ std::string ceilings_row_name(const CeilingComparison& row, const MeasuredCeilin
 }  // namespace
 
 SectionOutput ceilings_section(ReportContext& ctx) {
-  const CeilingsLookup lookup = ceilings_for(ctx.device, describe_device(ctx.device), CeilingsMode::measure);
+  const CeilingsLookup lookup = ceilings_for(ctx.device, describe_device(ctx.device),
+                                             ctx.remeasure_ceilings ? CeilingsMode::refresh : CeilingsMode::measure);
   const MeasuredCeilings& m = *lookup.measured;
+  if (m.from_cache) ctx.ceilings_cached_at = m.measured_at_utc;
   const DeviceCeilings& c = m.ceilings;
   SectionOutput out;
   out.records = m.records;
@@ -160,10 +162,17 @@ SectionOutput ceilings_section(ReportContext& ctx) {
   }
 
   std::string& md = out.markdown;
-  md += fmt::format("What this GPU's memory and arithmetic units actually deliver, measured {} (cached per GPU; "
-                    "refreshing them measures again: `ridge roofline` with refresh, or `ridge.ceilings(refresh=True)`).\n\n",
-                    m.measured_at_utc);
-  md += "| ceiling | measured | datasheet | measured / datasheet |\n|---|---:|---:|---:|\n";
+  if (m.from_cache)
+    md += fmt::format("What this GPU's memory and arithmetic units deliver, **carried over from the per-GPU cache: "
+                      "measured {}**, not in this run (`ridge report` with remeasure-ceilings, or "
+                      "`ridge.ceilings(refresh=True)`, measures them again).\n\n",
+                      m.measured_at_utc);
+  else
+    md += fmt::format("What this GPU's memory and arithmetic units deliver, measured in this run ({}; cached per GPU "
+                      "for later runs).\n\n",
+                      m.measured_at_utc);
+  md += fmt::format("| ceiling | {} | datasheet | measured / datasheet |\n|---|---:|---:|---:|\n",
+                    m.from_cache ? "measured " + m.measured_at_utc.substr(0, 10) + " (cache)" : std::string("measured now"));
   for (const auto& row : compare_ceilings(ctx.datasheet, m)) {
     if (!(row.measured > 0) && !row.bandwidth) continue;
     const auto f = [&](double v) {

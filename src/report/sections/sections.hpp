@@ -72,6 +72,9 @@ struct ReportContext {
   /// else the datasheet's (source_text says which); 0/empty = unknown.
   DeviceCeilings ceilings;
   double memory_bytes = 0;  ///< device memory, for "does it fit" checks
+  bool remeasure_ceilings = false;  ///< ReportOptions::remeasure_ceilings
+  /// When the ceilings were measured if the ceilings section took them from the per-GPU cache; "" = now.
+  std::string ceilings_cached_at;
 
   /// Values that predictions are compared with (keys: prediction_keys(), constants in ridge::prediction).
   std::map<std::string, double> measured;

@@ -1,0 +1,222 @@
+// The report's summary: the few numbers that describe this GPU and build, each against its
+// reference, and the findings that need action; and the records' warnings grouped by kind.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ridge/format.hpp"
+#include "ridge/report.hpp"
+
+namespace ridge {
+
+namespace {
+
+// NVML clock-event reasons that slow the work down: SW power cap, HW slowdown, SW and HW thermal
+// slowdown, HW power brake (idle, application clocks and sync boost are not throttling).
+constexpr std::int64_t throttling_reasons = 0x4 | 0x8 | 0x40 | 0x80 | 0x100;
+
+// Kinds of warning a reader must act on; the rest (cache-resident, wrong method in the timing
+// demonstration) explain a number and stay in their section.
+const char* const action_kinds[] = {"impossible", "launch-bound", "clocks moved", "high spread"};
+
+std::string percent_of(double fraction, const std::string& of) {
+  return fmt::format("{} of {}", format_percent(fraction, 0), of);
+}
+
+std::optional<double> value(const std::map<std::string, double>& m, const char* key) {
+  const auto it = m.find(key);
+  return it == m.end() || !std::isfinite(it->second) ? std::nullopt : std::optional<double>(it->second);
+}
+
+/// The section a prediction key is measured in, by its title in this run (the key when it did not run).
+std::string section_title(const std::vector<SectionRun>& sections, const std::string& key) {
+  std::string section_key = key;
+  for (const auto& k : prediction_keys())
+    if (k.key == key) section_key = k.section;
+  for (const auto& s : sections)
+    if (s.key == section_key) return s.title;
+  return section_key;
+}
+
+void add_numbers(ReportSummary& out, const std::map<std::string, double>& m, const std::optional<CatalogEntry>& datasheet,
+                 const std::vector<SectionRun>& sections) {
+  const DeviceCeilings* sheet = datasheet ? &datasheet->ceilings : nullptr;
+  const std::string sheet_name = datasheet ? "the datasheet's" : "";
+  auto add = [&](const char* key, std::string what, std::string value_text, std::optional<double> fraction,
+                 std::string reference) {
+    out.numbers.push_back({key, std::move(what), value(m, key).value_or(0), std::move(value_text), fraction,
+                           std::move(reference), section_title(sections, key)});
+  };
+  const double sheet_bw = sheet ? sheet->memory_bytes_per_s : 0, sheet_bf16 = sheet ? sheet->peak_flops("bf16") : 0;
+  if (auto hbm = value(m, prediction::hbm_tb_per_s)) {
+    const std::optional<double> f = sheet_bw > 0 ? std::optional(*hbm * 1e12 / sheet_bw) : std::nullopt;
+    add(prediction::hbm_tb_per_s, "HBM bandwidth", format_bytes_per_s(*hbm * 1e12), f,
+        f ? percent_of(*f, sheet_name + " " + format_bytes_per_s(sheet_bw)) : "");
+  }
+  if (auto bf16 = value(m, prediction::bf16_tflop_per_s)) {
+    const std::optional<double> f = sheet_bf16 > 0 ? std::optional(*bf16 * 1e12 / sheet_bf16) : std::nullopt;
+    add(prediction::bf16_tflop_per_s, "BF16 matmul peak", format_flops(*bf16 * 1e12), f,
+        f ? percent_of(*f, sheet_name + " dense " + format_flops(sheet_bf16)) : "");
+  }
+  if (auto ridge = value(m, prediction::ridge_point_bf16)) {
+    const double sheet_ridge = sheet_bw > 0 && sheet_bf16 > 0 ? sheet_bf16 / sheet_bw : 0;
+    add(prediction::ridge_point_bf16, "BF16 ridge point", fmt::format("{:.0f} FLOP/byte", *ridge),
+        sheet_ridge > 0 ? std::optional(*ridge / sheet_ridge) : std::nullopt,
+        sheet_ridge > 0 ? fmt::format("datasheet: {:.0f} FLOP/byte", sheet_ridge) : "");
+  }
+  if (auto add_tb = value(m, prediction::add_tb_per_s)) {
+    const auto hbm = value(m, prediction::hbm_tb_per_s);
+    const auto of_sheet = value(m, prediction::add_fraction_of_datasheet);
+    add(prediction::add_tb_per_s, "x + y at the largest size", format_bytes_per_s(*add_tb * 1e12),
+        hbm ? std::optional(*add_tb / *hbm) : of_sheet,
+        hbm ? percent_of(*add_tb / *hbm, "the measured HBM ceiling") : of_sheet ? percent_of(*of_sheet, "the datasheet") : "");
+  }
+  if (auto n = value(m, prediction::matmul_70pct_n))
+    add(prediction::matmul_70pct_n, "BF16 matmul reaches 70% of the peak", fmt::format("at n = {:.0f}", *n), std::nullopt,
+        "smaller sizes leave the GPU idle");
+  if (auto tokens = value(m, prediction::decode_tokens_per_s)) {
+    const auto f = value(m, prediction::decode_fraction_of_ceiling);
+    add(prediction::decode_tokens_per_s, "GPT-2 small decode, batch 1", fmt::format("{:.0f} tokens/s", *tokens), f,
+        f && *f > 0 ? percent_of(*f, fmt::format("its ceiling ({:.0f} tokens/s)", *tokens / *f)) : "");
+  }
+  if (auto us = value(m, prediction::launch_overhead_us))
+    add(prediction::launch_overhead_us, "launch overhead per call", fmt::format("{:.1f} us", *us), std::nullopt,
+        "per-sample events minus launch-free timing");
+  if (auto gap = value(m, prediction::launch_gap_fraction)) {
+    const auto kernels = value(m, prediction::kernels_per_step);
+    add(prediction::launch_gap_fraction, "decode step: GPU idle, waiting for the host", format_percent(*gap, 0), std::nullopt,
+        kernels ? fmt::format("{:.0f} kernels per step", *kernels) : "");
+  }
+}
+
+void add_findings(ReportSummary& out, const std::vector<Record>& records, const std::vector<SectionRun>& sections) {
+  std::size_t first = 0;
+  for (const auto& s : sections) {
+    if (s.failed()) out.findings.push_back({"section failed", s.error, s.title});
+    const std::size_t end = std::min(records.size(), first + s.records);
+    const std::vector<Record> mine(records.begin() + std::ptrdiff_t(first), records.begin() + std::ptrdiff_t(end));
+    first = end;
+    for (const auto& g : group_warnings(mine))
+      if (std::find(std::begin(action_kinds), std::end(action_kinds), g.kind) != std::end(action_kinds))
+        out.findings.push_back({g.kind, fmt::format("{} of {} rows; e.g. {}", g.rows.size(), g.of_rows, g.example), s.title});
+    std::size_t throttled = 0;
+    for (const auto& r : mine)
+      for (const ClockReading* c : {&r.clocks_start, &r.clocks_end})
+        if (c->throttle_reasons > 0 && (c->throttle_reasons & throttling_reasons)) {
+          ++throttled;
+          break;
+        }
+    if (throttled > 0)
+      out.findings.push_back({"throttling", fmt::format("{} of {} rows ran while the GPU was power- or heat-throttled "
+                                                        "(NVML clock-event reasons)",
+                                                        throttled, mine.size()),
+                              s.title});
+  }
+}
+
+std::string cut(const std::string& text, std::size_t chars) {
+  return text.size() <= chars ? text : text.substr(0, chars - 3) + "...";
+}
+
+}  // namespace
+
+std::string warning_kind(const std::string& warning) {
+  const auto colon = warning.find(':');
+  if (colon != std::string::npos && colon <= 24) return warning.substr(0, colon);
+  if (warning.find("clock") != std::string::npos) return "clocks moved";
+  return warning;
+}
+
+std::vector<WarningGroup> group_warnings(const std::vector<Record>& records) {
+  std::vector<WarningGroup> groups;
+  for (std::size_t i = 0; i < records.size(); ++i)
+    for (const auto& w : records[i].warnings) {
+      const std::string kind = warning_kind(w);
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const WarningGroup& x) { return x.kind == kind; });
+      if (g == groups.end()) g = groups.insert(groups.end(), WarningGroup{kind, {}, records.size(), ""});
+      if (g->rows.empty() || g->rows.back() != i) g->rows.push_back(i);
+      g->example = w;
+    }
+  return groups;
+}
+
+ReportSummary summarize_report(const std::map<std::string, double>& measured, const std::optional<CatalogEntry>& datasheet,
+                               const std::vector<Record>& records, const std::vector<SectionRun>& sections,
+                               const std::string& ceilings_cached_at) {
+  ReportSummary out;
+  out.model_only = records.empty() && measured.empty();
+  add_numbers(out, measured, datasheet, sections);
+  for (auto& n : out.numbers)
+    for (const auto& k : prediction_keys())
+      if (k.key == n.key && k.section == "ceilings") n.carried_over_from = ceilings_cached_at;
+  if (out.numbers.size() > 8) out.numbers.resize(8);
+  add_findings(out, records, sections);
+  return out;
+}
+
+std::string heading_anchor(const std::string& heading) {
+  std::string out;
+  for (char c : heading) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+std::string summary_markdown(const ReportSummary& s) {
+  // At most 25 lines: heading (2), table (2 + 8), findings (3 + 7), blank lines.
+  constexpr std::size_t max_findings = 6;
+  std::string md = "## Summary\n\n";
+  if (s.numbers.empty())
+    md += s.model_only ? "Nothing was measured (model-only report): the sections below use the datasheet.\n\n"
+                       : "No summary numbers: the sections that measure them did not run or failed.\n\n";
+  else {
+    md += "| measured | value | against |\n|---|---:|---|\n";
+    for (const auto& n : s.numbers)
+      md += fmt::format("| [{}](#{}) | **{}**{} | {} |\n", n.what, heading_anchor(n.section), n.value_text,
+                        n.carried_over_from.empty() ? "" : fmt::format(" (cache, {})", n.carried_over_from.substr(0, 10)),
+                        n.reference.empty() ? "-" : n.reference);
+    md += "\n";
+  }
+  if (s.findings.empty()) return md + (s.model_only ? "" : "Nothing needs action: no impossible, launch-bound or throttled measurement.\n\n");
+  md += "Needs action:\n\n";
+  for (std::size_t i = 0; i < s.findings.size() && i < max_findings; ++i) {
+    const auto& f = s.findings[i];
+    md += fmt::format("- **{}** in [{}](#{}): {}\n", f.kind, f.section, heading_anchor(f.section), cut(f.text, 200));
+  }
+  if (s.findings.size() > max_findings) md += fmt::format("- and {} more in the sections below\n", s.findings.size() - max_findings);
+  return md + "\n";
+}
+
+std::string summary_text(const ReportSummary& s) {
+  std::string out;
+  std::size_t width = 0;
+  for (const auto& n : s.numbers) width = std::max(width, n.what.size());
+  for (const auto& n : s.numbers)
+    out += fmt::format("  {:<{}}  {:>16}  {}{}\n", n.what, width, n.value_text, n.reference,
+                       n.carried_over_from.empty() ? "" : fmt::format(" (from the ceilings cache, measured {})", n.carried_over_from));
+  for (const auto& f : s.findings) out += fmt::format("  needs action: {} in {}: {}\n", f.kind, f.section, cut(f.text, 160));
+  return out;
+}
+
+nlohmann::json to_json(const ReportSummary& s) {
+  nlohmann::json numbers = nlohmann::json::array(), findings = nlohmann::json::array();
+  for (const auto& n : s.numbers)
+    numbers.push_back({{"key", n.key},
+                       {"what", n.what},
+                       {"value", n.value},
+                       {"value_text", n.value_text},
+                       {"fraction", n.fraction ? nlohmann::json(*n.fraction) : nlohmann::json(nullptr)},
+                       {"reference", n.reference},
+                       {"section", n.section},
+                       {"carried_over_from", n.carried_over_from}});
+  for (const auto& f : s.findings) findings.push_back({{"kind", f.kind}, {"text", f.text}, {"section", f.section}});
+  return {{"numbers", numbers}, {"findings", findings}, {"model_only", s.model_only}};
+}
+
+}  // namespace ridge
