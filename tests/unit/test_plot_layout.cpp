@@ -13,6 +13,7 @@
 
 #include "ridge/bandwidth.hpp"
 #include "ridge/catalog.hpp"
+#include "ridge/matmul.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/roofline.hpp"
 #include "ridge/writers.hpp"
@@ -198,4 +199,23 @@ TEST(PlotLayout, StoredBandwidthSweepsRenderedAgainOverlapNothing) {
     ++rendered;
   }
   EXPECT_EQ(rendered, 2u) << "the stored sweeps under results/h200/sweeps are gone: point this test at others";
+}
+
+// The stored BF16 matmul sweep (results/h200/sweeps/matmul_default.json), rendered again.
+TEST(PlotLayout, StoredMatmulSweepRenderedAgainOverlapsNothing) {
+  const fs::path path = fs::path(RIDGE_SOURCE_DIR) / "results/h200/sweeps/matmul_default.json";
+  ASSERT_TRUE(fs::exists(path)) << "the stored sweep is gone: point this test at another";
+  const ResultSet stored = load_result_file(path);
+  ASSERT_TRUE(stored.context.device);
+  MatmulSweep sweep;
+  sweep.records = stored.records;
+  sweep.setup.device = *stored.context.device;
+  sweep.setup.plan = plan_matmul_sweep({});
+  sweep.setup.ceilings.datasheet = match_device(sweep.setup.device);  // the run had no measured ceilings
+  analyze_matmul_sweep(sweep);
+  const std::string svg = render_svg(sweep.rate_plot);
+  EXPECT_EQ(overlaps(svg), std::vector<std::string>{}) << overlaps_text(overlaps(svg));
+  EXPECT_NE(svg.find("811 TFLOP/s"), std::string::npos) << "the best point (8192, 811 TFLOP/s) is labelled";
+  if (const char* dir = std::getenv("RIDGE_RENDERED_SVG_DIR"))
+    write_text((fs::path(dir) / "matmul_default-rate.svg").string(), svg);
 }
