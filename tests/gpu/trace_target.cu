@@ -13,6 +13,8 @@
 //                   (graph kernels must join their cudaGraphLaunch call)
 //   --numbered-steps N  instead of the workload, N NVTX steps whose kernels' grids tell their step
 //                   (`ridge trace --schedule` keeps only the active steps: trace_workload.hpp)
+//   --identical-steps N  instead of the workload, N NVTX steps that each launch the same copy
+//                   kernels (`ridge trace --counters --counters-steps` replays by steps: trace_workload.hpp)
 //   --profiler-windows  instead of the workload, launch kernels before, inside and after two
 //                   profiler windows (cudaProfilerStart/Stop, then cuProfilerStart/Stop), with a
 //                   start inside a window and a stop between them that must change nothing
@@ -175,7 +177,7 @@ int wait_for_signal() {
 int main(int argc, char** argv) {
   int exit_code = 0;
   bool abort_at_end = false;
-  long many = 0, graphs = 0, numbered = 0;
+  long many = 0, graphs = 0, numbered = 0, identical = 0;
   bool windows = false, wait = false;
   const char* crash_how = nullptr;
   for (int i = 1; i < argc; ++i) {
@@ -191,6 +193,8 @@ int main(int argc, char** argv) {
       windows = true;
     } else if (std::strcmp(argv[i], "--numbered-steps") == 0 && i + 1 < argc) {
       numbered = std::atol(argv[++i]);
+    } else if (std::strcmp(argv[i], "--identical-steps") == 0 && i + 1 < argc) {
+      identical = std::atol(argv[++i]);
     } else if (std::strcmp(argv[i], "--crash") == 0 && i + 1 < argc) {
       crash_how = argv[++i];
     } else if (std::strcmp(argv[i], "--wait-for-signal") == 0) {
@@ -198,7 +202,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr, "usage: trace_target [--exit-code N] [--abort] [--crash segv|abort|thread-exit] "
                            "[--wait-for-signal] [--many-kernels N] [--graph N] [--profiler-windows] "
-                           "[--numbered-steps N]\n");
+                           "[--numbered-steps N] [--identical-steps N]\n");
       return 2;
     }
   }
@@ -208,6 +212,7 @@ int main(int argc, char** argv) {
     if (graphs > 0) return graph_launches(graphs);
     if (windows) return profiler_windows();
     if (numbered > 0) return trace_workload::numbered_steps::run(static_cast<int>(numbered));
+    if (identical > 0) return trace_workload::identical_steps::run(static_cast<int>(identical));
     wrong = trace_workload::run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trace_target: %s\n", e.what());

@@ -15,6 +15,11 @@ __global__ void target_add_one(float* x, int n) {
 
 __global__ void numbered_step_kernel() {}
 
+__global__ void identical_copy(const float* __restrict__ x, float* __restrict__ y, long n) {
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i];
+}
+
 namespace trace_workload {
 
 int numbered_steps::run(int steps) {
@@ -30,6 +35,27 @@ int numbered_steps::run(int steps) {
     nvtxRangePop();
   }
   RIDGE_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}
+
+int identical_steps::run(int steps) {
+  float *x = nullptr, *y = nullptr;
+  RIDGE_CHECK(cudaMalloc(&x, sizeof(float) * floats));
+  RIDGE_CHECK(cudaMalloc(&y, sizeof(float) * floats));
+  RIDGE_CHECK(cudaMemset(x, 0, sizeof(float) * floats));
+  const int block = 256;
+  const unsigned grid = static_cast<unsigned>((floats + block - 1) / block);
+  for (int s = 0; s < steps; ++s) {
+    nvtxRangePushA(step_range);
+    for (int i = 0; i < copy_kernels_per_step; ++i) {
+      identical_copy<<<grid, block>>>(x, y, floats);
+      RIDGE_CHECK_LAUNCH();
+    }
+    RIDGE_CHECK(cudaDeviceSynchronize());
+    nvtxRangePop();
+  }
+  RIDGE_CHECK(cudaFree(x));
+  RIDGE_CHECK(cudaFree(y));
   return 0;
 }
 

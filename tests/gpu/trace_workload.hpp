@@ -45,4 +45,15 @@ inline constexpr const char* kernel_name = "numbered_step_kernel";
 int run(int steps);
 }  // namespace numbered_steps
 
+/// `trace_target --identical-steps N`: N steps, each an NVTX range "step" launching the same
+/// copy_kernels_per_step identical_copy kernels (y = x over `floats` floats, 256-thread blocks:
+/// 4 B read and 4 B written per float through DRAM, the arrays being 16x an H100's L2) and
+/// synchronizing. A step replay's passes see the same launches. Returns 0; throws ridge::Error.
+namespace identical_steps {
+inline constexpr int copy_kernels_per_step = 2;
+inline constexpr long floats = 1L << 28;
+inline constexpr const char* kernel_name = "identical_copy";
+int run(int steps);
+}  // namespace identical_steps
+
 }  // namespace trace_workload

@@ -113,7 +113,7 @@ TEST(TraceCounters, OptionsAreChecked) {
 }
 
 TEST(TraceCounters, TheMemorySetReadsBytesInOnePassAndNoFlops) {
-  EXPECT_EQ(counter_set_names(), (std::vector<std::string>{"memory", "roofline"}));
+  EXPECT_EQ(counter_set_names(), (std::vector<std::string>{"memory", "roofline", "roofline-full"}));
   const auto& memory = counter_set_metrics("memory");
   for (const char* m : {"dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum", "gpu__time_duration.sum"})
     EXPECT_NE(std::find(memory.begin(), memory.end(), m), memory.end()) << m;
@@ -362,4 +362,200 @@ TEST(TraceCountersStoredH200, BF16GemmTensorFlopsAreTwoMnkOverTheTiles) {
     EXPECT_GT(k.calls, k.profiled_calls);
   }
   EXPECT_EQ(gemms, 8u);
+}
+
+// ---- replay across passes ------------------------------------------------------------------------
+
+TEST(TraceCounters, ReplayDefaultsToStepsWithAWindowAndTakesPassesStepsEach) {
+  CounterOptions o;
+  EXPECT_EQ(o.replay_mode(), CounterReplay::kernel);
+  EXPECT_EQ(o.steps_taken(2), (std::pair<std::uint64_t, std::uint64_t>{0, 0}));
+  o.replay = CounterReplay::steps;
+  EXPECT_THROW(o.validate(), ridge::UsageError) << "replaying by steps needs a window";
+  o.steps = std::pair<std::uint64_t, std::uint64_t>{10, 12};
+  o.step_range = "step";
+  o.replay.reset();
+  EXPECT_NO_THROW(o.validate());
+  EXPECT_EQ(o.replay_mode(), CounterReplay::steps);
+  // 3 profiled steps x 2 passes: program steps 10..15; pass p of profiled step k on 10 + 2k + p.
+  EXPECT_EQ(o.steps_taken(2), (std::pair<std::uint64_t, std::uint64_t>{10, 15}));
+  EXPECT_EQ(o.steps_taken(5), (std::pair<std::uint64_t, std::uint64_t>{10, 24}));
+  o.replay = CounterReplay::kernel;  // kernel replay profiles the window's own steps
+  EXPECT_EQ(o.steps_taken(5), (std::pair<std::uint64_t, std::uint64_t>{10, 12}));
+  const CounterOptions back = counter_options_from_json(to_json(o));
+  EXPECT_EQ(back.replay, o.replay);
+  EXPECT_EQ(counter_replay_from_string("steps"), CounterReplay::steps);
+  EXPECT_THROW(counter_replay_from_string("application"), ridge::UsageError);
+}
+
+TEST(TraceCounters, TheRooflineSetHasNoTwoMetricsForOnePrecisionOnAnyChip) {
+  // An "a|b" entry collects the first the GPU offers; the FP64 and INT8 tensor paths only in roofline-full.
+  const auto& roofline = counter_set_metrics("roofline");
+  bool alternatives = false;
+  for (const auto& entry : roofline) {
+    const auto names = metric_alternatives(entry);
+    for (const auto& n : names) EXPECT_NE(n.find("."), std::string::npos) << entry << ": each alternative has its rollup";
+    alternatives = alternatives || names.size() > 1;
+    EXPECT_EQ(entry.find("src_fp64"), std::string::npos);
+    EXPECT_EQ(entry.find("src_int8"), std::string::npos);
+  }
+  EXPECT_TRUE(alternatives);
+  EXPECT_EQ(metric_alternatives("a.sum|b.sum"), (std::vector<std::string>{"a.sum", "b.sum"}));
+  EXPECT_EQ(metric_alternatives("a.sum"), (std::vector<std::string>{"a.sum"}));
+  const auto& full = counter_set_metrics("roofline-full");
+  EXPECT_EQ(full.size(), roofline.size() + 2);
+  // Hopper's warpgroup paths count FLOPs under their source precision.
+  KernelCounters c;
+  c.metrics = {"sm__ops_path_tensor_op_hgmma_src_fp16.sum", "sm__ops_path_tensor_src_fp8.sum",
+               "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum"};
+  const LaunchWork w = launch_work(c, CounterRow{1, 0, {100, 200, 300}, 0});
+  EXPECT_DOUBLE_EQ(w.flops.at("tensor_fp16"), 100);
+  EXPECT_DOUBLE_EQ(w.flops.at("tensor_fp8"), 200);
+  EXPECT_DOUBLE_EQ(w.flops.at("tensor_tf32"), 300);
+}
+
+TEST(TraceCounters, RidgesTimingKernelsAreNeverProfiled) {
+  for (const char* probe : {"_ZN5ridge12_GLOBAL__N_118hold_stream_kernelEPViy", "_ZN5ridge12_GLOBAL__N_112empty_kernelEv",
+                            "_ZN5ridge12_GLOBAL__N_116busy_wait_kernelEy",
+                            "ridge::(anonymous namespace)::hold_stream_kernel(int volatile*, unsigned long long)"})
+    EXPECT_TRUE(is_timing_probe_kernel(probe)) << probe;
+  for (const char* kernel : {"empty_kernel", "_Z12empty_kernelv", "nvjet_sm90_tst_128x128", "ridge::stream_add_kernel",
+                             "_ZN5ridge12_GLOBAL__N_111fill_kernelIfEEvPT_lm"})
+    EXPECT_FALSE(is_timing_probe_kernel(kernel)) << kernel;
+}
+
+namespace {
+
+LaunchSignature launch(std::uint32_t correlation, const std::string& name, std::uint32_t grid) {
+  LaunchSignature s;
+  s.correlation = correlation;
+  s.name = name;
+  s.grid[0] = grid;
+  s.grid[1] = s.grid[2] = 1;
+  s.block[0] = 256;
+  s.block[1] = s.block[2] = 1;
+  return s;
+}
+
+}  // namespace
+
+TEST(TraceCounters, PassesThatAgreeGiveEveryLaunchItsRange) {
+  const std::vector<std::vector<LaunchSignature>> passes{
+      {launch(1, "gemm", 64), launch(2, "add", 8), launch(3, "norm", 4)},
+      {launch(11, "gemm", 64), launch(12, "add", 8), launch(13, "norm", 4)}};
+  const PassMatch m = match_passes(passes, 3);
+  EXPECT_EQ(m.matched, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_TRUE(m.mismatches.empty());
+}
+
+TEST(TraceCounters, ALaunchWhoseGridGrewLosesItsCountersAlone) {
+  // A growing KV cache: pass 2's attention has a larger grid. Every pass launched 4 kernels, so
+  // range i is still launch i of each pass: the other launches keep their counters.
+  const std::vector<std::vector<LaunchSignature>> passes{
+      {launch(1, "gemm", 64), launch(2, "add", 8), launch(3, "attention", 4), launch(4, "norm", 4)},
+      {launch(11, "gemm", 64), launch(12, "add", 8), launch(13, "attention", 5), launch(14, "norm", 4)}};
+  const PassMatch m = match_passes(passes, 4);
+  EXPECT_EQ(m.matched, (std::vector<std::size_t>{0, 1, 3}));
+  ASSERT_EQ(m.mismatches.size(), 1u);
+  EXPECT_NE(m.mismatches[0].find("launch 3"), std::string::npos) << m.mismatches[0];
+  EXPECT_NE(m.mismatches[0].find("attention <<<(4,1,1), (256,1,1)>>>"), std::string::npos) << m.mismatches[0];
+  EXPECT_NE(m.mismatches[0].find("attention <<<(5,1,1)"), std::string::npos) << m.mismatches[0];
+}
+
+TEST(TraceCounters, WhenThePassesLaunchDifferentCountsOnlyThePrefixBeforeTheFirstDifferenceKeepsCounters) {
+  // Pass 2 launched an extra kernel in the middle: from there on, range i may be another kernel's.
+  const PassMatch inserted = match_passes({{launch(1, "a", 1), launch(2, "b", 1), launch(3, "c", 1)},
+                                           {launch(11, "a", 1), launch(12, "x", 1), launch(13, "b", 1), launch(14, "c", 1)}},
+                                          3);
+  EXPECT_EQ(inserted.matched, (std::vector<std::size_t>{0}));
+  ASSERT_EQ(inserted.mismatches.size(), 2u);
+  EXPECT_NE(inserted.mismatches[0].find("pass 2 ran x"), std::string::npos) << inserted.mismatches[0];
+  EXPECT_NE(inserted.mismatches[1].find("pass 2 launched 4 kernels, pass 1 launched 3"), std::string::npos);
+  // An extra launch at the end: the shared prefix keeps its counters, the count is named.
+  const PassMatch longer = match_passes({{launch(1, "a", 1), launch(2, "b", 1)},
+                                         {launch(11, "a", 1), launch(12, "b", 1), launch(13, "c", 1)}}, 2);
+  EXPECT_EQ(longer.matched, (std::vector<std::size_t>{0, 1}));
+  // A pass cut short, and ranges that do not count the launches of pass 1.
+  EXPECT_EQ(match_passes({{launch(1, "a", 1), launch(2, "b", 1)}, {launch(11, "a", 1)}}, 2).matched,
+            (std::vector<std::size_t>{0}));
+  const PassMatch ranges = match_passes({{launch(1, "a", 1), launch(2, "b", 1)}, {launch(11, "a", 1), launch(12, "b", 1)}}, 1);
+  EXPECT_EQ(ranges.matched, (std::vector<std::size_t>{0}));
+  EXPECT_NE(ranges.mismatches.back().find("CUPTI decoded 1 ranges for the 2 launches"), std::string::npos);
+}
+
+namespace {
+
+/// Six steps of one kernel each; steps 2 and 3 ran under step replay (2 passes): step 2's launch has
+/// the counters, step 3's was perturbed. Profiled steps took 40 ms, the others 10 ms (the first 50).
+Trace step_replay_trace() {
+  Trace t;
+  t.counters.metric_set = "memory";
+  t.counters.metrics = {"gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"};
+  t.counters.replay = CounterReplay::steps;
+  t.counters.passes = 2;
+  t.counters.steps_taken = {2, 3};
+  t.counters.steps_profiled = 1;
+  const std::uint32_t step = t.strings.intern("step"), copy = t.strings.intern("copy");
+  Nanoseconds now = 0;
+  for (std::uint32_t i = 0; i < 6; ++i) {
+    const Nanoseconds length = i == 0 ? 50'000'000 : (i == 2 || i == 3) ? 40'000'000 : 10'000'000;
+    t.ranges.push_back({step, 1, 1, now, now + length, 0, false});
+    Kernel k;
+    k.name = copy;
+    k.correlation = 100 + i;
+    k.start = now + 1000;
+    k.end = k.start + (i == 2 || i == 3 ? 9'000'000 : 1'000'000);  // profiling serialized and slowed them
+    t.kernels.push_back(k);
+    now += length;
+  }
+  t.counters.rows.push_back({102, 0, {1'000'000, 4e6, 4e6}, t.kernels[2].start - 500});
+  t.counters.perturbed = {103};
+  return t;
+}
+
+}  // namespace
+
+TEST(TraceCounters, TheCostIsTheProfiledStepsAgainstTheOthersBothMeasured) {
+  const Trace t = step_replay_trace();
+  const ProfilingCost cost = profiling_cost(t, "step");
+  EXPECT_EQ(cost.profiled_steps, 2u);
+  EXPECT_EQ(cost.other_steps, 3u) << "the first step (start-up) is left out";
+  EXPECT_DOUBLE_EQ(cost.profiled_step_ns, 40e6);
+  EXPECT_DOUBLE_EQ(cost.other_step_ns, 10e6);
+  EXPECT_DOUBLE_EQ(cost.extra_ns, 60e6);
+  const std::string text = counters_summary(t, "step");
+  EXPECT_NE(text.find("replayed by the program's own steps 2..3"), std::string::npos) << text;
+  EXPECT_NE(text.find("L2 not flushed"), std::string::npos) << text;
+  EXPECT_NE(text.find("4.0x"), std::string::npos) << text;
+  EXPECT_FALSE(profiling_cost(t, "no such range").known());
+  // Kernel replay: a step is profiled when it holds a profiled launch.
+  Trace k = t;
+  k.counters.replay = CounterReplay::kernel;
+  k.counters.perturbed.clear();
+  EXPECT_EQ(profiling_cost(k, "step").profiled_steps, 1u);
+}
+
+TEST(TraceCounters, PerturbedLaunchesNeverEnterTheTime) {
+  // The untouched launches (1 ms) time the kernel; step 3's launch, slowed to 9 ms by profiling, must not.
+  const Trace t = step_replay_trace();
+  ridge::DeviceCeilings c;
+  c.memory_bytes_per_s = 4e12;
+  const CounterRoofline r = counter_roofline(t, c);
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels[0].calls, 6u);
+  EXPECT_FALSE(r.kernels[0].time_from_profiled_pass);
+  EXPECT_DOUBLE_EQ(r.kernels[0].time_ns, 6 * 1'000'000.0);
+  // Through the trace file: the replay, the perturbed launches and the mismatches come back.
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("ridge-replay-{}.json", getpid())).string();
+  Trace named = t;
+  named.counters.mismatches = {"launch 3 of the step: pass 1 ran a, pass 2 ran b"};
+  write_chrome_trace(named, path);
+  const Trace back = load_chrome_trace(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(back.counters.replay, CounterReplay::steps);
+  EXPECT_EQ(back.counters.steps_taken, t.counters.steps_taken);
+  EXPECT_EQ(back.counters.perturbed, t.counters.perturbed);
+  EXPECT_EQ(back.counters.mismatches, named.counters.mismatches);
+  EXPECT_TRUE(back.counters.is_perturbed(103));
+  EXPECT_FALSE(back.counters.is_perturbed(102));
 }

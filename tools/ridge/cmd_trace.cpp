@@ -9,6 +9,7 @@
 #include "trace_counters_output.hpp"
 #include "schedule_syntax.hpp"
 #include "ridge/catalog.hpp"
+#include "ridge/device.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/trace/chrome_json.hpp"
 #include "ridge/trace/counters.hpp"
@@ -35,6 +36,8 @@ struct TraceCommand {
   bool steady_state = false;
   std::string counters;       // metric set name, "" = none
   std::string counter_steps;  // "10..12"
+  std::string counters_replay;  // "steps", "kernel", "" = the library's default
+  std::string counters_plan;    // a chip name: print the pass plan and stop
   std::uint64_t counters_first = trace::CounterOptions::default_first_launches;
   bool counters_first_given = false;
   std::vector<std::string> metrics;
@@ -54,10 +57,13 @@ std::optional<trace::CounterOptions> counter_options(const TraceCommand& c) {
   o.metric_set = c.counters == "raw" ? std::string() : c.counters;
   o.metrics = c.metrics;
   o.first_launches_per_kernel = c.counters_first;
+  o.step_range = c.options.analysis.step_range;  // --step-range marks the steps of both
   if (!c.counter_steps.empty()) {
     o.steps = trace::parse_step_window(c.counter_steps);
     if (!c.counters_first_given) o.first_launches_per_kernel = 0;  // every launch of the window
+    else if (c.counters_replay.empty()) o.replay = trace::CounterReplay::kernel;  // the first N: kernel replay
   }
+  if (!c.counters_replay.empty()) o.replay = trace::counter_replay_from_string(c.counters_replay);
   return o;
 }
 
@@ -158,13 +164,22 @@ int run_trace(TraceCommand c) {
     o.schedule = parse_schedule(c.schedule);
   }
   o.validate();  // also before --analyze: the flags contradict each other either way
+  if (!c.counters_plan.empty()) {
+    if (!o.counters) throw UsageError("--counters-plan plans the passes of a metric set: give --counters too");
+    fmt::print(out, "{}", trace::to_text(counter_pass_plan(*o.counters, c.counters_plan), *o.counters));
+    return 0;
+  }
   if (!c.merge.empty()) return merge_files(c, out);
   if (!c.analyze.empty()) return analyze_file(c, out);
   if (o.command.empty())
     throw UsageError("nothing to trace: give the program after --, e.g. `ridge trace -- python3 train.py`, or "
                      "--analyze FILE");
 
-  if (o.counters) require_counters_permitted(0);  // before the program runs: nothing is half-written
+  if (o.counters) {
+    require_counters_permitted(0);  // before the program runs: nothing is half-written
+    fmt::print(out, "{}", trace::to_text(counter_pass_plan(*o.counters, counter_chip(0)), *o.counters));
+    std::fflush(out);
+  }
   const trace::ProgramTrace t = trace::trace_program(o);
   std::fflush(stdout);
   fmt::print(out, "\n");
@@ -174,6 +189,10 @@ int run_trace(TraceCommand c) {
   for (const auto& note : t.notes) fmt::print(stderr, "ridge trace: {}\n", note);
   if (!t.error.empty()) {
     fmt::print(stderr, "ridge trace: error: {}\n", t.error);
+    // The program ran but nothing was traced: on a machine without a usable GPU that is why.
+    if (t.program.exit_code == 0 && t.program.signal == 0)
+      if (const std::string reason = no_gpu_reason(); !reason.empty())
+        throw NoGpuError("nothing could be traced: no CUDA GPU is usable here: " + reason);
     return t.exit_code();
   }
   fmt::print(out, "{}", trace::format_analysis(t.analysis));
@@ -247,9 +266,10 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--buffer-mb", o.buffer_mb, "size of each CUPTI activity buffer in MiB (CUPTI takes as many as it needs)")
           ->default_val(32)->check(CLI::Range(1, 1024));
       app.add_option("--counters", c->counters,
-                     "hardware counters per kernel (CUPTI range profiler, kernel replay): the metric set to collect "
+                     "hardware counters per kernel (CUPTI range profiler): the metric set to collect "
                      "(roofline: DRAM and L2 bytes, FP64/FP32/FP16 and tensor FLOPs, time and clock of the profiled "
-                     "pass; memory: its bytes, time and clock alone, in one pass), or raw for --metrics alone. "
+                     "pass, 2 passes on Hopper; roofline-full: also the FP64 and INT8 tensor paths; memory: bytes, "
+                     "time and clock alone, in one pass), or raw for --metrics alone. "
                      "Profiled launches are replayed, serialized; their times never enter the timing analysis. Prints "
                      "the measured roofline of every profiled kernel")
           ->check(CLI::IsMember([] {
@@ -260,11 +280,22 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_option("--metrics", c->metrics, "extra CUPTI metrics to collect, with their rollup (e.g. dram__bytes_read.sum)")
           ->delimiter(',');
       app.add_option("--counters-steps", c->counter_steps,
-                     "profile every launch in these steps, FIRST..LAST (0-based, counted by the --step-range NVTX range); "
-                     "default: the first launches of each kernel name");
+                     "profile every launch in these steps, FIRST..LAST (0-based, counted by the --step-range NVTX range). "
+                     "Replayed by steps, each profiled step takes one program step per pass: the window takes "
+                     "(LAST-FIRST+1) x passes steps from FIRST (the plan printed first says which). Default: the first "
+                     "launches of each kernel name, replayed per kernel");
       auto* counters_first = app.add_option("--counters-first", c->counters_first,
                      "profile at most the first N launches of each kernel name (0 = no limit)")
           ->default_val(trace::CounterOptions::default_first_launches);
+      app.add_option("--counters-replay", c->counters_replay,
+                     "how a metric set of several passes is replayed: steps (pass p of a profiled step runs on the "
+                     "p-th step after it: the program's own steps replay it, nothing saved or restored; the default "
+                     "with --counters-steps) or kernel (each profiled kernel replayed inside its launch, its memory "
+                     "saved and restored each pass; the default otherwise)")
+          ->check(CLI::IsMember({"steps", "kernel"}));
+      app.add_option("--counters-plan", c->counters_plan,
+                     "print the pass plan of the --counters set on this CUPTI chip (e.g. GH100: no GPU needed) and "
+                     "stop: the metrics the chip offers, the passes, and the steps a --counters-steps window takes");
       app.add_option("--counters-by", c->counters_by,
                      "rows of the measured roofline: kernel (each kernel name), nvtx_range (the innermost NVTX range a "
                      "kernel was launched in: an operator) or step (each --step-range step)")

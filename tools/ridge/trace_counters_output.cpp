@@ -30,10 +30,7 @@ std::optional<trace::CounterRoofline> print_counter_roofline(const std::string& 
   fmt::print(out, "\n{}", trace::to_text(roofline));
   if (!lookup.note.empty()) fmt::print(out, "note: {}\n", lookup.note);
   if (!t.counters.error.empty()) fmt::print(stderr, "ridge trace: warning: counter collection stopped early: {}\n", t.counters.error);
-  fmt::print(out, "Counters: {} launches profiled, {} replay passes each, {:.2f} s spent profiling{}{}.\n",
-             t.counters.rows.size(), t.counters.passes, t.counters.profiling_seconds,
-             t.counters.graph_launches > 0 ? fmt::format("; {} graph launches not profiled (kernel replay does not reach into CUDA graphs)", t.counters.graph_launches) : std::string(),
-             t.counters.ranges_unmatched > 0 ? fmt::format("; {} ranges could not be tied to launches and were dropped", t.counters.ranges_unmatched) : std::string());
+  fmt::print(out, "{}", trace::counters_summary(t, c.step_range));
   if (!c.svg.empty()) {
     if (ceilings.memory_bytes_per_s <= 0) throw UsageError("--counters-svg draws the roofline under ceilings: --ceilings none has none");
     write_text(c.svg, render_svg(trace::counter_roofline_plot(roofline, ceilings)));

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,16 @@ namespace ridge::trace {
 
 struct Trace;
 
+/// How a metric set of several passes is collected.
+/// - steps: the program's own repeated steps replay it (CUPTI's user replay): pass p of a profiled
+///   step runs on the p-th step after it, so nothing is saved or restored. Needs a step window.
+/// - kernel: CUPTI replays each profiled kernel once per pass inside its launch, saving and
+///   restoring the memory it writes (what Nsight Compute does): for programs without steps.
+enum class CounterReplay { steps, kernel };
+std::string to_string(CounterReplay r);
+/// "steps" or "kernel"; throws UsageError naming field "replay".
+CounterReplay counter_replay_from_string(const std::string& text);
+
 /// Which launches are profiled and what is read. Replay costs time (every profiled kernel runs
 /// once per pass, serialized), so the user picks the launches.
 struct CounterOptions {
@@ -39,8 +50,11 @@ struct CounterOptions {
   /// Profile at most this many launches of each kernel name (0 = no limit). Applies inside the
   /// step window too when one is given.
   std::uint64_t first_launches_per_kernel = default_first_launches;
-  /// Launches decoded together (the counter data image holds this many ranges).
-  std::size_t ranges_per_decode = 256;
+  /// Launches decoded together (the counter data image holds this many ranges). With step
+  /// replay, the launches of one step (more are dropped, and counted).
+  std::size_t ranges_per_decode = 4096;
+  /// How passes are replayed; unset: by steps when a step window is given, else per kernel.
+  std::optional<CounterReplay> replay;
 
   /// Without a step window, the first launches of each kernel name profiled by default.
   static constexpr std::uint64_t default_first_launches = 3;
@@ -48,9 +62,24 @@ struct CounterOptions {
   /// Throws UsageError naming the field (unknown set, empty set and list, steps reversed, steps
   /// without a step range, ranges_per_decode 0).
   void validate() const;
-  /// The metric names to collect: the set's, then `metrics` (duplicates removed).
+  /// The metric names to collect: the set's, then `metrics` (duplicates removed). An entry
+  /// "a|b" names alternatives: the first one the GPU offers is collected (metric_alternatives).
   std::vector<std::string> metric_names() const;
+  /// `replay`, or its default for the other options.
+  CounterReplay replay_mode() const;
+  /// The program's steps a step window takes with `passes` passes a step: profiled step k
+  /// (k = 0 .. LAST-FIRST) runs pass p on step FIRST + k * passes + p. {0, 0} without a window.
+  std::pair<std::uint64_t, std::uint64_t> steps_taken(std::size_t passes) const;
 };
+
+/// "a|b" -> {"a", "b"}; a plain name -> {name}.
+std::vector<std::string> metric_alternatives(const std::string& entry);
+
+/// ridge's own timing instruments (the stream hold, the empty launch, the busy wait): the timers
+/// launch them to hold a stream or measure the launch floor, so counters would only distort them
+/// (a profiled hold kernel spins to its timeout, a profiled empty launch reads milliseconds).
+/// `symbol`: CUPTI's kernel name, mangled or not.
+bool is_timing_probe_kernel(std::string_view symbol);
 
 nlohmann::json to_json(const CounterOptions& options);
 /// Reads to_json's form and validates it; throws UsageError.
@@ -80,12 +109,28 @@ struct KernelCounters {
   std::vector<std::string> metrics_not_offered;  ///< of the named set, the ones this GPU lacks
   std::vector<CounterRow> rows;
   std::size_t passes = 0;            ///< replay passes each profiled kernel ran
+  CounterReplay replay = CounterReplay::kernel;  ///< how the passes were replayed
+  /// Step replay: the program's steps that ran a pass ([first, last], {0, 0} = none) and the
+  /// profiled steps whose passes all completed.
+  std::pair<std::uint64_t, std::uint64_t> steps_taken{0, 0};
+  std::uint64_t steps_profiled = 0;
+  /// Step replay: launches that ran under profiling in a later pass of a profiled step. They carry
+  /// no counters (their pass-0 twin does), and their times, serialized by profiling, never count.
+  std::vector<std::uint32_t> perturbed;  ///< sorted
+  /// Step replay: launches whose passes did not line up (another kernel, grid or block at the same
+  /// position of a later pass, or a different count): they got no counters. One line each.
+  std::vector<std::string> mismatches;
+  /// Whether the L2 cache was flushed before each profiled kernel (CUPTI does not; Nsight Compute
+  /// does by default, so compare with `ncu --cache-control none`).
+  bool l2_flushed = false;
   std::uint64_t launches_profiled = 0;
   std::uint64_t graph_launches = 0;     ///< graph launches seen: their kernels are not profiled
   std::uint64_t captured_launches = 0;  ///< launches into a stream being captured: not profiled
   std::uint64_t ranges_dropped = 0;     ///< ranges CUPTI dropped (rows lost)
   std::uint64_t ranges_unmatched = 0;   ///< decoded ranges that could not be tied to a launch
-  double profiling_seconds = 0;         ///< wall time spent setting up, starting, stopping and decoding
+  /// Wall time ridge's own calls into the profiler took (set-up, start, stop, decode). Not the
+  /// cost of profiling: kernel replay runs inside the launch calls, so see the steps' wall times.
+  double profiling_seconds = 0;
   std::string error;                    ///< why collection stopped early ("" = it did not)
 
   bool empty() const { return rows.empty(); }
@@ -93,7 +138,43 @@ struct KernelCounters {
   std::optional<std::size_t> column(const std::string& metric) const;
   /// Row of the launch with `correlation`, nullptr when it was not profiled.
   const CounterRow* row_for(std::uint32_t correlation) const;
+  /// Whether the launch ran under profiling without a row of its own (step replay's later passes).
+  bool is_perturbed(std::uint32_t correlation) const;
 };
+
+/// One launch as the step replay matches it across passes: by position, name, grid and block.
+struct LaunchSignature {
+  std::uint32_t correlation = 0;
+  std::string name;
+  std::uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  bool operator==(const LaunchSignature& o) const;  ///< name, grid and block (not the correlation)
+};
+
+/// How the passes of one profiled step line up: the passes' launch lists, pass 0 first, and the
+/// number of decoded ranges (CUPTI's range i is the i-th launch of every pass). When every pass
+/// launched as many kernels as there are ranges, launch i gets range i wherever all passes ran the
+/// same kernel (name, grid, block) at position i: a launch whose grid grew (a KV cache) loses its
+/// counters alone. When the counts differ the lists may be shifted, so only the launches before
+/// the first difference keep counters. Each difference is named in `mismatches`.
+struct PassMatch {
+  std::vector<std::size_t> matched;  ///< positions (in pass 0) that get their range's counters
+  std::vector<std::string> mismatches;
+};
+PassMatch match_passes(const std::vector<std::vector<LaunchSignature>>& passes, std::size_t ranges);
+
+/// The plan for a metric set on one GPU chip, from CUPTI's Profiler Host API (no GPU needed).
+struct CounterPassPlan {
+  std::string chip;                             ///< e.g. "GH100"
+  std::vector<std::string> metrics;             ///< resolved names, in collection order
+  std::vector<std::string> metrics_not_offered; ///< entries of the set this chip lacks
+  std::size_t passes = 0;                       ///< what CUPTI schedules for all of `metrics`
+  /// The metrics grouped pass by pass as the Host API fits them (a greedy grouping: each group
+  /// fits one pass on its own; CUPTI's own schedule takes `passes`).
+  std::vector<std::vector<std::string>> groups;
+};
+/// The plan in words: the passes, what each holds, and what the options will cost: the steps a
+/// step window takes, or the runs of each profiled kernel under kernel replay.
+std::string to_text(const CounterPassPlan& plan, const CounterOptions& options);
 
 nlohmann::json to_json(const KernelCounters& counters);
 /// Reads to_json's form; throws UsageError naming the field.
@@ -173,6 +254,25 @@ inline constexpr double bound_share_threshold = 0.5;
 /// `whole_speedup` is that step's own (its kernel time over it minus the win).
 CounterRoofline counter_roofline(const Trace& trace, const DeviceCeilings& ceilings,
                                  const CounterRooflineOptions& options = {});
+/// What profiling cost, measured from the trace's own steps: the wall time of the steps that ran
+/// under profiling against the program's other steps (the first step, start-up, left out).
+struct ProfilingCost {
+  std::size_t profiled_steps = 0, other_steps = 0;
+  double profiled_step_ns = 0, other_step_ns = 0;  ///< medians (0 when none)
+  double extra_ns = 0;  ///< sum over the profiled steps of (their time - other_step_ns)
+  bool known() const { return profiled_steps > 0 && other_steps > 0; }
+};
+/// The steps are the NVTX ranges named `step_range` (in start order, step i the i-th). A step is
+/// profiled when it is in the counters' steps_taken (step replay) or holds a profiled launch.
+ProfilingCost profiling_cost(const Trace& trace, const std::string& step_range);
+/// "3 profiled steps took 1.2 s (410 ms each) against 95 ms for the other 11: profiling cost 0.9 s".
+std::string to_text(const ProfilingCost& cost);
+
+/// What the collection did and cost, in words: launches with counters, how they were replayed,
+/// launches left without (graphs, captures, steps whose passes differed: each named), whether
+/// the L2 was flushed, and the measured cost (profiling_cost over `step_range`'s steps).
+std::string counters_summary(const Trace& trace, const std::string& step_range);
+
 /// A text table of the top `rows` kernels.
 std::string to_text(const CounterRoofline& r, std::size_t rows = 15);
 nlohmann::json to_json(const CounterRoofline& r);

@@ -113,4 +113,11 @@ bool enable_nvtx_capture();
 /// when there is no such GPU. `ridge trace --counters` asks before it runs the program.
 void require_counters_permitted(int device = 0);
 
+/// The CUPTI chip name of GPU `device` ("GH100"), for counter_pass_plan. Needs the driver.
+std::string counter_chip(int device = 0);
+/// The pass plan of `options`' metrics on `chip`, from CUPTI's Profiler Host API: which metrics
+/// the chip offers, how many passes they take and how they group. Needs no GPU; throws
+/// ridge::Error when CUPTI does not know the chip or a raw metric.
+trace::CounterPassPlan counter_pass_plan(const trace::CounterOptions& options, const std::string& chip);
+
 }  // namespace ridge

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -157,8 +158,20 @@ Measurement finish(Measurement m, const std::string& reason) {
 /// timeout (5 s a pass): the batch is queued without the hold, and its times are not the ones the
 /// trace uses anyway (replayed kernels are timed from the launches left untouched).
 bool kernels_replayed_by_counters() {
-  const char* counters = std::getenv(detail::inject_env::counters);
-  return counters != nullptr && *counters != '\0';
+  static const bool replayed = [] {
+    const char* counters = std::getenv(detail::inject_env::counters);
+    const bool on = counters != nullptr && *counters != '\0';
+    // Said once, before the first measurement under counters, so no number is read without it.
+    if (on)
+      std::fprintf(stderr,
+                   "ridge: this process runs under `ridge trace --counters`: the timers queue their batches without "
+                   "holding the stream (a held stream would stall each profiled launch), and a launch profiled by "
+                   "kernel replay runs once per pass inside its launch call, so times measured here include "
+                   "profiling; the trace times kernels from their unprofiled launches. ridge's own timing kernels "
+                   "(stream hold, empty launch, busy wait) are never profiled.\n");
+    return on;
+  }();
+  return replayed;
 }
 
 // Pinned, device-mapped flags that let the host release a stream held by hold_stream_kernel.
@@ -352,6 +365,7 @@ Measurement measure_naive(const HostFn& fn, int samples, int warmup) {
 Measurement measure_cuda(const StreamFn& fn, CudaOptions o) {
   o.validate();
   refuse_held_batch_options(o, "events");
+  kernels_replayed_by_counters();  // says so once, under counters
   cuda_stream stream = o.stream;
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   RIDGE_CHECK(cudaStreamSynchronize(stream));

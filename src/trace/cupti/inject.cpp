@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -31,6 +32,7 @@
 #include "ridge/writers.hpp"
 #include "trace/cupti/collector.hpp"
 #include "trace/cupti/inject_env.hpp"
+#include "trace/cupti/kernel_counters.hpp"
 #include "trace/model/signals.hpp"
 
 namespace {
@@ -53,6 +55,10 @@ std::atomic<bool> g_finished{false};  // finish() has begun (in some thread)
 std::atomic<bool> g_written{false};   // finish() is done: the trace and summary are on disk
 std::atomic<pthread_t> g_writer{};    // the thread running finish()
 std::atomic<bool> g_initialized{false};
+/// What finish() is waiting on now, when it is a call into CUDA or CUPTI that may not return
+/// (nullptr while ridge writes its own files): named by the exit watch if it does not return.
+std::atomic<const char*> g_waiting_on{nullptr};
+std::atomic<bool> g_exit_watched{false};
 struct sigaction g_previous[NSIG];
 const int g_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 
@@ -161,8 +167,11 @@ void finish(const char* reason, int sig = 0) {
   const Config& c = *g_config;
   const auto t0 = std::chrono::steady_clock::now();
   try {
+    g_waiting_on = "cuCtxSynchronize (waiting for the program's GPU work)";
     synchronize_context();
+    g_waiting_on = "CUPTI (stopping the trace and the counters, flushing records)";
     trace::Trace t = detail::collector_stop(/*process_exiting=*/true);
+    g_waiting_on = nullptr;
     t.command = c.command;
     t.distributed = c.distributed;
     if (!c.window.empty()) t = trace::apply_window(t, c.window);
@@ -200,10 +209,58 @@ void finish(const char* reason, int sig = 0) {
       std::fprintf(stderr, "ridge trace: process %d wrote %s\n", static_cast<int>(g_pid), c.output.c_str());
     }
   } catch (const std::exception& e) {
+    g_waiting_on = nullptr;
     std::fprintf(stderr, "ridge trace: could not write the trace: %s\n", e.what());
     write_error_summary(c.summary, e.what());
   }
   g_written = true;
+}
+
+/// How long a call into CUDA or CUPTI at exit may take before the exit watch ends the process, and
+/// how long the rest of the exit may take once the trace is written (CUDA's and CUPTI's teardown).
+constexpr double cupti_exit_deadline_seconds = 20;
+constexpr double teardown_deadline_seconds = 1;
+
+/// The exit watch: a program traced with counters must end within a second of its own end, whatever
+/// CUPTI's or the driver's teardown does. If a CUDA or CUPTI call of finish() does not return within
+/// its deadline, or the process is still alive a second after the trace was written, the watch
+/// says what it waited on and ends the process with the program's own exit status.
+void exit_watch(int status) {
+  using namespace std::chrono;
+  const auto tick = milliseconds(10);
+  auto waited_since = steady_clock::now();
+  const char* last = nullptr;
+  while (!g_written.load()) {
+    const char* now_waiting = g_waiting_on.load();
+    if (now_waiting != last) last = now_waiting, waited_since = steady_clock::now();
+    if (now_waiting != nullptr && duration<double>(steady_clock::now() - waited_since).count() > cupti_exit_deadline_seconds) {
+      const std::string message = fmt::format("at exit, {} did not return within {:.0f} s: the trace was not written; "
+                                              "ended the program with its exit status {}",
+                                              now_waiting, cupti_exit_deadline_seconds, status);
+      std::fprintf(stderr, "ridge trace: %s\n", message.c_str());
+      if (g_config != nullptr) write_error_summary(g_config->summary, message);
+      _exit(status);
+    }
+    std::this_thread::sleep_for(tick);
+  }
+  std::this_thread::sleep_for(duration<double>(teardown_deadline_seconds));
+  std::fprintf(stderr, "ridge trace: the process was still exiting %.0f s after the trace was written (CUDA or CUPTI "
+               "teardown did not return); ended it with the program's exit status %d\n", teardown_deadline_seconds, status);
+  _exit(status);
+}
+
+/// An exit handler (on_exit: it knows the exit status) that starts the exit watch, once. Registered
+/// at start and again when CUPTI's profiler starts, so it runs before any handler CUPTI added.
+void start_exit_watch(int status, void*) {
+  if (!g_tracing.load() || getpid() != g_pid || g_exit_watched.exchange(true)) return;
+  // Until finish() names its own waits, the wait is on the exit handlers that run before it.
+  const char* none = nullptr;
+  if (!g_finished.load())
+    g_waiting_on.compare_exchange_strong(none, "the exit handlers that run before ridge's (CUDA's, CUPTI's)");
+  try {
+    std::thread([status] { exit_watch(status); }).detach();
+  } catch (const std::exception&) {  // no thread: exit unwatched, as before
+  }
 }
 
 /// How long a signal handler may spend writing before SIGALRM ends the process (a crash inside a
@@ -219,7 +276,8 @@ void wait_for_other_writer(unsigned seconds) {
   for (unsigned i = 0; i < seconds * 100 && !g_written.load(); ++i) nanosleep(&tick, nullptr);
 }
 
-void at_exit() {
+void at_exit(int status, void* arg) {
+  start_exit_watch(status, arg);
   wait_for_other_writer(flush_deadline_seconds);
   finish("exit");
 }
@@ -295,7 +353,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     detail::collector_start(config.collector);
     g_pid = getpid();
     g_tracing = true;
-    std::atexit(at_exit);
+    on_exit(at_exit, nullptr);
+    detail::counters_on_profiler_initialized([] { on_exit(start_exit_watch, nullptr); });
     install_signal_handlers();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ridge trace: cannot trace this process: %s\n", e.what());

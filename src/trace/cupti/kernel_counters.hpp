@@ -28,6 +28,10 @@ void counters_on_context_destroy(CUcontext context);
 /// everything collected.
 trace::KernelCounters counters_end(bool process_exiting = false);
 
+/// Called once, right after CUPTI's profiler is initialized in this process (the injection library
+/// registers its exit watch there, so that it runs before any exit handler CUPTI registered).
+void counters_on_profiler_initialized(void (*hook)());
+
 /// Throws CountersUnavailableError when this process may not read the GPU's counters (not
 /// permitted, a virtualized or MIG device), saying what to do. Needs a CUDA context on `device`.
 void require_counters_permitted(int device);

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "ridge/errors.hpp"
+#include "trace/cupti/pass_plan.hpp"
 
 namespace ridge::detail {
 
@@ -34,14 +35,6 @@ void check_profiler_call(CUptiResult status, const char* call) {
 
 namespace {
 
-bool offered(CUpti_Profiler_Host_Object* host, const std::string& metric) {
-  const std::string base = metric.substr(0, metric.find('.'));
-  CUpti_Profiler_Host_GetMetricProperties_Params p{CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE};
-  p.pHostObject = host;
-  p.pMetricName = base.c_str();
-  return cuptiProfilerHostGetMetricProperties(&p) == CUPTI_SUCCESS;
-}
-
 std::vector<std::uint8_t> counter_availability(CUcontext context) {
   CUpti_Profiler_GetCounterAvailability_Params p{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
   p.ctx = context;
@@ -55,8 +48,9 @@ std::vector<std::uint8_t> counter_availability(CUcontext context) {
 }  // namespace
 
 RangeProfilerSession::RangeProfilerSession(CUcontext context, const std::vector<std::string>& metrics,
-                                           const std::vector<std::string>& required, std::size_t max_ranges)
-    : context_(context), max_ranges_(max_ranges) {
+                                           const std::vector<std::string>& required, std::size_t max_ranges,
+                                           CUpti_ProfilerReplayMode replay)
+    : context_(context), max_ranges_(max_ranges), replay_(replay) {
   CUdevice device = 0;
   if (call_driver("cuCtxGetDevice", &device) != CUDA_SUCCESS)
     throw Error("cuCtxGetDevice failed: no CUDA context is current for the range profiler");
@@ -74,15 +68,9 @@ RangeProfilerSession::RangeProfilerSession(CUcontext context, const std::vector<
   try {
     // A named set lists what any supported GPU may offer (FP8 tensor paths exist from Hopper on):
     // the metrics this GPU lacks are left out and named. A required (raw) metric it lacks is an error.
-    for (const auto& m : metrics) {
-      if (offered(host_, m)) {
-        metrics_.push_back(m);
-        continue;
-      }
-      if (std::find(required.begin(), required.end(), m) != required.end())
-        throw Error(fmt::format("this GPU has no metric named {}", m));
-      not_offered_.push_back(m);
-    }
+    const trace::CounterPassPlan plan = plan_counter_passes(chip.pChipName, metrics, required, &availability, false);
+    metrics_ = plan.metrics;
+    not_offered_ = plan.metrics_not_offered;
     for (const auto& m : metrics_) metric_pointers_.push_back(m.c_str());
     CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
     add.pHostObject = host_;
@@ -141,33 +129,51 @@ void RangeProfilerSession::initialize_counter_data() {
 }
 
 void RangeProfilerSession::start() {
-  CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-  config.pRangeProfilerObject = profiler_;
-  config.configSize = config_.size();
-  config.pConfig = config_.data();
-  config.counterDataImageSize = counter_data_.size();
-  config.pCounterDataImage = counter_data_.data();
-  config.range = CUPTI_AutoRange;
-  config.replayMode = CUPTI_KernelReplay;
-  config.maxRangesPerPass = max_ranges_;
-  config.numNestingLevels = 1;
-  config.minNestingLevel = 1;
-  config.passIndex = 0;
-  config.targetNestingLevel = 1;
-  PROFILER_CHECK(cuptiRangeProfilerSetConfig(&config));
+  // Kernel replay configures every session; user replay once for all the passes of one.
+  if (replay_ == CUPTI_KernelReplay || !configured_) {
+    CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+    config.pRangeProfilerObject = profiler_;
+    config.configSize = config_.size();
+    config.pConfig = config_.data();
+    config.counterDataImageSize = counter_data_.size();
+    config.pCounterDataImage = counter_data_.data();
+    config.range = CUPTI_AutoRange;
+    config.replayMode = replay_;
+    config.maxRangesPerPass = max_ranges_;
+    config.numNestingLevels = 1;
+    config.minNestingLevel = 1;
+    config.passIndex = 0;
+    config.targetNestingLevel = 1;
+    PROFILER_CHECK(cuptiRangeProfilerSetConfig(&config));
+    configured_ = true;
+    passes_done_ = 0;
+  }
   CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
   start.pRangeProfilerObject = profiler_;
   PROFILER_CHECK(cuptiRangeProfilerStart(&start));
   running_ = true;
 }
 
-RangeProfilerSession::Decoded RangeProfilerSession::stop() {
-  Decoded d;
-  if (!running_) return d;
+bool RangeProfilerSession::stop_pass() {
+  if (!running_) return false;
   running_ = false;
   CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
   stop.pRangeProfilerObject = profiler_;
   PROFILER_CHECK(cuptiRangeProfilerStop(&stop));
+  ++passes_done_;
+  return stop.isAllPassSubmitted != 0;
+}
+
+RangeProfilerSession::Decoded RangeProfilerSession::stop() {
+  if (!running_) return Decoded{};
+  stop_pass();
+  return decode();
+}
+
+RangeProfilerSession::Decoded RangeProfilerSession::decode() {
+  Decoded d;
+  configured_ = false;
+  passes_done_ = 0;
   CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
   decode.pRangeProfilerObject = profiler_;
   PROFILER_CHECK(cuptiRangeProfilerDecodeData(&decode));

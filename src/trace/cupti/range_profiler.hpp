@@ -1,10 +1,11 @@
 #pragma once
-// One CUDA context's session of CUPTI's range profiler (auto range, kernel replay): the host
-// configuration for the context's chip, the counter data image, and start, stop and decode. Each
-// kernel launched in the context while the session runs becomes one range; CUPTI replays it once
-// per pass, saving and restoring the memory it writes. Used by the tracer's per-launch counters
-// (kernel_counters.cpp, also in the injection library) and by the timers' counted pass
-// (work_counters.cpp).
+// One CUDA context's session of CUPTI's range profiler (auto range): the host configuration for
+// the context's chip, the counter data image, and start, stop and decode. Each kernel launched in
+// the context while the session runs becomes one range. With kernel replay CUPTI replays it once
+// per pass inside its launch, saving and restoring the memory it writes; with user replay the
+// caller runs the same work once per pass (start, work, stop_pass until every pass is submitted,
+// then decode). Used by the tracer's per-launch counters (kernel_counters.cpp, also in the
+// injection library) and by the timers' counted pass (work_counters.cpp).
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_profiler_host.h>
@@ -37,15 +38,24 @@ class RangeProfilerSession {
   /// Configures `metrics` for the context's chip and enables the profiler on it. A metric of
   /// `required` the chip lacks throws ridge::Error; any other metric it lacks is left out (see
   /// metrics_not_offered). `max_ranges`: kernels one start..stop may hold before ranges drop.
+  /// `metrics` may hold "a|b" entries (the first the GPU offers). `replay`: CUPTI_KernelReplay or
+  /// CUPTI_UserReplay.
   RangeProfilerSession(CUcontext context, const std::vector<std::string>& metrics,
-                       const std::vector<std::string>& required, std::size_t max_ranges);
+                       const std::vector<std::string>& required, std::size_t max_ranges,
+                       CUpti_ProfilerReplayMode replay = CUPTI_KernelReplay);
   ~RangeProfilerSession();
   RangeProfilerSession(const RangeProfilerSession&) = delete;
   RangeProfilerSession& operator=(const RangeProfilerSession&) = delete;
 
-  /// Starts profiling: every kernel launched in the context from now on is a range of its own.
+  /// Starts profiling (kernel replay), or the next pass (user replay): every kernel launched in
+  /// the context from now on is a range of its own.
   void start();
   bool running() const { return running_; }
+  /// User replay: ends the pass started last; true when every pass has been submitted (then
+  /// decode). The caller waits for the pass's work to finish first.
+  bool stop_pass();
+  /// User replay: passes submitted since the last decode.
+  std::size_t passes_done() const { return passes_done_; }
 
   /// What one start..stop profiled: the values of each range (launch order), in metrics() order.
   struct Decoded {
@@ -55,6 +65,9 @@ class RangeProfilerSession {
   /// Stops, decodes and evaluates the ranges, and makes the counter data image ready for the next
   /// start. Nothing to do (an empty result) when not running.
   Decoded stop();
+  /// Decodes and evaluates what the passes since the last decode collected (user replay, after
+  /// stop_pass said every pass is in), and makes the image ready for the next session.
+  Decoded decode();
   /// Stops (decoding nothing), disables the profiler on the context and frees the host object:
   /// before the context goes away. Throws ridge::Error on a CUPTI failure.
   void disable();
@@ -69,7 +82,9 @@ class RangeProfilerSession {
 
   CUcontext context_ = nullptr;
   std::uint32_t device_ = 0;
-  std::size_t max_ranges_ = 0, passes_ = 0;
+  std::size_t max_ranges_ = 0, passes_ = 0, passes_done_ = 0;
+  CUpti_ProfilerReplayMode replay_ = CUPTI_KernelReplay;
+  bool configured_ = false;  ///< SetConfig done for the session in progress (user replay: once for all passes)
   std::vector<std::string> metrics_, not_offered_;
   std::vector<const char*> metric_pointers_;
   CUpti_Profiler_Host_Object* host_ = nullptr;

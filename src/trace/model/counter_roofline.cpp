@@ -40,6 +40,7 @@ std::map<std::uint32_t, NameTotals> totals_by_name(const Trace& trace) {
     NameTotals& t = totals[k.name];
     ++t.calls;
     const auto it = index.find(k.correlation);
+    if (it == index.end() && trace.counters.is_perturbed(k.correlation)) continue;  // serialized by profiling
     if (it == index.end()) {
       ++t.untouched;
       t.untouched_ns += static_cast<double>(k.end - k.start);
@@ -238,7 +239,8 @@ std::vector<CounterRooflineRow> group_rows(const Trace& trace, const CounterRoof
     ++g.calls;
     const auto row = index.find(k.correlation);
     // A launch's time: its own when it ran untouched, else its name's per-call time.
-    const double time = row == index.end() ? static_cast<double>(k.end - k.start) : e.time_ns;
+    const bool own_time = row == index.end() && !trace.counters.is_perturbed(k.correlation);
+    const double time = own_time ? static_cast<double>(k.end - k.start) : e.time_ns;
     g.time_ns += time;
     g.time_from_profiled_pass = g.time_from_profiled_pass || (row != index.end() && e.time_from_profiled_pass);
     if (!e.profiled) {

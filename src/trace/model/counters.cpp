@@ -23,35 +23,56 @@ constexpr const char* dram_read_metric = "dram__bytes_read.sum";
 constexpr const char* dram_write_metric = "dram__bytes_write.sum";
 constexpr const char* l2_metric = "lts__t_bytes.sum";
 constexpr std::string_view sass_prefix = "smsp__sass_thread_inst_executed_op_";
-constexpr std::string_view tensor_prefix = "sm__ops_path_tensor_src_";
+constexpr std::string_view tensor_prefix = "sm__ops_path_tensor_";
 
-/// The roofline set: time and clock of the profiled pass, DRAM and L2 bytes, the SASS FP64, FP32
-/// and FP16 instruction counts (per thread, predicated on) and the tensor-core operation paths
-/// (which count FLOPs: a BF16 m*n*k GEMM gives 2*m*n*k). Paths a GPU lacks are left out there.
+/// The time, clock and bytes every set reads. With the tensor paths below they fit one pass on
+/// GH100 (checked with the Profiler Host API: tests/unit_cupti/test_pass_plan.cpp).
+std::vector<std::string> memory_set() {
+  return {duration_metric, sm_clock_metric, dram_read_metric, dram_write_metric, l2_metric};
+}
+
+/// The roofline set: the memory set, the tensor-core paths Hopper and its neighbours have (they
+/// count FLOPs: a BF16 m*n*k GEMM gives 2*m*n*k) and the SASS FP64, FP32 and FP16 instruction
+/// counts (per thread, predicated on), which take a pass of their own. On GH100: 2 passes. An
+/// "a|b" entry takes the first the GPU offers; paths a GPU lacks are left out there and named.
+/// On Hopper the FP16 and TF32 paths are the warpgroup (HGMMA) ones: the all-instruction paths
+/// cost two more passes; legacy HMMA, FP64 and INT8 tensor work is in "roofline-full".
 const std::vector<std::string>& roofline_metrics() {
   static const std::vector<std::string> metrics = [] {
-    std::vector<std::string> m{duration_metric, sm_clock_metric, dram_read_metric, dram_write_metric, l2_metric};
+    std::vector<std::string> m = memory_set();
+    for (const char* path : {"src_bf16_dst_fp32", "op_hgmma_src_fp16|sm__ops_path_tensor_src_fp16_dst_fp32",
+                             "src_fp16_dst_fp16", "op_hgmma_src_tf32_dst_fp32|sm__ops_path_tensor_src_tf32_dst_fp32",
+                             "src_fp8", "src_fp8_dst_fp16", "src_fp8_dst_fp32"})
+      m.push_back(fmt::format("{}{}.sum", tensor_prefix, path));
+    for (auto& entry : m)  // ".sum" goes on each alternative
+      if (const auto bar = entry.find('|'); bar != std::string::npos && entry.substr(0, bar).find('.') == std::string::npos)
+        entry = entry.substr(0, bar) + ".sum" + entry.substr(bar);
     for (const char* precision : {"d", "f", "h"})
       for (const char* op : {"fma", "add", "mul"}) m.push_back(fmt::format("{}{}{}_pred_on.sum", sass_prefix, precision, op));
-    for (const char* path : {"fp16_dst_fp16", "fp16_dst_fp32", "bf16_dst_fp32", "tf32_dst_fp32", "fp8_dst_fp16",
-                             "fp8_dst_fp32", "fp64", "int8"})
-      m.push_back(fmt::format("{}{}.sum", tensor_prefix, path));
     return m;
   }();
   return metrics;
 }
 
-/// The memory set: time, clock, DRAM and L2 bytes, which fit in one pass (each profiled kernel runs
-/// once more instead of once per pass of the roofline set); no FLOPs.
+/// The roofline set and the rarer tensor paths (FP64, INT8), each costing passes of its own.
+const std::vector<std::string>& roofline_full_metrics() {
+  static const std::vector<std::string> metrics = [] {
+    std::vector<std::string> m = roofline_metrics();
+    for (const char* path : {"src_fp64", "src_int8"}) m.push_back(fmt::format("{}{}.sum", tensor_prefix, path));
+    return m;
+  }();
+  return metrics;
+}
+
+/// The memory set: time, clock, DRAM and L2 bytes, which fit in one pass; no FLOPs.
 const std::vector<std::string>& memory_metrics() {
-  static const std::vector<std::string> metrics{duration_metric, sm_clock_metric, dram_read_metric, dram_write_metric,
-                                                l2_metric};
+  static const std::vector<std::string> metrics = memory_set();
   return metrics;
 }
 
 const std::unordered_map<std::string, const std::vector<std::string>*>& metric_sets() {
   static const std::unordered_map<std::string, const std::vector<std::string>*> sets{
-      {"roofline", &roofline_metrics()}, {"memory", &memory_metrics()}};
+      {"roofline", &roofline_metrics()}, {"roofline-full", &roofline_full_metrics()}, {"memory", &memory_metrics()}};
   return sets;
 }
 
@@ -65,8 +86,10 @@ std::pair<double, std::string> flops_of_metric(std::string_view metric) {
     if (name.empty()) return {0, ""};
     return {op.substr(1, 3) == "fma" ? 2.0 : 1.0, name};
   }
-  if (metric.starts_with(tensor_prefix)) {
-    std::string_view source = metric.substr(tensor_prefix.size());
+  if (metric.starts_with(tensor_prefix)) {  // sm__ops_path_tensor_[op_KIND_]src_SOURCE[_dst_D].sum
+    const auto src = metric.find("src_");
+    if (src == std::string_view::npos) return {0, ""};
+    std::string_view source = metric.substr(src + 4);
     source = source.substr(0, std::min(source.find("_dst"), source.find('.')));
     if (source.starts_with("fp8")) source = "fp8";
     return {1.0, "tensor_" + std::string(source)};
@@ -120,12 +143,36 @@ void CounterOptions::validate() const {
   if (steps && steps->second < steps->first) throw UsageError("steps: the window ends before it begins");
   if (steps && step_range.empty()) throw UsageError("steps: a step window needs the NVTX range that marks a step (step_range)");
   if (ranges_per_decode == 0) throw UsageError("ranges_per_decode must be at least 1");
+  if (replay == CounterReplay::steps && !steps)
+    throw UsageError("replay: replaying by steps needs a step window (steps) of the program's own repeated steps");
+}
+
+CounterReplay CounterOptions::replay_mode() const {
+  if (replay) return *replay;
+  return steps ? CounterReplay::steps : CounterReplay::kernel;
+}
+
+std::pair<std::uint64_t, std::uint64_t> CounterOptions::steps_taken(std::size_t passes) const {
+  if (!steps) return {0, 0};
+  if (replay_mode() == CounterReplay::kernel) return *steps;
+  const std::uint64_t profiled = steps->second - steps->first + 1;
+  return {steps->first, steps->first + profiled * std::max<std::size_t>(passes, 1) - 1};
+}
+
+std::string to_string(CounterReplay r) { return r == CounterReplay::steps ? "steps" : "kernel"; }
+
+CounterReplay counter_replay_from_string(const std::string& text) {
+  if (text == "steps") return CounterReplay::steps;
+  if (text == "kernel") return CounterReplay::kernel;
+  throw UsageError(fmt::format("replay: '{}' is not a replay mode; use steps (the program's own steps replay it) "
+                               "or kernel (each kernel replayed in its launch)", text));
 }
 
 nlohmann::json to_json(const CounterOptions& o) {
   nlohmann::json j{{"metric_set", o.metric_set}, {"metrics", o.metrics}, {"step_range", o.step_range},
                    {"first_launches_per_kernel", o.first_launches_per_kernel}, {"ranges_per_decode", o.ranges_per_decode}};
   if (o.steps) j["steps"] = {o.steps->first, o.steps->second};
+  if (o.replay) j["replay"] = to_string(*o.replay);
   return j;
 }
 
@@ -138,6 +185,7 @@ CounterOptions counter_options_from_json(const nlohmann::json& j) {
     o.first_launches_per_kernel = j.value("first_launches_per_kernel", o.first_launches_per_kernel);
     o.ranges_per_decode = j.value("ranges_per_decode", o.ranges_per_decode);
     if (const auto s = j.find("steps"); s != j.end()) o.steps = std::pair{s->at(0).get<std::uint64_t>(), s->at(1).get<std::uint64_t>()};
+    if (const auto r = j.find("replay"); r != j.end()) o.replay = counter_replay_from_string(r->get<std::string>());
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("counter options: malformed ({})", e.what()));
   }
@@ -165,6 +213,10 @@ const CounterRow* KernelCounters::row_for(std::uint32_t correlation) const {
   return nullptr;
 }
 
+bool KernelCounters::is_perturbed(std::uint32_t correlation) const {
+  return std::binary_search(perturbed.begin(), perturbed.end(), correlation);
+}
+
 nlohmann::json to_json(const KernelCounters& c) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : c.rows) rows.push_back({{"correlation", r.correlation}, {"device", r.device}, {"launch_ns", r.launch_ns}, {"values", r.values}});
@@ -172,6 +224,12 @@ nlohmann::json to_json(const KernelCounters& c) {
           {"metrics", c.metrics},
           {"metrics_not_offered", c.metrics_not_offered},
           {"passes", c.passes},
+          {"replay", to_string(c.replay)},
+          {"steps_taken", {c.steps_taken.first, c.steps_taken.second}},
+          {"steps_profiled", c.steps_profiled},
+          {"perturbed", c.perturbed},
+          {"mismatches", c.mismatches},
+          {"l2_flushed", c.l2_flushed},
           {"launches_profiled", c.launches_profiled},
           {"graph_launches", c.graph_launches},
           {"captured_launches", c.captured_launches},
@@ -189,6 +247,14 @@ KernelCounters kernel_counters_from_json(const nlohmann::json& j) {
     c.metrics = j.at("metrics").get<std::vector<std::string>>();
     c.metrics_not_offered = j.value("metrics_not_offered", std::vector<std::string>{});
     c.passes = j.value("passes", std::size_t{0});
+    c.replay = counter_replay_from_string(j.value("replay", std::string("kernel")));
+    if (const auto s = j.find("steps_taken"); s != j.end())
+      c.steps_taken = {s->at(0).get<std::uint64_t>(), s->at(1).get<std::uint64_t>()};
+    c.steps_profiled = j.value("steps_profiled", std::uint64_t{0});
+    c.perturbed = j.value("perturbed", std::vector<std::uint32_t>{});
+    std::sort(c.perturbed.begin(), c.perturbed.end());
+    c.mismatches = j.value("mismatches", std::vector<std::string>{});
+    c.l2_flushed = j.value("l2_flushed", false);
     c.launches_profiled = j.value("launches_profiled", std::uint64_t{0});
     c.graph_launches = j.value("graph_launches", std::uint64_t{0});
     c.captured_launches = j.value("captured_launches", std::uint64_t{0});
