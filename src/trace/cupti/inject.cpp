@@ -223,8 +223,9 @@ constexpr double teardown_deadline_seconds = 1;
 
 /// The exit watch: a program traced with counters must end within a second of its own end, whatever
 /// CUPTI's or the driver's teardown does. If a CUDA or CUPTI call of finish() does not return within
-/// its deadline, or the process is still alive a second after the trace was written, the watch
-/// says what it waited on and ends the process with the program's own exit status.
+/// its deadline, or (counters on) the process is still alive a second after the trace was written,
+/// the watch says what it waited on and ends the process with the program's own exit status,
+/// after flushing its stdout and stderr.
 void exit_watch(int status) {
   using namespace std::chrono;
   const auto tick = milliseconds(10);
@@ -239,11 +240,25 @@ void exit_watch(int status) {
                                               now_waiting, cupti_exit_deadline_seconds, status);
       std::fprintf(stderr, "ridge trace: %s\n", message.c_str());
       if (g_config != nullptr) write_error_summary(g_config->summary, message);
+      for (std::FILE* f : {stdout, stderr})
+        if (ftrylockfile(f) == 0) {
+          fflush_unlocked(f);
+          funlockfile(f);
+        }
       _exit(status);
     }
     std::this_thread::sleep_for(tick);
   }
+  // The teardown deadline holds with counters on (the profiler is what has hung there); a plain
+  // trace leaves the driver's teardown (freeing a large process's memory can take seconds) alone.
+  if (g_config == nullptr || !g_config->collector.counters) return;
   std::this_thread::sleep_for(duration<double>(teardown_deadline_seconds));
+  // The program's buffered output must not be lost: flush stdout and stderr unless a stuck thread holds them.
+  for (std::FILE* f : {stdout, stderr})
+    if (ftrylockfile(f) == 0) {
+      fflush_unlocked(f);
+      funlockfile(f);
+    }
   std::fprintf(stderr, "ridge trace: the process was still exiting %.0f s after the trace was written (CUDA or CUPTI "
                "teardown did not return); ended it with the program's exit status %d\n", teardown_deadline_seconds, status);
   _exit(status);

@@ -237,7 +237,17 @@ trace::LaunchSignature launch_signature(std::uint32_t cbid, const CUpti_Callback
 /// its passes ran under profiling (perturbed) and carries no counters.
 void keep_matched_ranges(State& s, ContextProfiler& c, const RangeProfilerSession::Decoded& d) {
   s.result.ranges_dropped += d.dropped;
-  const trace::PassMatch m = trace::match_passes(c.passes, d.ranges.size());
+  // A graph launch's kernels are ranges without launch calls of their own: the lists end there
+  // (every launch after it is perturbed, none gets counters).
+  std::vector<std::vector<trace::LaunchSignature>> lists = c.passes;
+  for (auto& pass : lists) {
+    const auto graph = std::find_if(pass.begin(), pass.end(), [](const trace::LaunchSignature& l) { return l.correlation == 0; });
+    if (graph == pass.end()) continue;
+    s.result.mismatches.push_back(fmt::format("profiled step at program step {}: a CUDA graph launch at launch {}: the "
+                                              "launches after it get no counters", c.profiled_step, graph - pass.begin() + 1));
+    pass.erase(graph, pass.end());
+  }
+  const trace::PassMatch m = trace::match_passes(lists, d.ranges.size());
   for (const auto& line : m.mismatches)
     s.result.mismatches.push_back(fmt::format("profiled step at program step {}: {}", c.profiled_step, line));
   std::vector<bool> has_row(c.passes.front().size(), false);
@@ -248,7 +258,7 @@ void keep_matched_ranges(State& s, ContextProfiler& c, const RangeProfilerSessio
   s.result.ranges_unmatched += d.ranges.size() - m.matched.size();
   for (std::size_t p = 0; p < c.passes.size(); ++p)
     for (std::size_t i = 0; i < c.passes[p].size(); ++i)
-      if (p > 0 || !has_row[i]) s.result.perturbed.push_back(c.passes[p][i].correlation);
+      if ((p > 0 || !has_row[i]) && c.passes[p][i].correlation != 0) s.result.perturbed.push_back(c.passes[p][i].correlation);
   s.result.launches_profiled += m.matched.size();
   ++s.result.steps_profiled;
 }
