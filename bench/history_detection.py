@@ -9,7 +9,8 @@ Run from the repository root with that venv's python (numpy comes with the peers
 
 Synthetic histories of COMMITS commits (one run per commit, every record of a real H200 report in
 each run) built from two back-to-back H200 reports of identical code (results/h200/gate/run-1 and
-run-2): a record's run at a commit is one of its two real runs, chosen at random, with its raw
+run-2; records carried over from the ceilings cache, byte-identical in both, are left out: they
+were not measured in either run): a record's run at a commit is one of its two real runs, chosen at random, with its raw
 samples resampled (bootstrap), so each series carries that record's real within-run spread and
 real run-to-run difference. Each series gets three level steps, 2%, 5% and 10% (random order and
 sign, at least SPACING commits apart, never in the first or last 20 commits); a third of the steps
@@ -43,8 +44,17 @@ def series_key(r):
     return (r["name"], r["method"], r.get("dtype", ""), json.dumps(r["params"], sort_keys=True))
 
 
+def carried_over(records):
+    """Records not measured in their run: marked carried_over (ridge's ceilings cache), or
+    byte-identical in every report (the same cache, written before the marker existed)."""
+    if any((r.get("extra") or {}).get("carried_over") for r in records):
+        return True
+    return all(r["samples_ms"] == records[0]["samples_ms"] for r in records[1:])
+
+
 def load_pool():
-    """Records present once in each report (a repeated key is ambiguous in a change list): key -> [record per run]."""
+    """Records present once in each report (a repeated key is ambiguous in a change list) and
+    measured in each (not carried over from a cache): key -> [record per run]."""
     runs = [json.load(gzip.open(path)) for path in REPORTS]
     pool = collections.OrderedDict()
     for run in runs:
@@ -52,7 +62,7 @@ def load_pool():
         for r in run["records"]:
             if counts[series_key(r)] == 1:
                 pool.setdefault(series_key(r), []).append(r)
-    pool = collections.OrderedDict((k, v) for k, v in pool.items() if len(v) == len(runs))
+    pool = collections.OrderedDict((k, v) for k, v in pool.items() if len(v) == len(runs) and not carried_over(v))
     return runs[0]["context"], pool
 
 

@@ -76,6 +76,10 @@ struct CompareOptions {
   /// follow its clock closely enough, and 2 of 45 pairs of identical runs were flagged by 5.7-5.8%
   /// (results/h200/gate/equal_clocks_false_alarms.txt), where widening the band flagged none.
   bool scale_compute_bound_by_clock = false;
+  /// A record the baseline judges that the new run lacks fails the gate (Comparison::fails_on_missing,
+  /// `ridge compare` exit 9): a report section that crashed must not pass. True where dropping
+  /// records is intended.
+  bool allow_missing = false;
 };
 
 /// One record matched (or not) between the two files. Times in milliseconds.
@@ -109,6 +113,8 @@ struct RecordComparison {
   /// The new run's samples were scaled to the base's SM clock (CompareOptions::scale_compute_bound_by_clock)
   /// by this factor before the ratio, the test and the interval; 1 = not scaled.
   double clock_scale = 1;
+  /// Missing from the new run although the base judges it (is_judged): counts toward Comparison::missing_judged.
+  bool missing_judged = false;
 };
 
 struct Comparison {
@@ -127,13 +133,25 @@ struct Comparison {
   std::string ratio_ci_method = "bootstrap";
   std::string base_label, new_label;  ///< e.g. file names
   std::size_t baselines = 1;          ///< baseline result sets compared against
+  /// Records of the first baseline that compare judges (is_judged) but the new run lacks.
+  std::size_t missing_judged = 0;
 
   /// True when at least one record regressed significantly beyond the threshold.
   bool has_regression() const { return regressions > 0; }
   /// True when no record was judged (none matched, or only informational ones did): a gate
   /// must not pass on that (`ridge compare` exits ExitCode::nothing_compared).
   bool nothing_compared() const { return geomean_count == 0; }
+  /// True when a judged baseline record is missing from the new run and CompareOptions::allow_missing
+  /// is off: the gate fails (`ridge compare` exits ExitCode::records_missing).
+  bool fails_on_missing() const { return missing_judged > 0 && !options.allow_missing; }
 };
+
+/// Whether compare ever judges this record: timed (not a check), not by wall_naive, not marked
+/// informational by its producer, and measured in its own run (not carried_over from a cache).
+bool is_judged(const Record& r);
+
+/// The median SM clock of a record's samples (extra.sample_sm_mhz), MHz; -1 when not recorded.
+double median_sample_clock_mhz(const Record& r);
 
 /// Why nothing was compared, in words (how many records matched of how many on each side, and how
 /// records match); empty when something was. The one text `ridge compare` (exit 6) and Python's

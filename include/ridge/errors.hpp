@@ -15,6 +15,7 @@ enum class ExitCode : int {
   nothing_compared = 6,  ///< `ridge compare`: no record was judged (none matched), so there is no verdict
   missing_library = 7,   ///< a library loaded at run time (NCCL, the MPI plugin) was not found or is unusable
   counters_unavailable = 8,  ///< hardware counters may not be read here (not permitted, virtualized or MIG GPU)
+  records_missing = 9,  ///< `ridge compare`: a record the baseline judges is missing from the new run
 };
 
 /// Base of every error ridge throws; `code()` is the exit code the tool maps it to.

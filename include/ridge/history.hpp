@@ -123,24 +123,17 @@ class History {
 };
 
 /// Options of change detection over commits. Each record's series (same name, method, dtype,
-/// params, machine and GPU) is tested at every commit under review: the raw samples of up to
-/// `window_runs` runs before against up to `window_runs` runs from that commit on, with a two-sided
-/// Mann-Whitney test and the noise band of `ridge compare` (threshold, the record's gate, its
-/// run-to-run spread, its clock change, the timer's resolution) — compare_results judges each
-/// window pair.
+/// params, machine and GPU) is tested at every commit under review: the median of the run medians
+/// of up to `window_runs` runs before against that of up to `window_runs` runs from that commit
+/// on. The unit of evidence is the run (one number each), and the band a change must exceed comes
+/// from the series' own run-to-run noise (learn_series_noise, judge_window).
 struct CheckOptions {
-  /// Alpha, spread factor, clock terms: as `ridge compare`; the threshold 3%, not compare's 5%: a
-  /// window's level is the median of several runs, and on the detection benchmark (bench/README.md)
-  /// 3% found 48% of 5% steps against 18% at 5%, with 0.04 false alarms per 1,000 record-commits.
+  /// Alpha (divided by the candidates of a series), clock terms, min_change_us (only while a series
+  /// has too few runs to learn its noise): as `ridge compare`. The threshold 3%, not compare's 5%:
+  /// the relative change that matters, beside the learned noise (bench/history_detection.py).
   CompareOptions compare{.threshold = 0.03};
   std::size_t window_runs = 5;  ///< runs on each side of a candidate commit
   std::size_t min_runs_before = 2;  ///< a candidate needs this many runs before it (and one at or after)
-  /// Scale the two noise-band terms `ridge compare` sets for one run against one run to the
-  /// windows: the resolution (min_change_us) and the run-to-run spread factor, each divided by
-  /// sqrt(runs on the smaller side) (window_compare_options). Why: both bound a shift of one
-  /// process's level (where buffers land, which cuBLAS heuristic won); a window's level is the
-  /// median over its runs, whose independent shifts average out as about 1/sqrt(runs).
-  bool scale_floors_by_window = true;
   /// Only commits after this one (a run's commit, or a unique prefix of it) are under review; empty: all.
   std::string since;
 };
@@ -148,10 +141,6 @@ struct CheckOptions {
 /// Throws UsageError naming the first bad field of `options`.
 void validate(const CheckOptions& options);
 
-/// The compare options one window pair is judged with when CheckOptions::scale_floors_by_window
-/// is on: `options` with min_change_us (us) and spread_factor divided by sqrt(min(runs_before,
-/// runs_after)); unchanged when either side has fewer than two runs.
-CompareOptions window_compare_options(const CompareOptions& options, std::size_t runs_before, std::size_t runs_after);
 
 /// A change of a record's level at one commit.
 struct HistoryChange {
@@ -162,12 +151,15 @@ struct HistoryChange {
   nlohmann::json params = nlohmann::json::object();
   std::string machine, gpu;
   std::size_t runs_before = 0, runs_after = 0;  ///< runs in each window
-  /// Before: the median of the runs' medians; after: the median of the runs' pooled samples (as
-  /// compare_results gives baselines and the new run).
+  /// The median of each window's run medians.
   double median_before_ms = 0, median_after_ms = 0;
   double ratio = 0;  ///< median after / median before (> 1: slower)
-  double ratio_ci_low = 0, ratio_ci_high = 0;  ///< 95% interval (bootstrap, or order statistics for large windows)
-  double p_value = 1;        ///< two-sided Mann-Whitney over the windows' raw samples
+  /// 95% interval of the ratio from the series' run-to-run noise; 0 when the noise is unknown.
+  double ratio_ci_low = 0, ratio_ci_high = 0;
+  double p_value = 1;        ///< two-sided normal test of the log ratio against the series' run-to-run noise
+  /// The series' run-to-run noise (run_to_run_noise: relative standard deviation of one run's
+  /// median); -1 when too few runs to learn it.
+  double run_to_run_noise = -1;
   double alpha = 0;          ///< the level it had to pass: CompareOptions::alpha / candidates of the series
   double noise_band = 0;     ///< relative change it had to exceed, and which term set it
   std::string noise_band_source;
@@ -213,11 +205,51 @@ struct RecordSeries {
 /// Every record's series over `runs` (History::runs(), oldest first), in order of first appearance.
 std::vector<RecordSeries> record_series(const History& history, std::span<const HistoryRun> runs);
 
+/// The robust run-to-run noise of a series from its runs' log medians (oldest first; NaN entries
+/// are skipped): the 75th percentile of the absolute differences of successive runs over its
+/// value for normal noise, so a level step or a quarter of outlying runs barely moves it. A
+/// relative standard deviation of one run's median; -1 below 5 finite runs.
+double run_to_run_noise(std::span<const double> log_medians);
+
+/// What detection learns of one series once: each run's log median and SM clock, its noise and
+/// the normal score a change must pass.
+struct SeriesNoise {
+  std::vector<double> log_medians;  ///< per point; NaN for a run without samples
+  std::vector<double> clocks_mhz;   ///< per point; -1 unknown
+  double sigma = -1;                ///< run_to_run_noise of log_medians
+  double alpha = 0;                 ///< CompareOptions::alpha / candidates of the series
+  double z = 0;                     ///< two-sided normal score of alpha
+  bool clock_scaled = false;        ///< runs brought to equal clocks (scale_compute_bound_by_clock)
+};
+SeriesNoise learn_series_noise(std::span<const SeriesPoint> points, std::size_t candidates, const CheckOptions& options);
+
+/// Runs [lo, k) against runs [k, hi) of a series: the ratio of the windows' medians of run
+/// medians, and the band it must exceed: the largest of the threshold, the producer's gate, the
+/// SM clock change between the windows (unless widen_by_clock is off), and z x the standard error
+/// of the difference of two medians of run medians under the series' noise (sigma x
+/// sqrt(pi/2 (1/m + 1/n)), the median of one or two runs counted as their mean). While the noise
+/// is unknown, min_change_us / median / sqrt(runs) instead.
+struct WindowJudgement {
+  std::size_t runs_before = 0, runs_after = 0;
+  double median_before_ms = 0, median_after_ms = 0;
+  double log_ratio = 0;
+  double standard_error = 0;  ///< of log_ratio; 0 when the noise is unknown
+  double min_threshold = 0;   ///< the largest producer gate in the windows
+  double clock_difference = -1;
+  double noise_band = 0;
+  std::string noise_band_source;  ///< "threshold", "producer", "clock", "run-to-run" or "resolution"
+  bool change = false;            ///< the ratio lies outside the band
+  double split_score = 0;         ///< |difference of the windows' mean log medians| / sqrt(1/m + 1/n)
+};
+WindowJudgement judge_window(std::span<const SeriesPoint> points, const SeriesNoise& noise, std::size_t lo,
+                             std::size_t k, std::size_t hi, const CheckOptions& options);
+
 /// Changes in one series (points oldest first); `first_candidate` is the index of the first
 /// point under review. `alpha` and the windows come from `options`; `candidates` (out) counts
-/// the commits tested. Changes are found greedily: the strongest candidate (largest rank effect
-/// |U / (m n) - 1/2|) that passes is kept, windows never cross a kept change, and the rest are
-/// tested again (a windowed form of Pettitt's 1979 Mann-Whitney change-point statistic).
+/// the commits tested. A series whose newest record is never judged (is_judged) has no changes.
+/// Changes are found greedily: of the candidates whose windows differ by more than their band
+/// (judge_window), the one with the cleanest split is kept, windows never cross a kept change,
+/// and the rest are tested again.
 std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, std::size_t first_candidate,
                                           const CheckOptions& options, std::size_t* candidates = nullptr);
 

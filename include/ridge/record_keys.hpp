@@ -124,6 +124,8 @@ inline constexpr const char* fraction_of_measured_peak = "fraction_of_measured_p
 inline constexpr const char* bound = "bound";  ///< "memory" or "compute", by the roofline
 // Ceilings.
 inline constexpr const char* per_launch_us = "per_launch_us";
+/// carried over from a cache, not measured in this run: {"source", "measured_at_utc"} (carried_over.hpp)
+inline constexpr const char* carried_over = "carried_over";
 inline constexpr const char* counting = "counting";              ///< how bytes or FLOPs were counted
 inline constexpr const char* variants_tried = "variants_tried";  ///< each launch shape tried, with its rate
 inline constexpr const char* observed_sm_mhz = param_key::observed_sm_mhz;
@@ -180,7 +182,7 @@ inline constexpr const char* all_extra_keys[] = {
     extra_key::datasheet_attainable_flops_per_s, extra_key::fraction_of_datasheet_attainable,
     extra_key::fraction_of_datasheet_peak, extra_key::measured_attainable_flops_per_s,
     extra_key::fraction_of_measured_attainable, extra_key::fraction_of_measured_peak, extra_key::bound,
-    extra_key::per_launch_us, extra_key::counting, extra_key::variants_tried, extra_key::observed_sm_mhz,
+    extra_key::per_launch_us, extra_key::carried_over, extra_key::counting, extra_key::variants_tried, extra_key::observed_sm_mhz,
     extra_key::max_sm_clock_mhz, extra_key::datasheet_bytes_per_s, extra_key::datasheet_flops_per_s,
     extra_key::ranks, extra_key::rank_median_ms, extra_key::time_over_ranks, extra_key::algbw_bytes_per_s,
     extra_key::busbw_bytes_per_s, extra_key::bus_factor, extra_key::bus_factor_formula, extra_key::tokens_per_s,

@@ -55,8 +55,9 @@ void bind_results(nb::module_& m) {
   m.def(
       "compare_results",
       [](const std::vector<std::string>& baselines_json, const std::string& next, double threshold, double alpha,
-         double spread_factor) {
+         double spread_factor, bool allow_missing) {
         CompareOptions options;
+        options.allow_missing = allow_missing;
         options.threshold = threshold;
         options.alpha = alpha;
         options.spread_factor = spread_factor;
@@ -66,6 +67,7 @@ void bind_results(nb::module_& m) {
         return nb::make_tuple(to_json(c).dump(), to_markdown(c), to_text(c), nothing_compared_reason(c));
       },
       "baselines_json"_a, "new_json"_a, "threshold"_a = 0.05, "alpha"_a = 0.01, "spread_factor"_a = 3.0,
+      "allow_missing"_a = false,
       "Matches records of the new run with the baselines' (one, or repeated runs of the same code); ratio of "
       "medians, Mann-Whitney U test, bootstrap interval, each record's noise band (threshold, the producer's "
       "gate, spread_factor x the baselines' run-to-run spread), verdicts. Returns (json_text, markdown, text, "

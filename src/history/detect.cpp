@@ -1,9 +1,14 @@
-// Change detection over a record's series of runs. At each commit under review the runs before
-// and from it on are compared as `ridge compare` compares baselines with a new run: the same
-// function (compare_results) gives the rank test, the ratio and its interval, and the noise band
-// (threshold, the record's gate, its run-to-run spread, its clock change, the timer's resolution),
-// so history and compare judge a record alike. Only the significance level differs: it is divided
-// by the number of commits tested in the series (Bonferroni), since each is a test.
+// Change detection over a record's series of runs. The unit of evidence is the run: each run
+// gives one number, its median, and the series' own run-to-run noise, learned from those medians,
+// sets how far two windows of runs must differ before a level change is called.
+//
+// From asv (asv.step_detect): one value per run, and a penalty that comes from the series' own
+// noise rather than from a fixed floor; the noise is estimated robustly from the data itself.
+// From Apache Otava (e-divisive means): every commit is a candidate split, the strongest split is
+// kept first, and the series is split again around it (here: windows never cross a kept change).
+// Unlike either, a change must also exceed the relative threshold, the record's producer gate and
+// its SM clock change (a change the clock alone can explain is not called code), and the
+// significance level is divided by the candidates tested (Bonferroni).
 #include "ridge/history.hpp"
 
 #include <algorithm>
@@ -11,6 +16,7 @@
 #include <cstdint>
 #include <cmath>
 #include <map>
+#include <numbers>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -26,129 +32,140 @@ namespace ridge {
 
 namespace {
 
-// The after-window's runs as one record: their samples pooled, the strictest gate, clocks from
-// the first start to the last end, per-sample clocks where every run has them.
-Record pooled_record(std::span<const SeriesPoint> after) {
-  Record pooled = after.front().record;
-  pooled.samples_ms.clear();
-  bool all_sample_clocks = true;
-  nlohmann::json sample_clocks = nlohmann::json::array();
-  for (const SeriesPoint& p : after) {
-    const Record& r = p.record;
-    pooled.samples_ms.insert(pooled.samples_ms.end(), r.samples_ms.begin(), r.samples_ms.end());
-    if (r.gate && (!pooled.gate || r.gate->informational || r.gate->min_threshold > pooled.gate->min_threshold))
-      pooled.gate = r.gate;
-    const auto it = r.extra.find(extra_key::sample_sm_mhz);
-    if (it == r.extra.end() || !it->is_array()) all_sample_clocks = false;
-    else
-      for (const auto& v : *it) sample_clocks.push_back(v);
-  }
-  pooled.clocks_end = after.back().record.clocks_end;
-  if (all_sample_clocks) pooled.extra[extra_key::sample_sm_mhz] = std::move(sample_clocks);
-  else pooled.extra.erase(extra_key::sample_sm_mhz);
-  finalize(pooled);
-  return pooled;
-}
-
-}  // namespace
-
-CompareOptions window_compare_options(const CompareOptions& options, std::size_t runs_before, std::size_t runs_after) {
-  CompareOptions scaled = options;
-  const std::size_t smaller = std::min(runs_before, runs_after);
-  if (smaller < 2) return scaled;
-  const double shrink = 1 / std::sqrt(double(smaller));
-  scaled.min_change_us *= shrink;
-  scaled.spread_factor *= shrink;
-  return scaled;
-}
-
-namespace {
-
-// Runs [lo, k) against runs [k, hi), judged by compare_results (its resolution and run-to-run
-// terms scaled to the windows when `scale_by_window`).
-RecordComparison judge_window(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
-                              const CompareOptions& compare, bool scale_by_window) {
-  std::vector<ResultSet> baselines(k - lo);
-  for (std::size_t i = lo; i < k; ++i) baselines[i - lo].records.push_back(points[i].record);
-  ResultSet next;
-  next.records.push_back(pooled_record(points.subspan(k, hi - k)));
-  const CompareOptions options = scale_by_window ? window_compare_options(compare, k - lo, hi - k) : compare;
-  return compare_results(baselines, next, options).rows.front();
-}
-
-// Whether compare_results could call runs [lo, k) against runs [k, hi) a change: the ratio it
-// judges (the pooled after-samples' median over the median of the before-runs' medians) lies
-// outside the threshold. Its noise band is never narrower than the threshold, so a pair inside it
-// is no change, and the rank test, the interval and the band are not computed (the medians here
-// may differ from compare_results' in the last bit: the margin covers that). Exact only where
-// compare_results does not rescale the new samples (scale_compute_bound_by_clock off); with it on,
-// every pair is judged in full. A margin of 1e-9 keeps rounding on the side of judging.
-// The median of `v`, reordering it (a partial sort: this runs for every candidate commit).
-double median_in_place(std::vector<double>& v) {
+double median_of_values(std::vector<double> v) {
   const std::size_t mid = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
   if (v.size() % 2 == 1) return v[mid];
   return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + v[mid]);
 }
 
-// Each point's lower and upper middle samples (0-based (n - 1) / 2 and n / 2 of its sorted
-// samples; NaN for a point without samples). The pooled median of several points' samples lies
-// between the lowest lower middle and the highest upper middle among them: fewer than half of the
-// pooled samples lie below the lowest lower middle (each point has fewer than half of its own
-// below its lower middle), and likewise above the highest upper middle.
-std::vector<std::pair<double, double>> middles_of(std::span<const SeriesPoint> points) {
-  std::vector<std::pair<double, double>> middles(points.size());
-  std::vector<double> sorted;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    sorted.assign(points[i].record.samples_ms.begin(), points[i].record.samples_ms.end());
-    if (sorted.empty()) {
-      middles[i] = {std::nan(""), std::nan("")};
-      continue;
+// The normal score z with P(|Z| > z) = p (two-sided), by bisection on erfc: called once a series.
+double two_sided_normal_score(double p) {
+  double lo = 0, hi = 40;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (std::erfc(mid / std::numbers::sqrt2) > p ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+// Variance of the median of m independent normal values, in units of one value's variance:
+// 1/m for one or two values (the median is their mean), pi/(2m) from three on (its asymptotic
+// efficiency; conservative for small odd m).
+double median_variance_factor(std::size_t m) {
+  return (m >= 3 ? std::numbers::pi / 2 : 1.0) / double(m);
+}
+
+// The SM clock a run's record ran at: the median of its samples' clocks where recorded, else its
+// start and end readings' mean; -1 unknown.
+double run_clock_mhz(const Record& r) {
+  if (const double sampled = median_sample_clock_mhz(r); sampled > 0) return sampled;
+  const double start = r.clocks_start.sm_mhz, end = r.clocks_end.sm_mhz;
+  if (start > 0 && end > 0) return (start + end) / 2;
+  return start > 0 ? start : (end > 0 ? end : -1);
+}
+
+}  // namespace
+
+double run_to_run_noise(std::span<const double> log_medians) {
+  std::vector<double> steps;
+  for (std::size_t i = 1; i < log_medians.size(); ++i)
+    if (std::isfinite(log_medians[i]) && std::isfinite(log_medians[i - 1]))
+      steps.push_back(std::abs(log_medians[i] - log_medians[i - 1]));
+  if (steps.size() < 4) return -1;
+  std::sort(steps.begin(), steps.end());
+  // The difference of two runs has sqrt(2) times one run's deviation; for normal noise its 75th
+  // percentile in absolute value is 1.1503 of that. A level step moves one difference of the
+  // hundreds, and a quarter of the runs may be outliers, without moving this percentile.
+  constexpr double q75_of_abs_normal = 1.1503493803760079;
+  return quantile_sorted(steps, 0.75) / (q75_of_abs_normal * std::numbers::sqrt2);
+}
+
+SeriesNoise learn_series_noise(std::span<const SeriesPoint> points, std::size_t candidates,
+                               const CheckOptions& options) {
+  SeriesNoise noise;
+  noise.log_medians.reserve(points.size());
+  noise.clocks_mhz.reserve(points.size());
+  for (const SeriesPoint& p : points) {
+    const double median = p.record.summary.median;
+    noise.log_medians.push_back(median > 0 && !p.record.samples_ms.empty() ? std::log(median) : std::nan(""));
+    noise.clocks_mhz.push_back(run_clock_mhz(p.record));
+  }
+  // Equal clocks (CompareOptions::scale_compute_bound_by_clock): each run of a compute-bound record
+  // with per-sample clocks brought to the first such run's clock, so the clock's part is gone.
+  if (options.compare.scale_compute_bound_by_clock) {
+    double reference = -1;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const Record& r = points[i].record;
+      const double sampled = median_sample_clock_mhz(r);
+      if (r.extra.value(extra_key::bound, std::string()) != "compute" || !(sampled > 0)) continue;
+      if (reference < 0) reference = sampled;
+      noise.log_medians[i] += std::log(sampled / reference);
+      noise.clocks_mhz[i] = reference;
+      noise.clock_scaled = true;
     }
-    std::sort(sorted.begin(), sorted.end());
-    middles[i] = {sorted[(sorted.size() - 1) / 2], sorted[sorted.size() / 2]};
   }
-  return middles;
+  noise.sigma = run_to_run_noise(noise.log_medians);
+  noise.alpha = options.compare.alpha / double(std::max<std::size_t>(candidates, 1));
+  noise.z = two_sided_normal_score(noise.alpha);
+  return noise;
 }
 
-bool may_be_change(std::span<const SeriesPoint> points, std::span<const std::pair<double, double>> middles,
-                   std::size_t lo, std::size_t k, std::size_t hi, const CompareOptions& options,
-                   std::vector<double>& scratch) {
-  if (options.scale_compute_bound_by_clock) return true;
-  scratch.clear();
-  for (std::size_t i = lo; i < k; ++i) scratch.push_back(points[i].record.summary.median);
-  const double before = median_in_place(scratch);
-  if (!(before > 0)) return true;
-  constexpr double margin = 1e-9;
-  const double lowest = 1 - options.threshold + margin, highest = 1 + options.threshold - margin;
-  // Bounds of the after-median first (rounding keeps the order, so the ratio lies within them too):
-  // a pair inside the threshold for both needs no pooling. In a quiet series that is almost every pair.
-  double low = middles[k].first, high = middles[k].second;
-  for (std::size_t i = k + 1; i < hi; ++i) {
-    low = std::min(low, middles[i].first);
-    high = std::max(high, middles[i].second);
+WindowJudgement judge_window(std::span<const SeriesPoint> points, const SeriesNoise& noise, std::size_t lo,
+                             std::size_t k, std::size_t hi, const CheckOptions& options) {
+  WindowJudgement w;
+  std::vector<double> before, after, clocks_before, clocks_after;
+  double sum_before = 0, sum_after = 0;
+  for (std::size_t i = lo; i < hi; ++i) {
+    const double y = noise.log_medians[i];
+    if (!std::isfinite(y)) continue;
+    (i < k ? before : after).push_back(y);
+    (i < k ? sum_before : sum_after) += y;
+    if (noise.clocks_mhz[i] > 0) (i < k ? clocks_before : clocks_after).push_back(noise.clocks_mhz[i]);
+    if (const auto& gate = points[i].record.gate; gate && gate->min_threshold > w.min_threshold)
+      w.min_threshold = gate->min_threshold;
   }
-  bool bounded = true;
-  for (std::size_t i = k; i < hi; ++i) bounded = bounded && !std::isnan(middles[i].first);
-  if (bounded && low / before >= lowest && high / before <= highest) return false;
-  scratch.clear();
-  for (std::size_t i = k; i < hi; ++i)
-    scratch.insert(scratch.end(), points[i].record.samples_ms.begin(), points[i].record.samples_ms.end());
-  if (scratch.empty()) return true;
-  const double ratio = median_in_place(scratch) / before;
-  return ratio > highest || ratio < lowest;
+  w.runs_before = before.size();
+  w.runs_after = after.size();
+  if (before.empty() || after.empty()) return w;
+  w.log_ratio = median_of_values(after) - median_of_values(before);
+  w.median_before_ms = std::exp(median_of_values(before));
+  w.median_after_ms = std::exp(median_of_values(after));
+  if (!clocks_before.empty() && !clocks_after.empty()) {
+    const double b = median_of_values(clocks_before), a = median_of_values(clocks_after);
+    w.clock_difference = std::abs(a - b) / std::max(a, b);
+  }
+  const auto widen = [&](double band, const char* source) {
+    if (band > w.noise_band) {
+      w.noise_band = band;
+      w.noise_band_source = source;
+    }
+  };
+  w.noise_band = options.compare.threshold;
+  w.noise_band_source = "threshold";
+  widen(w.min_threshold, "producer");
+  if (options.compare.widen_by_clock && !noise.clock_scaled && w.clock_difference > 0)
+    widen(w.clock_difference, "clock");
+  if (noise.sigma >= 0) {
+    w.standard_error = noise.sigma * std::sqrt(median_variance_factor(before.size()) + median_variance_factor(after.size()));
+    widen(std::exp(noise.z * w.standard_error) - 1, "run-to-run");
+  } else {
+    // Too few runs to learn the series' noise: the resolution between processes, which a window's
+    // median averages down as 1/sqrt(runs).
+    const double runs = double(std::min(before.size(), after.size()));
+    widen(options.compare.min_change_us * 1e-3 / w.median_before_ms / std::sqrt(runs), "resolution");
+  }
+  const double ratio = std::exp(w.log_ratio);
+  w.change = ratio > 1 + w.noise_band || ratio < 1 - w.noise_band;
+  // Where the split is cleanest: the difference of the windows' means over its standard error's
+  // shape. The medians decide; the means place the change (a median of five runs is the same one
+  // or two runs either side of a step, the mean peaks at it).
+  w.split_score = std::abs(sum_after / double(after.size()) - sum_before / double(before.size())) /
+                  std::sqrt(1 / double(before.size()) + 1 / double(after.size()));
+  return w;
 }
 
-bool is_change(const RecordComparison& row) {
-  return row.verdict == Verdict::regression || row.verdict == Verdict::improvement;
-}
-
-// How cleanly the windows separate: |U / (m n) - 1/2|, 1/2 when every sample moved.
-double rank_effect(const RecordComparison& row) {
-  const double pairs = double(row.base_count) * double(row.new_count);
-  return pairs > 0 ? std::abs(row.test.u / pairs - 0.5) : 0;
-}
-
+namespace {
 
 // The window around candidate k: up to window_runs runs each side, never across a kept change.
 std::pair<std::size_t, std::size_t> window_of(std::size_t k, std::size_t n, const std::set<std::size_t>& kept,
@@ -161,30 +178,37 @@ std::pair<std::size_t, std::size_t> window_of(std::size_t k, std::size_t n, cons
 }
 
 HistoryChange change_from(std::span<const SeriesPoint> points, std::size_t lo, std::size_t k, std::size_t hi,
-                          const RecordComparison& row, const CompareOptions& options) {
+                          const WindowJudgement& w, const SeriesNoise& noise, const CheckOptions& options) {
   HistoryChange c;
   const SeriesPoint& first = points[k];
+  const Record& r = first.record;
   c.commit = first.commit;
   c.previous_commit = points[k - 1].commit;
   c.run_time_utc = first.run_time_utc;
-  c.name = row.name;
-  c.method = row.method;
-  c.dtype = row.dtype;
-  c.params = row.params;
-  c.runs_before = k - lo;
-  c.runs_after = hi - k;
-  c.median_before_ms = row.base_median_ms;
-  c.median_after_ms = row.new_median_ms;
-  c.ratio = row.ratio;
-  c.ratio_ci_low = row.ratio_ci_low;
-  c.ratio_ci_high = row.ratio_ci_high;
-  c.p_value = row.test.p_value;
-  c.alpha = options.alpha;
-  c.noise_band = row.noise_band;
-  c.noise_band_source = row.noise_band_source;
-  c.regression = row.verdict == Verdict::regression;
-  c.clock_difference = row.clock_difference;
-  c.clock_changed = row.clock_difference > options.clock_tolerance;
+  c.name = r.name;
+  c.method = to_string(r.method);
+  c.dtype = to_string(r.dtype);
+  c.params = r.params;
+  c.runs_before = w.runs_before;
+  c.runs_after = w.runs_after;
+  c.median_before_ms = w.median_before_ms;
+  c.median_after_ms = w.median_after_ms;
+  c.ratio = std::exp(w.log_ratio);
+  if (w.standard_error > 0) {
+    constexpr double z95 = 1.959963984540054;
+    c.ratio_ci_low = std::exp(w.log_ratio - z95 * w.standard_error);
+    c.ratio_ci_high = std::exp(w.log_ratio + z95 * w.standard_error);
+    c.p_value = std::erfc(std::abs(w.log_ratio) / w.standard_error / std::numbers::sqrt2);
+  } else {
+    c.p_value = w.log_ratio != 0 && noise.sigma == 0 ? 0 : 1;
+  }
+  c.alpha = noise.alpha;
+  c.run_to_run_noise = noise.sigma;
+  c.noise_band = w.noise_band;
+  c.noise_band_source = w.noise_band_source;
+  c.regression = c.ratio > 1;
+  c.clock_difference = w.clock_difference;
+  c.clock_changed = w.clock_difference > options.compare.clock_tolerance;
   std::set<int> drivers;
   for (std::size_t i = lo; i < hi; ++i)
     if (points[i].driver_version > 0) drivers.insert(points[i].driver_version);
@@ -215,58 +239,42 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
   for (std::size_t k = std::max(first_candidate, options.min_runs_before); k < n; ++k)
     if (points[k].commit != points[k - 1].commit) positions.push_back(k);
   if (candidates) *candidates = positions.size();
-  if (positions.empty()) return {};
-  CompareOptions scan = options.compare;
-  scan.alpha = options.compare.alpha / double(positions.size());
-  scan.bootstrap_budget = 0;  // the interval does not decide; order statistics are O(1)
-  // Each window pair judged once: its rank effect when compare_results calls it a change, none otherwise.
+  if (positions.empty() || !is_judged(points.back().record)) return {};
+  const SeriesNoise noise = learn_series_noise(points, positions.size(), options);
+  // Each window pair judged once: its split score when it is a change, none otherwise.
   std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::optional<double>> judged;
-  std::vector<double> scratch;
-  const std::vector<std::pair<double, double>> middles =
-      scan.scale_compute_bound_by_clock ? std::vector<std::pair<double, double>>() : middles_of(points);
   std::set<std::size_t> kept;
   for (;;) {
     std::optional<std::size_t> best;
-    double best_effect = -1;
+    double best_score = -1;
     for (std::size_t k : positions) {
       if (kept.count(k)) continue;
       const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
       if (k - lo < options.min_runs_before) continue;
       auto it = judged.find({lo, k, hi});
       if (it == judged.end()) {
-        std::optional<double> effect;
-        if (may_be_change(points, middles, lo, k, hi, scan, scratch))
-          if (const RecordComparison row = judge_window(points, lo, k, hi, scan, options.scale_floors_by_window);
-              is_change(row)) effect = rank_effect(row);
-        it = judged.emplace(std::tuple{lo, k, hi}, effect).first;
+        const WindowJudgement w = judge_window(points, noise, lo, k, hi, options);
+        it = judged.emplace(std::tuple{lo, k, hi}, w.change ? std::optional<double>(w.split_score) : std::nullopt).first;
       }
-      if (!it->second) continue;
-      if (const double effect = *it->second; effect > best_effect) {
+      if (it->second && *it->second > best_score) {
         best = k;
-        best_effect = effect;
+        best_score = *it->second;
       }
     }
     if (!best) break;
     kept.insert(*best);
   }
-  // Each kept change again over its final windows, with the caller's interval method.
-  CompareOptions report = options.compare;
-  report.alpha = scan.alpha;
+  // Each kept change again over its final windows (a later kept change may have narrowed them).
   std::vector<HistoryChange> changes;
   for (std::size_t k : kept) {
     const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
-    const RecordComparison row = judge_window(points, lo, k, hi, report, options.scale_floors_by_window);
-    if (is_change(row)) changes.push_back(change_from(points, lo, k, hi, row, report));
+    if (const WindowJudgement w = judge_window(points, noise, lo, k, hi, options); w.change)
+      changes.push_back(change_from(points, lo, k, hi, w, noise, options));
   }
   return changes;
 }
 
 namespace {
-
-// Whether a series can be judged at all: a record some verdict can come from.
-bool judgeable(const Record& r) {
-  return r.method != Method::none && r.method != Method::wall_naive && !(r.gate && r.gate->informational);
-}
 
 // Index of the last run at commit `since` (or a unique prefix of one); throws when none matches.
 std::size_t since_index(std::span<const HistoryRun> runs, const std::string& since) {
@@ -410,7 +418,7 @@ HistoryCheck judge_series(std::span<const HistoryRun> runs, std::span<const Reco
     const auto first = static_cast<std::size_t>(
         std::lower_bound(positions.begin(), positions.end(), first_run) - positions.begin());
     found[s] = detect_changes(series[s].points, first, options, &tested_of[s]);
-    judged[s] = tested_of[s] > 0 && judgeable(series[s].points.back().record);
+    judged[s] = tested_of[s] > 0 && is_judged(series[s].points.back().record);
     if (release) std::vector<SeriesPoint>().swap(release[s].points);
   });
   for (std::size_t index = 0; index < series.size(); ++index) {

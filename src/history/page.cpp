@@ -38,14 +38,11 @@ std::pair<double, std::string> newest_noise_band(const RecordSeries& s, std::siz
   while (newest > first_at_level && points[newest - 1].commit == points.back().commit) --newest;
   if (newest <= first_at_level) return {options.compare.threshold, "threshold"};
   const std::size_t lo = newest - std::min(options.window_runs, newest - first_at_level);
-  std::vector<ResultSet> baselines(newest - lo);
-  for (std::size_t i = lo; i < newest; ++i) baselines[i - lo].records.push_back(points[i].record);
-  ResultSet next;
-  next.records.push_back(points[newest].record);  // one run is enough for the band's terms
-  CompareOptions compare = options.compare;
-  compare.bootstrap_budget = 0;  // the interval is not shown; order statistics are O(1)
-  const RecordComparison row = compare_results(baselines, next, compare).rows.front();
-  return {row.noise_band, row.noise_band_source};
+  std::size_t candidates = 0;
+  for (std::size_t k = 1; k < points.size(); ++k) candidates += points[k].commit != points[k - 1].commit;
+  const SeriesNoise noise = learn_series_noise(points, candidates, options);
+  const WindowJudgement w = judge_window(points, noise, lo, newest, points.size(), options);
+  return {w.noise_band, w.noise_band_source};
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ nlohmann::json to_json(const HistoryCheck& check) {
                        {"ratio_ci_high", c.ratio_ci_high},
                        {"p_value", c.p_value},
                        {"alpha", c.alpha},
+                       {"run_to_run_noise", c.run_to_run_noise},
                        {"noise_band", c.noise_band},
                        {"noise_band_source", c.noise_band_source},
                        {"regression", c.regression},
@@ -107,7 +108,6 @@ nlohmann::json to_json(const HistoryCheck& check) {
           {"window_runs", check.options.window_runs},
           {"threshold", check.options.compare.threshold},
           {"alpha", check.options.compare.alpha},
-          {"scale_floors_by_window", check.options.scale_floors_by_window},
           {"regression_at_newest", check.regression_at_newest()},
           {"nothing_compared", check.nothing_compared()},
           {"changes", std::move(changes)}};

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ridge/carried_over.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
 #include "ridge/stats.hpp"
@@ -83,7 +84,7 @@ double relative_clock_difference(const A& a, const B& b) {
 }
 
 // The median SM clock a record's samples ran at (extra.sample_sm_mhz); -1 when not recorded.
-double median_sample_clock(const Record& r) {
+double sample_clock_median(const Record& r) {
   const auto it = r.extra.find(extra_key::sample_sm_mhz);
   if (it == r.extra.end() || !it->is_array() || it->empty()) return -1;
   std::vector<double> mhz;
@@ -96,7 +97,7 @@ double median_sample_clock(const Record& r) {
 // recorded them (the start and end readings of a short record may catch the GPU idle), else the
 // start and end readings; -1 when unknown.
 double record_clock_difference(const Record& base, const Record& next) {
-  const double b = median_sample_clock(base), n = median_sample_clock(next);
+  const double b = sample_clock_median(base), n = sample_clock_median(next);
   if (b > 0 && n > 0) return std::abs(b - n) / std::max(b, n);
   return relative_clock_difference(base, next);
 }
@@ -107,7 +108,7 @@ double equal_clock_scale(const Record& base, const Record& next, const CompareOp
   if (!options.scale_compute_bound_by_clock) return 1;
   const auto compute_bound = [](const Record& r) { return r.extra.value(extra_key::bound, std::string()) == "compute"; };
   if (!compute_bound(base) || !compute_bound(next)) return 1;
-  const double b = median_sample_clock(base), n = median_sample_clock(next);
+  const double b = sample_clock_median(base), n = sample_clock_median(next);
   if (!(b > 0 && n > 0) || std::abs(b - n) / std::max(b, n) < 0.01) return 1;
   return n / b;
 }
@@ -430,6 +431,22 @@ std::string clock_scaled_rows(const Comparison& c) {
                      names.size(), fmt::join(names, "; "));
 }
 
+// A carried-over record on either side: shown, never judged; the note names where it came from.
+bool judge_carried_over(RecordComparison& row, const std::vector<const Record*>& runs, const Record& n) {
+  std::vector<const Record*> sides(runs.begin(), runs.end());
+  sides.push_back(&n);
+  for (const Record* r : sides)
+    if (const auto from = carried_over(*r)) {
+      row.verdict = Verdict::informational;
+      row.note = fmt::format("carried over from {}{}: not measured in {} run, shown, never judged",
+                             from->source.empty() ? "a cache" : from->source,
+                             from->measured_at_utc.empty() ? "" : " (measured " + from->measured_at_utc + ")",
+                             r == &n ? "the new" : "the base");
+      return true;
+    }
+  return false;
+}
+
 // Judges one record of the new run against the baselines that hold it (`runs`, first baseline
 // first): ratio, rank test, interval, noise band and verdict, counted into `c`. Returns log(ratio)
 // when the pair enters the geometric mean.
@@ -447,6 +464,7 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
   row.base_median_ms = runs.size() == 1 ? b.summary.median : median_of_copy(medians);
   row.new_count = n.samples_ms.size();
   row.new_median_ms = n.summary.median;
+  if (judge_carried_over(row, runs, n)) return std::nullopt;
   if (b.samples_ms.empty() || n.samples_ms.empty() || row.base_median_ms <= 0 || b.method == Method::none) {
     row.verdict = Verdict::informational;
     row.note = b.method == Method::none ? "a check, not a timing: shown, never judged" : "no samples to compare";
@@ -526,6 +544,13 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
 
 }  // namespace
 
+double median_sample_clock_mhz(const Record& r) { return sample_clock_median(r); }
+
+bool is_judged(const Record& r) {
+  return r.method != Method::none && r.method != Method::wall_naive && !(r.gate && r.gate->informational) &&
+         !carried_over(r);
+}
+
 Comparison compare_results(const ResultSet& base, const ResultSet& next, const CompareOptions& options) {
   return compare_results(std::span<const ResultSet>(&base, 1), next, options);
 }
@@ -568,6 +593,11 @@ Comparison compare_results(std::span<const ResultSet> baselines, const ResultSet
     if (ni < 0) {
       row.verdict = Verdict::missing_in_new;
       row.note = "no record with this name, method, dtype and params in the new file";
+      if (is_judged(b) && !b.samples_ms.empty()) {
+        row.missing_judged = true;
+        ++c.missing_judged;
+        row.note += options.allow_missing ? " (allowed)" : "; the base judges it, so the gate fails (exit 9)";
+      }
       ++c.missing;
       c.rows.push_back(std::move(row));
       continue;
@@ -622,9 +652,10 @@ namespace {
 std::string summary_line(const Comparison& c) {
   return fmt::format(
       "{} matched, {} regression(s), {} improvement(s), {} within the {:.1f}% threshold, {} without significant change, "
-      "{} missing on one side; geometric mean of time ratios {} over {} record(s) (new/base, > 1 is slower)",
+      "{} missing on one side ({} judged in the base and missing from the new run{}); geometric mean of time ratios {} over {} record(s) (new/base, > 1 is slower)",
       c.geomean_count, c.regressions, c.improvements, c.within_threshold, c.options.threshold * 100, c.unchanged,
-      c.missing, c.geomean_count ? fmt::format("{:.3f}", c.geomean_ratio) : std::string("n/a"), c.geomean_count);
+      c.missing, c.missing_judged, c.missing_judged && c.options.allow_missing ? ", allowed" : "",
+      c.geomean_count ? fmt::format("{:.3f}", c.geomean_ratio) : std::string("n/a"), c.geomean_count);
 }
 
 // How the baselines and noise bands were used, one sentence.
@@ -750,7 +781,8 @@ nlohmann::json to_json(const Comparison& c) {
                     {"gate_reason", r.gate_reason},
                     {"smallest_flagged_slowdown", r.smallest_flagged_slowdown},
                     {"clock_difference", r.clock_difference},
-                    {"clock_scale", r.clock_scale}});
+                    {"clock_scale", r.clock_scale},
+                    {"missing_judged", r.missing_judged}});
   }
   return {{"schema", "ridge.compare"},
           {"schema_version", 1},
@@ -774,6 +806,9 @@ nlohmann::json to_json(const Comparison& c) {
           {"within_threshold", c.within_threshold},
           {"unchanged", c.unchanged},
           {"missing", c.missing},
+          {"missing_judged", c.missing_judged},
+          {"allow_missing", c.options.allow_missing},
+          {"fails_on_missing", c.fails_on_missing()},
           {"different_devices", c.different_devices},
           {"different_clocks", c.different_clocks},
           {"warnings", c.warnings},

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "report/sections/sections.hpp"
+#include "ridge/carried_over.hpp"
 #include "ridge/checks.hpp"
 #include "ridge/compare.hpp"
 #include "ridge/errors.hpp"
@@ -167,6 +168,58 @@ TEST(Compare, MissingRecordsOnEitherSide) {
   next = synthetic(404);
   next.records[1].dtype = DType::fp16;
   EXPECT_EQ(compare_results(base, next).missing, 2u);
+}
+
+TEST(Compare, AJudgedRecordMissingFromTheNewRunFailsTheGate) {
+  ResultSet base = synthetic(4), next = synthetic(404);
+  next.records.erase(next.records.begin());  // n=1024 gone from new: a section that crashed
+  Comparison c = compare_results(base, next);
+  EXPECT_FALSE(c.has_regression());
+  EXPECT_EQ(c.missing_judged, 1u);
+  EXPECT_TRUE(row_for(c, 1024).missing_judged);
+  EXPECT_TRUE(c.fails_on_missing());
+  EXPECT_NE(to_text(c).find("1 judged in the base and missing from the new run"), std::string::npos);
+  EXPECT_EQ(to_json(c)["fails_on_missing"], true);
+  // Allowed where that is intended.
+  c = compare_results(base, next, CompareOptions{.allow_missing = true});
+  EXPECT_EQ(c.missing_judged, 1u);
+  EXPECT_FALSE(c.fails_on_missing());
+  // A record the base never judges may go: informational, or carried over from a cache.
+  for (const bool carried : {false, true}) {
+    ResultSet shown = synthetic(4);
+    if (carried) mark_carried_over(shown.records[0], {"/cache/ceilings.json", "2026-12-01T00:00:00Z"});
+    else shown.records[0].gate = RecordGate{.informational = true, .reason = "host latency"};
+    EXPECT_FALSE(is_judged(shown.records[0]));
+    const Comparison dropped = compare_results(shown, next);
+    EXPECT_EQ(dropped.missing, 1u);
+    EXPECT_EQ(dropped.missing_judged, 0u);
+    EXPECT_FALSE(dropped.fails_on_missing());
+  }
+}
+
+TEST(Compare, ACarriedOverRecordIsShownAndNeverJudged) {
+  ResultSet base = synthetic(4), next = synthetic(404, 1.5);  // n=4096 50% slower
+  std::size_t slowed = 0;
+  for (std::size_t i = 0; i < next.records.size(); ++i)
+    if (next.records[i].params.value("n", 0L) == 4096) slowed = i;
+  mark_carried_over(next.records[slowed], {"/cache/ceilings-GPU-1.json", "2026-12-01T00:00:00Z"});
+  const Comparison c = compare_results(base, next);
+  const RecordComparison& row = row_for(c, 4096);
+  EXPECT_EQ(row.verdict, Verdict::informational);
+  EXPECT_NE(row.note.find("carried over from /cache/ceilings-GPU-1.json (measured 2026-12-01T00:00:00Z)"),
+            std::string::npos)
+      << row.note;
+  EXPECT_FALSE(c.has_regression());
+  // A marker that is not an object still says "not measured here".
+  Record damaged = next.records[slowed];
+  damaged.extra[extra_key::carried_over] = "yes";
+  ASSERT_TRUE(carried_over(damaged));
+  EXPECT_TRUE(carried_over(damaged)->source.empty());
+  // Only carried-over records matched: nothing was compared.
+  ResultSet one_base, one_next;
+  one_base.records = {base.records[slowed]};
+  one_next.records = {next.records[slowed]};
+  EXPECT_TRUE(compare_results(one_base, one_next).nothing_compared());
 }
 
 TEST(Compare, DifferentDevicesAndClocksAreReported) {
@@ -767,4 +820,41 @@ TEST(CompareStoredH200Runs, IdenticalRunsPassAndEverySlowedClassIsFlagged) {
     EXPECT_GT(flagged, 0u) << slowdown.selector;
     EXPECT_EQ(flagged, c.regressions);
   }
+}
+
+TEST(CompareStoredH200Runs, CachedCeilingsAreNotJudgedAndAShortRunFailsTheGate) {
+  // The two stored reports carry byte-identical ceiling records (read from the cache). Marked as a
+  // report now marks them, they are shown and never judged; every other record still is.
+  const std::filesystem::path gate = std::filesystem::path(RIDGE_SOURCE_DIR) / "results" / "h200" / "gate";
+  ResultSet base = load_result_file(gate / "run-1.results.json.gz");
+  ResultSet next = load_result_file(gate / "run-2.results.json.gz");
+  std::size_t identical = 0;
+  for (std::size_t i = 0; i < base.records.size(); ++i)
+    if (base.records[i].samples_ms == next.records.at(i).samples_ms) {
+      ++identical;
+      mark_carried_over(base.records[i], {"ceilings-cache.json", "2026-12-03T18:40:42Z"});
+      mark_carried_over(next.records[i], {"ceilings-cache.json", "2026-12-03T18:40:42Z"});
+    }
+  EXPECT_EQ(identical, 11u);
+  const Comparison same = compare_results(base, next);
+  std::size_t carried_rows = 0;
+  for (const auto& row : same.rows)
+    if (row.note.find("carried over") != std::string::npos) {
+      ++carried_rows;
+      EXPECT_EQ(row.verdict, Verdict::informational);
+      EXPECT_EQ(row.name.rfind("ceiling.", 0), 0u) << row.name;
+    }
+  EXPECT_EQ(carried_rows, 11u);
+  EXPECT_EQ(same.regressions, 0u);
+  EXPECT_FALSE(same.fails_on_missing());
+  // A new run that kept 1 of the 88 records (a report section that crashed) fails the gate.
+  std::size_t judged_in_base = 0;
+  for (const Record& r : base.records) judged_in_base += is_judged(r) && !r.samples_ms.empty();
+  ResultSet short_run = next;
+  const auto kept = std::find_if(short_run.records.begin(), short_run.records.end(), [](const Record& r) { return is_judged(r); });
+  short_run.records = {*kept};
+  const Comparison c = compare_results(base, short_run);
+  EXPECT_FALSE(c.nothing_compared());
+  EXPECT_EQ(c.missing_judged, judged_in_base - 1);
+  EXPECT_TRUE(c.fails_on_missing());
 }

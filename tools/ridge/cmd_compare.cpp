@@ -1,6 +1,6 @@
 // `ridge compare BASE NEW`: per-record ratios of medians with a rank test on the raw samples;
-// exits 5 on a significant regression beyond the threshold and 6 when nothing was compared, so a
-// CI gate never passes on nothing.
+// exits 5 on a significant regression beyond the threshold, 6 when nothing was compared and 9 when
+// a record the baseline judges is missing from the new run, so a CI gate never passes on nothing.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -23,6 +23,7 @@ struct CompareCommand {
   double spread_factor = CompareOptions{}.spread_factor;
   double min_change_us = CompareOptions{}.min_change_us;
   bool ignore_clocks = false;
+  bool allow_missing = CompareOptions{}.allow_missing;
   double alpha = CompareOptions{}.alpha;
   std::string clock_tolerance = "10%";
   std::string json, markdown;
@@ -44,6 +45,7 @@ int run_compare(const CompareCommand& c) {
     throw UsageError(fmt::format("--min-change-us must be a number >= 0, got {}", c.min_change_us));
   options.min_change_us = c.min_change_us;
   options.widen_by_clock = !c.ignore_clocks;
+  options.allow_missing = c.allow_missing;
   if (c.files.size() < 2)
     throw UsageError("compare needs BASE [BASE...] NEW: at least one baseline and the new run (got one file)");
   // Every file is read before anything is printed, so a bad file never leaves half a table.
@@ -72,6 +74,13 @@ int run_compare(const CompareCommand& c) {
                comparison.regressions, options.threshold * 100);
     return static_cast<int>(ExitCode::regression);
   }
+  if (comparison.fails_on_missing()) {
+    fmt::print(stderr,
+               "ridge compare: {} record(s) the base judges are missing from the new run (exit code 9; "
+               "--allow-missing accepts that)\n",
+               comparison.missing_judged);
+    return static_cast<int>(ExitCode::records_missing);
+  }
   return 0;
 }
 
@@ -86,10 +95,12 @@ RIDGE_REGISTER_COMMAND(Command{
           "or the minimum its producer recorded (the record's \"gate\"), or, with several baselines (repeated runs\n"
           "of the same code: BASE1 BASE2 ... NEW), --spread-factor x the spread of their medians. Records timed with\n"
           "wall_naive, and records their producer marked informational (host-latency-dominated numbers, method\n"
-          "demonstrations), are shown but never judged. Different GPUs or SM clocks (> clock tolerance) are reported.\n"
+          "demonstrations), and records carried over from a cache (the measured ceilings) are shown but never\n"
+          "judged. Different GPUs or SM clocks (> clock tolerance) are reported.\n"
           "Exit codes: 0 no significant regression beyond a record's noise band, 5 at least one,\n"
-          "6 no record was compared (none matched, or only records that are never judged), 2 a file is missing or\n"
-          "malformed (or a bad option).");
+          "6 no record was compared (none matched, or only records that are never judged), 9 a record the base\n"
+          "judges is missing from the new run (unless --allow-missing), 2 a file is missing or malformed (or a bad\n"
+          "option).");
       app.add_option("FILES", c->files,
                      "BASE [BASE...] NEW: baseline(s), then the run to judge: ridge JSON result files or report "
                      "folders holding results.json; several baselines must be repeated runs of the same code on "
@@ -107,6 +118,8 @@ RIDGE_REGISTER_COMMAND(Command{
                      "a change smaller than this many microseconds is never a regression (kernels of a few "
                      "microseconds move this much between processes)")
           ->capture_default_str();
+      app.add_flag("--allow-missing", c->allow_missing,
+                   "pass when records the base judges are missing from the new run (default: exit 9)");
       app.add_flag("--ignore-clocks", c->ignore_clocks,
                    "do not widen a record's noise band by its SM clock change between the runs");
       app.add_option("--clock-tolerance", c->clock_tolerance, "SM clock difference reported as a warning")
