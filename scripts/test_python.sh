@@ -28,7 +28,8 @@ if [ "${1:-}" = --current-env ]; then
 else
   "$python" -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q scikit-build-core nanobind numpy pytest pandas lizard
+  # nvidia-cuda-cupti: the CUPTI PyTorch's CUDA wheels install (test_no_gpu.py); mypy: test_python_standard.py.
+  "$venv/bin/pip" install -q scikit-build-core nanobind numpy pytest pandas lizard mypy "nvidia-cuda-cupti==13.2.86"
   build_wheel "$venv/bin/python"
 fi
 wheel=$(ls "$wheels"/ridge-*.whl)

@@ -62,6 +62,9 @@ def main() -> None:
     parser.add_argument("--out", default="runs/first-measurements")
     parser.add_argument("--quick", action="store_true", help="fewer sizes and steps (a smoke test)")
     args = parser.parse_args()
+    if ridge.no_gpu_reason():  # before anything is written: no empty folder is left behind
+        raise SystemExit(f"first_measurements.py times work on a CUDA GPU, and none is usable here: "
+                         f"{ridge.no_gpu_reason()}. `ridge roofline --device h100-sxm` and the models work without one.")
     os.makedirs(args.out, exist_ok=True)
     ceilings = ridge.ceilings(0)  # measured on this GPU, cached as `ridge roofline` caches them
     print(f"{torch.cuda.get_device_name()}: {ceilings!r}")

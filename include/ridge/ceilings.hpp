@@ -31,6 +31,14 @@ const std::vector<std::string>& ceiling_dtypes();
 /// fp8_e4m3, fp4 (catalog files, DeviceCeilings::peak_flops_per_s).
 const std::vector<std::string>& peak_dtype_names();
 
+/// The peak dtype name (one of peak_dtype_names()) of any name ridge accepts for a dtype: the
+/// DType names and their PyTorch/NumPy spellings (dtype_from_string: "bfloat16", "half",
+/// "float8_e4m3fn", ...), "fp4" ("nvfp4", "float4_e2m1fn_x2") and "fp64_vector". Throws UsageError
+/// listing the accepted names for any other name.
+std::string peak_dtype_name(const std::string& name);
+/// Bytes of one stored element of a peak dtype name (fp4: 0.5), any accepted spelling.
+double peak_dtype_bytes(const std::string& name);
+
 /// A dtype name as ceilings tables and roofline plots show it: "bf16" -> "BF16", "fp8_e4m3" -> "FP8".
 std::string dtype_title(const std::string& dtype);
 
@@ -51,18 +59,23 @@ struct DeviceCeilings {
   /// Cost of an empty kernel launch in microseconds (stream held by a spin kernel); 0 = unknown.
   double empty_launch_us = 0;
 
-  /// Peak FLOP/s for a dtype name ("fp8" means fp8_e4m3); 0 when absent.
+  /// Peak FLOP/s for a dtype name, any spelling peak_dtype_name accepts; 0 when absent or unknown.
   double peak_flops(const std::string& dtype) const;
   /// Peak FLOP/s for a dtype; nullopt when absent.
   std::optional<double> peak(DType dtype) const;
   /// The highest peak of any dtype (FLOP/s); 0 when none is known.
   double highest_peak_flops() const;
-  /// The roof an operation of `dtype` is placed under (FLOP/s): its own peak ("fp8" means
-  /// fp8_e4m3), never another dtype's. Throws UsageError naming the dtype, the ceilings and the
-  /// dtypes they list when they have no peak for it (e.g. BF16 on a T4).
+  /// The roof an operation of `dtype` is placed under (FLOP/s): its own peak (any spelling
+  /// peak_dtype_name accepts), never another dtype's. Throws UsageError for an unknown name, and
+  /// naming the dtype, the ceilings and the dtypes they list when they have no peak for it (e.g.
+  /// BF16 on a T4).
   double roof_for(const std::string& dtype) const;
   /// Ridge point I* = peak / memory bandwidth (FLOP/byte) for a dtype name; 0 when either is unknown.
+  /// roof_for's checks apply to `ridge_point_of`, which throws instead of answering 0.
   double ridge_point(const std::string& dtype) const;
+  /// Ridge point I* (FLOP/byte) of a dtype these ceilings have a peak for; UsageError (roof_for's)
+  /// otherwise, or when the memory bandwidth is unknown.
+  double ridge_point_of(const std::string& dtype) const;
   /// True when both a memory bandwidth and at least one peak are known.
   bool usable() const;
   /// Throws UsageError naming the field when a figure is not a finite number (memory bandwidth

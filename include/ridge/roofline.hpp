@@ -167,6 +167,9 @@ struct ShapePlacement {
 /// ceilings that lack a memory bandwidth or a peak for this dtype (BF16 on a T4 is refused, never
 /// placed under FP32's roof).
 ShapePlacement place_matmul(const DeviceCeilings& ceilings, double m, double n, double k, DType dtype);
+/// The same for a dtype name, any spelling peak_dtype_name accepts ("bfloat16", and "fp4" for the
+/// peaks DType lacks); UsageError for an unknown name.
+ShapePlacement place_matmul(const DeviceCeilings& ceilings, double m, double n, double k, const std::string& dtype);
 /// The placement as an operation for roofline_plot (drawn at its attainable rate).
 RooflineOperation to_operation(const ShapePlacement& placement);
 /// One line: the label, intensity, attainable FLOP/s (and the roof), ridge point, bound and the

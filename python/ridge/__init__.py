@@ -39,7 +39,8 @@ from ._ridge import (  # noqa: F401  (re-exported)
     CountersUnavailableError, Error, Method, NoGpuError, Summary, UsageError, VerificationError,
     amdahl_limit, amdahl_required_speedup, amdahl_speedup, attainable_flops, bound, decode_ceiling,
     describe_method, device_count, matmul_bytes, matmul_flops, matmul_intensity, no_gpu_reason,
-    DeviceCeilings, TraceSchedule, require_gpu, ridge_point, roofline_efficiency, roofline_floor_s, summarize,
+    Device, DeviceCeilings, ShapePlacement, TraceSchedule, ridge_point, roofline_efficiency,
+    roofline_floor_s, summarize,
 )
 from ._paths import NotAFileError, PathNotFoundError  # noqa: F401
 from ._results import Comparison, NothingComparedError, Results, compare  # noqa: F401
@@ -51,17 +52,22 @@ from ._roofline import (  # noqa: F401
 from ._sweep import Sweep, sweep  # noqa: F401
 from ._trace import TraceAnalysis, analyze_trace, nvtx, trace  # noqa: F401
 from ._timing import (  # noqa: F401
-    CaptureError, CountMismatchWarning, LaunchBoundWarning, Measurement, Rate, measure, measure_cuda, measure_graph, measure_naive,
-    measure_spin, measure_wall, stream_handle,
+    CaptureError, CountMismatchWarning, ImpossibleRateWarning, LaunchBoundWarning, Measurement, Rate, measure,
+    measure_cuda, measure_graph, measure_naive, measure_spin, measure_wall, stream_handle,
 )
 
-from ._signatures import with_signature as _with_signature
+from ._gpu import require_gpu_for as _require_gpu_for
+from ._signatures import class_signature as _class_signature, with_signature as _with_signature
 
 # The C++ functions re-exported above, through wrappers that give inspect.signature their signature.
 for _name, _value in list(globals().items()):
     if not _name.startswith("_") and hasattr(_value, "__nb_signature__") and not isinstance(_value, type):
         globals()[_name] = _with_signature(_value)
 del _name, _value
+# The C++ classes a user constructs: inspect.signature (help(), IDEs) reads their constructors.
+for _class in (DeviceCeilings, Summary, TraceSchedule):
+    _class.__signature__ = _class_signature(_class)  # type: ignore[attr-defined]
+del _class
 
 __version__ = "0.1.0"
 
@@ -78,10 +84,18 @@ def _quiet_leak_report_when_torch_holds_references() -> None:
 _atexit.register(_quiet_leak_report_when_torch_holds_references)
 
 
+def require_gpu(index: int = 0) -> None:
+    """Makes GPU ``index`` current; NoGpuError (saying why) when no GPU is usable, UsageError when
+    no GPU has that index."""
+    _require_gpu_for("require_gpu")
+    _ridge.require_gpu(index)
+
+
 def describe_device(index: int = 0) -> dict:
     """The device's properties (name, SMs, L2, memory, clocks, versions, catalog match)."""
     import json
 
+    _require_gpu_for("describe_device")
     return json.loads(_ridge.describe_device(index))
 
 
@@ -93,4 +107,17 @@ def read_clocks(index: int = 0) -> dict:
     return json.loads(_ridge.read_clocks(index))
 
 
-__all__ = [name for name in dir() if not name.startswith("_") and name != "json"]
+# Written out, so type checkers (mypy --strict: no implicit re-export) see each public name.
+__all__ = [
+    "CaptureError", "Comparison", "CountMismatchWarning", "CountersUnavailableError", "Device", "DeviceCeilings",
+    "Error", "Figure", "History", "HistoryAdd", "HistoryChange", "HistoryCheck", "HistoryImport",
+    "ImpossibleRateWarning", "LaunchBoundWarning", "Measurement", "Method", "NoGpuError",
+    "NotAFileError", "NothingComparedError", "PathNotFoundError", "Rate", "Report", "ReportError", "ReportSection",
+    "Results", "ShapePlacement", "Summary", "Sweep", "TraceAnalysis", "TraceSchedule", "UsageError",
+    "VerificationError", "amdahl_limit", "amdahl_required_speedup", "amdahl_speedup", "analyze_trace",
+    "attainable_flops", "bound", "cache_folder", "cached_ceilings", "ceilings", "compare", "decode_ceiling",
+    "describe_device", "describe_method", "device", "device_count", "devices", "load_catalog", "matmul_bytes",
+    "matmul_flops", "matmul_intensity", "measure", "measure_cuda", "measure_graph", "measure_naive", "measure_spin",
+    "measure_wall", "no_gpu_reason", "nvtx", "place_matmul", "read_clocks", "report", "require_gpu", "ridge_point",
+    "roofline", "roofline_efficiency", "roofline_floor_s", "stream_handle", "summarize", "sweep", "trace",
+]

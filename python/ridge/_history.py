@@ -24,7 +24,7 @@ _POINT_COLUMNS = ("series", "run_id", "commit", "branch", "run_time_utc", "machi
 
 def _pandas(what: str):
     try:
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped, unused-ignore]
     except ImportError as error:
         raise ImportError(f"History.{what} needs pandas: pip install pandas") from error
     return pd
@@ -152,16 +152,16 @@ class History:
         encoded = existing_path(path, "the history") if not create else fs_path(path, "the history")
         if os.path.isdir(encoded):
             raise NotAFileError(errno.EISDIR, f"the history {_shown(encoded)} is a folder, not a file", _shown(encoded))
-        self._file = _ridge.HistoryFile.open(encoded, bool(create))
+        self._file: Optional[_ridge.HistoryFile] = _ridge.HistoryFile.open(encoded, bool(create))
 
     @property
     def path(self) -> pathlib.Path:
-        return pathlib.Path(self._file.path)
+        return pathlib.Path(self._handle.path)
 
     @property
     def schema_version(self) -> int:
         """The schema version of the open file (``ridge._ridge.history_schema_version`` once opened)."""
-        return self._file.schema_version
+        return self._handle.schema_version
 
     def add(self, run: Union[Results, PathArg], commit: Optional[str] = None, branch: Optional[str] = None,
             ) -> HistoryAdd:
@@ -176,7 +176,7 @@ class History:
             text, source = _ridge.load_result_file(encoded), _shown(encoded)
         else:
             raise TypeError(f"expected Results or a path to a result file or report folder, got {type(run).__name__}")
-        return HistoryAdd(*self._file.add(text, commit or "", branch or "", source, os.getcwd()))
+        return HistoryAdd(*self._handle.add(text, commit or "", branch or "", source, os.getcwd()))
 
     @property
     def runs(self):
@@ -184,11 +184,11 @@ class History:
         added_utc (ISO 8601 text), machine, gpu, gpu_uuid, driver_version (e.g. 13000; 0 unknown),
         ridge_version, ridge_build, records (their number), source, content_hash."""
         pd = _pandas("runs")
-        return pd.DataFrame(json.loads(self._file.runs_json()), columns=list(_RUN_COLUMNS))
+        return pd.DataFrame(json.loads(self._handle.runs_json()), columns=list(_RUN_COLUMNS))
 
     def load_run(self, run_id: int) -> Results:
         """A stored run, as it was added."""
-        data = json.loads(self._file.load_run(int(run_id)))
+        data = json.loads(self._handle.load_run(int(run_id)))
         return Results(data["records"], data["context"])
 
     def series(self, name: Optional[str] = None, *, gpu: Optional[str] = None, machine: Optional[str] = None,
@@ -203,7 +203,7 @@ class History:
         wanted = {"name": name, "method": method, "dtype": dtype}
         where = {"gpu": gpu, "machine": machine}
         rows = []
-        for point in json.loads(self._file.series_json()):
+        for point in json.loads(self._handle.series_json()):
             record = point["record"]
             if any(v is not None and record.get(k, "") != v for k, v in wanted.items()):
                 continue
@@ -224,12 +224,12 @@ class History:
         band of :func:`ridge.compare` with ``threshold``, the relative change that counts).
         ``since``: review only commits after this one (a run's commit or a unique prefix). Raises
         UsageError naming a bad option, or a ``since`` commit no run has."""
-        return HistoryCheck(*self._file.check(since, threshold, alpha, window_runs))
+        return HistoryCheck(*self._handle.check(since, threshold, alpha, window_runs))
 
     def export_json_lines(self, path: Optional[PathArg] = None) -> str:
         """Every run as JSON lines, oldest first (what ``ridge history export`` writes); also
         written to ``path`` when given. Another history's :meth:`import_json_lines` reproduces them."""
-        text = self._file.export_json_lines()
+        text = self._handle.export_json_lines()
         if path is not None:
             _ridge.write_text(fs_path(path), text)
         return text
@@ -246,7 +246,13 @@ class History:
         except UnicodeDecodeError as error:
             raise _ridge.UsageError(f"{_shown(encoded)}: not UTF-8 text at byte {error.start}; give a file that "
                                     "ridge history export wrote") from None
-        return HistoryImport(*self._file.import_json_lines(text, _shown(encoded)))
+        return HistoryImport(*self._handle.import_json_lines(text, _shown(encoded)))
+
+    @property
+    def _handle(self) -> "_ridge.HistoryFile":
+        if self._file is None:
+            raise _ridge.UsageError("this History is closed; open the file again with ridge.History(path)")
+        return self._file
 
     def close(self) -> None:
         """Closes the file (also at the end of a ``with`` block); the object is unusable then."""

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Union
+from typing import Any, Union
 
 from . import _ridge
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+# The exact bytes of a path, as the extension's std::filesystem::path parameters take them. Their
+# generated stubs say str | os.PathLike, which bytes is not to a type checker: Any says "as given".
+CppPath = Any
 
 
-def fs_path(path: PathArg, what: str = "path") -> bytes:
+def fs_path(path: PathArg, what: str = "path") -> CppPath:
     """`path` (str, bytes or os.PathLike) as the bytes the operating system uses for it.
     TypeError for anything else, ValueError for a NUL byte (no file can have one)."""
     try:
@@ -48,7 +51,7 @@ class NotAFileError(_PathError, IsADirectoryError, _ridge.UsageError):
     """A folder was given where ridge reads a file: an IsADirectoryError and a ridge.UsageError."""
 
 
-def existing_path(path: PathArg, what: str = "path", folder_ok: bool = False) -> bytes:
+def existing_path(path: PathArg, what: str = "path", folder_ok: bool = False) -> CppPath:
     """`path` as fs_path gives it, after checking that it exists (PathNotFoundError) and, unless
     `folder_ok`, that it is no folder (NotAFileError)."""
     encoded = fs_path(path, what)

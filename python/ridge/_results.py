@@ -65,10 +65,10 @@ class Results:
     def write(self, path: PathArg, format: Optional[str] = None) -> None:  # noqa: A002
         """Writes JSON, CSV or Markdown (from the suffix, or `format`); '-' is stdout. ``path``:
         str, bytes or os.PathLike, any name the file system allows."""
-        path = fs_path(path)
-        kind = format or {".csv": "csv", ".md": "markdown"}.get(suffix(path), "json")
+        encoded = fs_path(path)
+        kind = format or {".csv": "csv", ".md": "markdown"}.get(suffix(encoded), "json")
         text = {"json": self.to_json, "csv": self.to_csv, "markdown": self.to_markdown}[kind]()
-        _ridge.write_text(path, text)
+        _ridge.write_text(encoded, text)
 
     def to_pandas(self):
         """One row per record; needs pandas. Columns: name, method, dtype, ``param.<key>``, the
@@ -77,7 +77,7 @@ class Results:
         level down: ``gate.mode``, ``gate.reason``, ``clocks_start.sm_mhz``, ``extra.<key>`` ...
         Only the raw samples (``samples_ms``) are left out."""
         try:
-            import pandas as pd
+            import pandas as pd  # type: ignore[import-untyped, unused-ignore]
         except ImportError as error:
             raise ImportError("Results.to_pandas needs pandas: pip install pandas") from error
         return pd.DataFrame([_flat_record(r) for r in self._normalized()["records"]])

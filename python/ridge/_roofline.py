@@ -5,6 +5,7 @@ import os
 from typing import Iterable, Optional, Sequence, Tuple, Union
 
 from . import _ridge
+from ._gpu import require_gpu_for
 from ._paths import PathArg, existing_path, fs_path
 from ._ridge import DeviceCeilings
 
@@ -32,6 +33,7 @@ def ceilings(of: DeviceLike = 0, refresh: bool = False) -> DeviceCeilings:
     if isinstance(of, str):
         return _ridge.device(of).ceilings
     if isinstance(of, int) and not isinstance(of, bool):
+        require_gpu_for("ceilings")
         return _ridge.measured_ceilings(of, refresh).ceilings
     raise TypeError(f"expected a catalog key, a GPU index, a Device or DeviceCeilings, got {type(of).__name__}")
 
@@ -66,7 +68,7 @@ def _default_ceilings(device: DeviceLike, caller: str) -> DeviceCeilings:
     reason = _ridge.no_gpu_reason()
     if reason:
         raise _ridge.NoGpuError(
-            f"{caller}: no device given and no GPU is usable here ({reason}); pass device= a catalog key "
+            f"ridge.{caller}: no device given and no GPU is usable here ({reason}); pass device= a catalog key "
             f"(e.g. device='h100-sxm'; ridge.devices() lists them), a GPU index or ridge.DeviceCeilings")
     return ceilings(0)
 
@@ -110,7 +112,7 @@ class Figure:
 
     def to_matplotlib(self):
         try:
-            import matplotlib.pyplot as plt
+            import matplotlib.pyplot as plt  # type: ignore[import-not-found, import-untyped, unused-ignore]
         except ImportError as error:
             raise ImportError("Figure.to_matplotlib needs matplotlib: pip install matplotlib") from error
         fig, ax = plt.subplots(figsize=(9, 5.6))

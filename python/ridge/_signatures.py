@@ -15,6 +15,7 @@ def signature_of(fn) -> inspect.Signature:
     """The first overload's signature of a nanobind function (the docstring lists every overload)."""
     text, _doc, defaults = fn.__nb_signature__[0]
     tree = ast.parse(_DEFAULT.sub(r"__default_\1", text) + ": pass").body[0]
+    assert isinstance(tree, ast.FunctionDef), text
     args = tree.args
 
     def annotation(node):
@@ -54,5 +55,11 @@ def with_signature(fn) -> Callable:
     def call(*args, **kwargs):
         return fn(*args, **kwargs)
 
-    call.__signature__ = signature
+    call.__signature__ = signature  # type: ignore[attr-defined]
     return call
+
+
+def class_signature(cls: type) -> inspect.Signature:
+    """The signature of calling a nanobind class: its constructor's, without ``self``."""
+    init = signature_of(cls.__init__)  # type: ignore[misc]
+    return init.replace(parameters=list(init.parameters.values())[1:], return_annotation=inspect.Signature.empty)

@@ -6,6 +6,7 @@ import json
 from typing import Any, Callable, Iterable, List, Optional
 
 from . import _ridge
+from ._gpu import require_gpu_for
 from ._results import Results
 from ._roofline import DeviceLike, Figure, ceilings as ceilings_of
 from ._timing import measure
@@ -59,6 +60,10 @@ def sweep(factory: Callable[[int], Callable[[], Any]], sizes: Iterable[int], *, 
     ``ceilings``: a catalog key, a GPU index (measured, cached) or DeviceCeilings; None: none."""
     if not callable(factory):
         raise TypeError("factory must be a callable: size -> callable that queues GPU work")
+    gpu_timer = _ridge.method_from_string(method) in (_ridge.Method.cuda_events, _ridge.Method.spin_hold,
+                                                        _ridge.Method.graph_replay)
+    if gpu_timer or (isinstance(ceilings, int) and not isinstance(ceilings, bool)):
+        require_gpu_for("sweep")
     device_ceilings = ceilings_of(ceilings) if ceilings is not None else None
     rate = "bytes" if bytes else "flops"
     ceiling = 0.0

@@ -4,6 +4,10 @@ Names, argument order and defaults follow the C++ library (and the usual noteboo
 ``measure_wall(function, samples=10, warmup=3, cuda=None)``, ``measure_cuda(function, warmup=5,
 samples=20, repeats=1)``), so code written against those runs unchanged. Each returns a
 :class:`Measurement`, which *is* its median in milliseconds wherever a number is expected.
+
+``warmup`` and ``samples`` count calls, not milliseconds (Triton's ``do_bench(warmup=25, rep=100)``
+takes milliseconds): ``measure_cuda(fn, warmup=5)`` runs ``fn`` five times before timing. For a
+time budget instead, give ``target_ci_relative`` and ``time_budget_s`` (seconds).
 """
 from __future__ import annotations
 
@@ -15,11 +19,12 @@ import math
 import numbers
 import sys
 import warnings
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _ridge
+from ._gpu import require_gpu_for
 from ._signatures import signature_of
 
 Repeats = Union[int, str]
@@ -87,12 +92,6 @@ def _check_callable(fn: Any) -> None:
         raise TypeError(f"fn must be a callable that queues GPU work, got {type(fn).__name__}")
 
 
-def _require_gpu(timer: str) -> None:
-    if _ridge.device_count() == 0:
-        raise _ridge.NoGpuError(f"ridge.{timer} needs a CUDA GPU, and none is usable: {_ridge.no_gpu_reason()}\n  "
-                                f"{_ridge.no_gpu_hint}")
-
-
 def _takes_stream(fn: Callable) -> bool:
     """Whether fn accepts one positional argument (the stream to launch on)."""
     try:
@@ -148,20 +147,75 @@ class CountMismatchWarning(UserWarning):
     (:meth:`Measurement.count_findings` gives the findings as data)."""
 
 
-class Rate(tuple):
+class ImpossibleRateWarning(UserWarning):
+    """``Measurement.rate`` gave a rate no GPU in ridge's catalog can reach: the time is not the
+    work's (``measure_naive`` times the launch queue), or the stated bytes or FLOPs are too high."""
+
+
+# Bytes/s above this multiple of the fastest memory bandwidth in the catalog are beyond any GPU's caches too.
+_CACHE_BANDWIDTH_MULTIPLE = 10.0
+# Datasheet peaks are rounded and clocks boost a little above them (as the record checks allow).
+_PEAK_SLACK = 1.05
+
+
+def _fastest_known_rates() -> Tuple[float, float]:
+    """The highest dense peak (FLOP/s, any dtype) and memory bandwidth (bytes/s) of any catalog device."""
+    flops = bandwidth = 0.0
+    for key in _ridge.devices():
+        ceilings = _ridge.device(key).ceilings
+        flops = max([flops, *ceilings.peak_flops_per_s.values()])
+        bandwidth = max(bandwidth, ceilings.memory_bytes_per_s)
+    return flops, bandwidth
+
+
+def impossible_rate_findings(flops_per_s: Optional[float], bytes_per_s: Optional[float]) -> List[str]:
+    """Why a rate is physically impossible on every GPU ridge knows (empty when it is not)."""
+    fastest_flops, fastest_bandwidth = _fastest_known_rates()
+    findings = []
+    if flops_per_s is not None and fastest_flops > 0 and flops_per_s > fastest_flops * _PEAK_SLACK:
+        findings.append(f"impossible: {flops_per_s / 1e12:.4g} TFLOP/s is above the fastest peak of any GPU in ridge's "
+                        f"catalog ({fastest_flops / 1e12:.4g} TFLOP/s): the time is not the work's (measure_naive "
+                        "times the launch queue), or the FLOPs are overstated")
+    limit = fastest_bandwidth * _CACHE_BANDWIDTH_MULTIPLE
+    if bytes_per_s is not None and limit > 0 and bytes_per_s > limit:
+        findings.append(f"impossible: {bytes_per_s / 1e9:.4g} GB/s is above {_CACHE_BANDWIDTH_MULTIPLE:g}x the fastest "
+                        f"memory bandwidth in ridge's catalog ({fastest_bandwidth / 1e9:.4g} GB/s), beyond any cache: "
+                        "the time is not the work's, or the bytes are overstated")
+    return findings
+
+
+class Rate(Tuple[Optional[float], Optional[float]]):
     """Throughput of a measurement: ``flops_per_s``, ``bytes_per_s`` (None when not given), and
     ``source``: "stated" when computed from the bytes and FLOPs the caller gave, "measured" when
     from the hardware counters of a counted measurement (DRAM bytes; FLOPs of every precision)."""
 
-    def __new__(cls, flops_per_s: Optional[float], bytes_per_s: Optional[float], source: str = "stated"):
+    source: str
+
+    def __new__(cls, flops_per_s: Optional[float], bytes_per_s: Optional[float], source: str = "stated") -> "Rate":
         self = super().__new__(cls, (flops_per_s, bytes_per_s))
         self.source = source
         return self
 
-    flops_per_s = property(lambda self: self[0])
-    bytes_per_s = property(lambda self: self[1])
-    tflops = property(lambda self: None if self[0] is None else self[0] / 1e12, doc="TFLOP/s")
-    gb_per_s = property(lambda self: None if self[1] is None else self[1] / 1e9, doc="GB/s")
+    def __getnewargs__(self) -> Tuple[Optional[float], Optional[float], str]:  # type: ignore[override]
+        return (self[0], self[1], self.source)  # pickle and copy keep the source
+
+    @property
+    def flops_per_s(self) -> Optional[float]:
+        return self[0]
+
+    @property
+    def bytes_per_s(self) -> Optional[float]:
+        return self[1]
+
+    @property
+    def tflops(self) -> Optional[float]:
+        """TFLOP/s"""
+        return None if self[0] is None else self[0] / 1e12
+
+    @property
+    def gb_per_s(self) -> Optional[float]:
+        """GB/s"""
+        return None if self[1] is None else self[1] / 1e9
 
     def __repr__(self) -> str:
         parts = []
@@ -179,7 +233,13 @@ class Measurement(float):
     interval, the method and what its number means, and why sampling stopped.
     """
 
-    def __new__(cls, raw: "_ridge.Measurement", *, method: Optional[str] = None, per_call_divisor: int = 1):
+    _raw: "_ridge.Measurement"
+    _divisor: int
+    _method: str
+    _summary: "_ridge.Summary"
+
+    def __new__(cls, raw: "_ridge.Measurement", *, method: Optional[str] = None,
+                per_call_divisor: int = 1) -> "Measurement":
         divisor = max(1, int(per_call_divisor))
         self = super().__new__(cls, raw.summary.median / divisor)
         self._raw = raw
@@ -190,6 +250,30 @@ class Measurement(float):
         else:
             self._summary = _ridge.summarize(list(np.asarray(raw.samples_ms) / divisor))
         return self
+
+    @classmethod
+    def from_record(cls, record: Dict[str, Any]) -> "Measurement":
+        """The measurement a stored record holds (an entry of ``Results.records`` or of a result
+        file's "records"): its raw samples (ms per call), method, repeats and L2 flush, so its
+        summary, CI, ``rate`` and ``to_record`` are as when it was taken. UsageError when the record
+        has no samples or an unknown method."""
+        if not isinstance(record, dict):
+            raise TypeError(f"record must be a dict of ridge's result schema, got {type(record).__name__}")
+        samples = record.get("samples_ms")
+        if not isinstance(samples, list) or not samples or not all(
+                isinstance(x, numbers.Real) and not isinstance(x, bool) for x in samples):
+            raise _ridge.UsageError(f"record {record.get('name', '?')!r}: 'samples_ms' must be a non-empty list of "
+                                    "numbers (ms per call); a record written without its samples cannot be rebuilt")
+        method = record.get("method")
+        if not isinstance(method, str):
+            raise _ridge.UsageError(f"record {record.get('name', '?')!r}: 'method' must be a method name, got {method!r}")
+        given_extra = record.get("extra")
+        extra: Dict[str, Any] = given_extra if isinstance(given_extra, dict) else {}
+        raw = _ridge.Measurement.__new__(_ridge.Measurement)
+        raw.__setstate__((_ridge.method_from_string(method), [float(x) for x in samples],
+                          int(record.get("repeats_per_sample", 1)), bool(record.get("l2_flushed", False)),
+                          str(extra.get("stop_reason", "samples")), [], 0, 0.0, -1.0, 0.0, -1.0, True, ""))
+        return cls(raw, method=method)
 
     # ---- the numbers, all in milliseconds per call ---------------------------------------
     @property
@@ -340,7 +424,10 @@ class Measurement(float):
         if self.counted is not None:
             for finding in self.count_findings(bytes=bytes, flops=flops):
                 warnings.warn(finding.text, CountMismatchWarning, stacklevel=2)
-        return Rate(None if flops is None else flops / seconds, None if bytes is None else bytes / seconds)
+        rate = Rate(None if flops is None else flops / seconds, None if bytes is None else bytes / seconds)
+        for impossible in impossible_rate_findings(rate.flops_per_s, rate.bytes_per_s):
+            warnings.warn(impossible, ImpossibleRateWarning, stacklevel=2)
+        return rate
 
     def to_record(self, name: str, *, dtype: str = "", params: Optional[dict] = None, bytes: float = 0,  # noqa: A002
                   flops: float = 0) -> dict:
@@ -351,7 +438,7 @@ class Measurement(float):
         if not isinstance(params or {}, dict):
             raise _ridge.UsageError(f"params must be a dict of the measured case's settings, got {params!r}")
         return json.loads(_ridge.measurement_record(self._raw, name, self._method, self._divisor, dtype,
-                                                    json.dumps(dict(params or {})), float(bytes), float(flops)))
+                                                    params_json(params), float(bytes), float(flops)))
 
     # ---- the plain-Python helpers' dictionary ------------------------------------------------
     # The textbook helpers return {"median_ms", "min_ms", "max_ms", "samples"}; code written
@@ -399,6 +486,22 @@ class Measurement(float):
         return (_restore_measurement, (self._raw, self._method, self._divisor))
 
 
+def params_json(params: Optional[dict]) -> str:
+    """A record's params as JSON: NumPy scalars become Python numbers (``np.int64(3)`` -> 3); any
+    other value JSON cannot hold is a UsageError naming it."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.generic):
+            return value.item()
+        raise _ridge.UsageError(f"params: {value!r} ({type(value).__name__}) cannot be stored in a record; use "
+                                "numbers, strings, booleans, None, or lists and dicts of them")
+    try:
+        return json.dumps(dict(params or {}), default=plain, allow_nan=False)
+    except ValueError as error:
+        if isinstance(error, _ridge.UsageError):
+            raise
+        raise _ridge.UsageError(f"params: {error} (NaN and infinity cannot be stored in a record)") from None
+
+
 def _stated_amount(what: str, value: Optional[float]) -> Optional[float]:
     if value is None:
         return None
@@ -425,8 +528,11 @@ def _warn_if_flagged(m: Measurement) -> Measurement:
 def measure_wall(function: Callable[[], Any], samples: int = _WALL["samples"].default,
                  warmup: int = _WALL["warmup"].default, cuda: Optional[bool] = None) -> Measurement:
     """Wall-clock ms of ``function()``, the GPU synchronized before and after each sample
-    (``cuda=None``: whenever a usable GPU exists). Works without a GPU."""
+    (``cuda=None``: whenever a usable GPU exists; ``cuda=True`` raises NoGpuError without one).
+    ``warmup`` untimed calls first, then ``samples`` timed calls (counts, not milliseconds)."""
     _check_callable(function)
+    if cuda:
+        require_gpu_for("measure_wall")
     return Measurement(_ridge.measure_wall(function, samples, warmup, cuda))
 
 
@@ -450,7 +556,8 @@ def measure_cuda(function: Callable[[], Any], warmup: int = _CUDA.warmup, sample
                  target_sample_ms: float = _CUDA.target_sample_ms, counters: bool = False) -> Measurement:
     """GPU ms per call between CUDA events around ``repeats`` calls of ``function`` on the
     caller's stream (PyTorch's current stream by default; ``stream=`` is made PyTorch's current
-    stream while timing). Includes the host's launch latency when the GPU was idle;
+    stream while timing). ``warmup``: untimed calls first; ``samples``: timed samples (both counts,
+    not milliseconds as in Triton's ``do_bench``). Includes the host's launch latency when the GPU was idle;
     ``measure_spin`` and ``measure_graph`` remove it. When queueing the calls took the host about
     as long as the number itself (a tiny kernel launched from Python), the number is the host's
     launch rate, not the GPU's time: the result then carries a "launch-bound: ..." entry in
@@ -473,7 +580,7 @@ def measure_cuda(function: Callable[[], Any], warmup: int = _CUDA.warmup, sample
     options = _cuda_options(warmup, samples, repeats, stream, flush_l2=flush_l2,
                             target_ci_relative=target_ci_relative, time_budget_s=time_budget_s,
                             max_samples=max_samples, target_sample_ms=target_sample_ms)
-    _require_gpu("measure_cuda")
+    require_gpu_for("measure_cuda")
     with _timed_stream_current(stream, options.stream):
         adapter = _stream_adapter(function, options.stream)
         if counters:
@@ -510,7 +617,7 @@ def measure_spin(function: Callable[[], Any], warmup: int = _CUDA.warmup, sample
                             max_samples=max_samples, target_sample_ms=target_sample_ms,
                             throttle_threshold=throttle_threshold, throttle_recovery_s=throttle_recovery_s,
                             rest_before_sample_s=rest_before_sample_s)
-    _require_gpu("measure_spin")
+    require_gpu_for("measure_spin")
     with _timed_stream_current(stream, options.stream):
         return Measurement(_ridge.measure_spin(_stream_adapter(function, options.stream), options))
 
@@ -604,7 +711,7 @@ def measure_graph(function: Callable[..., Any], warmup: int = _CUDA.warmup, samp
                             max_samples=max_samples, target_sample_ms=target_sample_ms,
                             throttle_threshold=throttle_threshold, throttle_recovery_s=throttle_recovery_s,
                             rest_before_sample_s=rest_before_sample_s)
-    _require_gpu("measure_graph")
+    require_gpu_for("measure_graph")
     torch = _torch_if_in_use()
     if torch is not None and not _takes_stream(function):
         return _measure_graph_torch(torch, function, options)
@@ -623,7 +730,7 @@ def _measure_cpu_wall(function: Callable[[], Any], samples: int = _WALL["samples
 
 
 # The timer of each Method; the names that select one are the library's (method_names()).
-_TIMERS = {_ridge.Method.cpu_wall: _measure_cpu_wall, _ridge.Method.wall_naive: measure_naive,
+_TIMERS: Dict["_ridge.Method", Callable[..., Measurement]] = {_ridge.Method.cpu_wall: _measure_cpu_wall, _ridge.Method.wall_naive: measure_naive,
            _ridge.Method.wall_sync: measure_wall, _ridge.Method.cuda_events: measure_cuda,
            _ridge.Method.spin_hold: measure_spin, _ridge.Method.graph_replay: measure_graph}
 

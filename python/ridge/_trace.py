@@ -5,9 +5,10 @@ import contextlib
 import json
 import os
 import warnings
-from typing import Iterable, Iterator, Optional
+from typing import Any, Dict, Iterable, Iterator, Optional
 
 from . import _ridge
+from ._gpu import require_gpu_for
 from ._paths import PathArg, existing_path, fs_path
 
 
@@ -63,7 +64,7 @@ class TraceAnalysis:
         if roofline is None:
             return None
         try:
-            import pandas as pd
+            import pandas as pd  # type: ignore[import-untyped, unused-ignore]
         except ImportError as error:
             raise ImportError("TraceAnalysis.counters needs pandas: pip install pandas") from error
         return pd.DataFrame(roofline["kernels"])
@@ -85,7 +86,7 @@ class TraceAnalysis:
         if roofline is None:
             raise _ridge.UsageError("by: grouping by step needs the step range: trace with step_range=NAME")
         try:
-            import pandas as pd
+            import pandas as pd  # type: ignore[import-untyped, unused-ignore]
         except ImportError as error:
             raise ImportError("TraceAnalysis.counters_by needs pandas: pip install pandas") from error
         return pd.DataFrame(roofline["kernels"])
@@ -116,7 +117,7 @@ class TraceSession:
         self.top = top
         self.skip_seconds = skip_seconds
         self.from_range = _steady_state_range(step_range, steady_state)
-        self._tracer = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records,
+        self._tracer: Optional[_ridge.Tracer] = _ridge.Tracer(all_api_calls=all_api_calls, synchronization_records=sync_records,
                                      api_calls=api_calls, launch_calls=launch_calls, step_range=step_range,
                                      schedule=schedule, **(counters or {}))
         self._dropped_records = 0
@@ -133,6 +134,8 @@ class TraceSession:
 
     def _finish(self) -> None:
         tracer = self._tracer
+        if tracer is None:
+            return  # finished already
         try:
             tracer.stop()
             if self.path is not None:
@@ -227,7 +230,7 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
     _ridge.check_trace_window(skip_seconds, _steady_state_range(step_range, steady_state))
     if not isinstance(launch_calls, bool):
         raise _ridge.UsageError(f"launch_calls={launch_calls!r}: use True or False")
-    counter_options = None
+    counter_options: Optional[Dict[str, Any]] = None
     if counters is not None or metrics:
         counter_options = {"counters": counters or "raw", "metrics": list(metrics),
                            "counters_steps": counters_steps or ""}
@@ -240,9 +243,12 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
                                 "counters too")
     schedule = _schedule_of(schedule, step_range, wait=wait, warmup=warmup, active=active, repeat=repeat,
                             skip_first=skip_first)
+    require_gpu_for("trace")
     session = TraceSession(path, step_range, top, all_api_calls, skip_seconds, steady_state, sync_records, api_calls,
                            launch_calls, counter_options, schedule)
-    session._tracer.start()
+    tracer = session._tracer
+    assert tracer is not None  # a new session holds its tracer until it finishes
+    tracer.start()
     try:
         yield session
     finally:

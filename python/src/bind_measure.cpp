@@ -34,6 +34,9 @@ namespace ridge::python {
 namespace {
 
 using Samples = nb::ndarray<nb::numpy, const double, nb::ndim<1>>;
+// The pickled form of a Summary: its fields in declaration order.
+using SummaryState = std::tuple<std::size_t, double, double, double, double, double, double, double, double, double,
+                                double, double, double, double, double>;
 using MeasurementState = std::tuple<Method, std::vector<double>, int, bool, std::string, std::vector<double>, int,
                                     double, double, double, double, bool, std::string>;
 
@@ -142,6 +145,25 @@ Measurement run_timer(nb::callable fn, const CudaOptions& options) {
 
 void bind_summary(nb::module_& m) {
   nb::class_<Summary>(m, "Summary", "Distribution of raw samples, in the samples' unit (milliseconds for timers).")
+      .def(
+          "__init__",
+          [](Summary* s, const std::vector<double>& samples, double confidence) {
+            new (s) Summary(summarize(samples, confidence));
+          },
+          "samples"_a, "confidence"_a = 0.95,
+          "The summary of raw samples, as the timers make it (ridge.summarize); UsageError for none, NaN or infinity.")
+      // Pickle and copy keep every field.
+      .def("__getstate__",
+           [](const Summary& s) {
+             return SummaryState{s.count, s.median, s.min, s.max, s.mean, s.stddev, s.cv, s.p10, s.p25, s.p75,
+                                 s.p90, s.iqr, s.median_ci_low, s.median_ci_high, s.confidence};
+           })
+      .def("__setstate__",
+           [](Summary& s, const SummaryState& state) {
+             new (&s) Summary{};
+             std::tie(s.count, s.median, s.min, s.max, s.mean, s.stddev, s.cv, s.p10, s.p25, s.p75, s.p90, s.iqr,
+                      s.median_ci_low, s.median_ci_high, s.confidence) = state;
+           })
       .def_ro("count", &Summary::count)
       .def_ro("median", &Summary::median)
       .def_ro("min", &Summary::min)

@@ -33,6 +33,12 @@ using namespace nb::literals;
 namespace ridge::python {
 namespace {
 
+// The pickled forms of Device and ShapePlacement (__getstate__ makes them, __setstate__ reads them).
+using DeviceState = std::tuple<std::string, std::string, std::vector<std::string>, int, double, double, std::string,
+                               std::map<std::string, double>, double, double, std::string, std::string, std::string>;
+using PlacementState = std::tuple<std::string, std::string, double, double, double, double, double, double, double,
+                                  double, double, double, bool, double, std::string>;
+
 // A Plot as plain data, for the Python layer's matplotlib figure.
 nb::dict plot_data(const Plot& plot) {
   nb::list series;
@@ -117,12 +123,20 @@ void bind_ceilings(nb::module_& m) {
       .def_ro("l2_bytes_per_s", &DeviceCeilings::l2_bytes_per_s, "0 when unknown")
       .def_ro("peak_flops_per_s", &DeviceCeilings::peak_flops_per_s, "dense peak FLOP/s per dtype name")
       .def_ro("empty_launch_us", &DeviceCeilings::empty_launch_us, "0 when unknown")
-      .def("peak_flops", &DeviceCeilings::peak_flops, "dtype"_a, "Peak FLOP/s of a dtype name; 0 when absent.")
+      .def("peak_flops", &DeviceCeilings::roof_for, "dtype"_a,
+           "Peak FLOP/s of a dtype (\"bf16\", \"bfloat16\", \"fp8\", \"fp4\", ...); UsageError when the name is unknown "
+           "or these ceilings have no peak for it (the dtypes they have: peak_flops_per_s).")
       .def("roof_for", &DeviceCeilings::roof_for, "dtype"_a,
            "The roof an operation of this dtype runs under: its own peak; UsageError when these ceilings lack it.")
-      .def("ridge_point", &DeviceCeilings::ridge_point, "dtype"_a, "Peak / memory bandwidth (FLOP/byte).")
+      .def("ridge_point", &DeviceCeilings::ridge_point_of, "dtype"_a,
+           "Peak / memory bandwidth (FLOP/byte); UsageError, as peak_flops, when there is no such peak.")
       .def("__repr__", [](const DeviceCeilings& c) {
         return "DeviceCeilings(" + c.source_text + ", " + std::to_string(c.memory_bytes_per_s / 1e12) + " TB/s)";
+      })
+      // Pickle and copy through the ceilings' own JSON form (the one catalogs and caches use).
+      .def("__getstate__", [](const DeviceCeilings& c) { return to_json(c).dump(); })
+      .def("__setstate__", [](DeviceCeilings& c, const std::string& state) {
+        new (&c) DeviceCeilings(device_ceilings_from_json(parse_json(state, "pickled DeviceCeilings")));
       });
 
   nb::class_<CatalogEntry>(m, "Device", "A device's datasheet entry in ridge's catalog.")
@@ -135,7 +149,21 @@ void bind_ceilings(nb::module_& m) {
       .def_ro("sparse_peak_flops", &CatalogEntry::sparse_peak_flops)
       .def_ro("notes", &CatalogEntry::notes)
       .def_ro("source", &CatalogEntry::source, "the datasheet the figures come from")
-      .def("__repr__", [](const CatalogEntry& e) { return "Device(" + e.key + ": " + e.name + ")"; });
+      .def("__repr__", [](const CatalogEntry& e) { return "Device(" + e.key + ": " + e.name + ")"; })
+      // Pickled whole (not by key): the catalog it came from need not be active where it is loaded.
+      .def("__getstate__",
+           [](const CatalogEntry& e) {
+             return std::make_tuple(e.key, e.name, e.match_names, e.sm_count, e.memory_bytes, e.l2_bytes,
+                                    to_json(e.ceilings).dump(), e.sparse_peak_flops, e.nvlink_bytes_per_s,
+                                    e.pcie_bytes_per_s, e.interconnect_source, e.notes, e.source);
+           })
+      .def("__setstate__", [](CatalogEntry& e, const DeviceState& state) {
+        new (&e) CatalogEntry{};
+        std::string ceilings;
+        std::tie(e.key, e.name, e.match_names, e.sm_count, e.memory_bytes, e.l2_bytes, ceilings, e.sparse_peak_flops,
+                 e.nvlink_bytes_per_s, e.pcie_bytes_per_s, e.interconnect_source, e.notes, e.source) = state;
+        e.ceilings = device_ceilings_from_json(parse_json(ceilings, "pickled Device"));
+      });
   m.def("device", &catalog_entry, "key"_a, nb::rv_policy::copy,
         "The catalog entry of a device key (e.g. 'h100-sxm'); UsageError lists the known keys.");
   m.def(
@@ -208,13 +236,26 @@ void bind_placement(nb::module_& m) {
       .def_prop_ro("bound", [](const ShapePlacement& p) { return to_string(p.bound); })
       .def_ro("floor_s", &ShapePlacement::floor_s, "fastest possible time per call, seconds")
       .def_ro("placed_on", &ShapePlacement::placed_on, "the ceilings it was placed on, e.g. 'datasheet of NVIDIA H100 SXM'")
+      .def("__getstate__",
+           [](const ShapePlacement& p) {
+             return std::make_tuple(p.label, p.dtype, p.m, p.n, p.k, p.flops, p.bytes, p.intensity_flop_per_byte,
+                                    p.roof_flops_per_s, p.memory_bytes_per_s, p.attainable_flops_per_s, p.ridge_point,
+                                    p.bound == Bound::compute, p.floor_s, p.placed_on);
+           })
+      .def("__setstate__", [](ShapePlacement& p, const PlacementState& state) {
+        new (&p) ShapePlacement{};
+        bool compute = false;
+        std::tie(p.label, p.dtype, p.m, p.n, p.k, p.flops, p.bytes, p.intensity_flop_per_byte, p.roof_flops_per_s,
+                 p.memory_bytes_per_s, p.attainable_flops_per_s, p.ridge_point, compute, p.floor_s, p.placed_on) = state;
+        p.bound = compute ? Bound::compute : Bound::memory;
+      })
       .def("__str__", [](const ShapePlacement& p) { return describe(p); })
       .def("__repr__",
            [](const ShapePlacement& p) { return "ShapePlacement(" + describe(p) + "; on " + p.placed_on + ")"; });
   m.def(
       "place_matmul",
       [](const DeviceCeilings& c, double m_, double n, double k, const std::string& dtype) {
-        return place_matmul(c, m_, n, k, dtype_from_string(dtype));
+        return place_matmul(c, m_, n, k, dtype);
       },
       "ceilings"_a, "m"_a, "n"_a, "k"_a, "dtype"_a = "bf16",
       "Places [m,k] @ [k,n] on the ceilings' roofline: intensity, attainable FLOP/s, ridge point, bound.");
@@ -223,8 +264,8 @@ void bind_placement(nb::module_& m) {
       [](const DeviceCeilings& c, const std::vector<std::tuple<std::string, std::string, double, double>>& operations,
          const std::string& title) {
         std::vector<RooflineOperation> ops;
-        for (const auto& [label, dtype, intensity, flops] : operations)
-          ops.push_back(RooflineOperation{label, dtype, intensity, flops, "", ""});
+        for (const auto& [label, dtype, intensity, flops] : operations)  // an unknown dtype name is a UsageError
+          ops.push_back(RooflineOperation{label, dtype.empty() ? dtype : peak_dtype_name(dtype), intensity, flops, "", ""});
         RooflinePlotOptions options;
         options.title = title;
         const Plot plot = roofline_plot(c, ops, options);

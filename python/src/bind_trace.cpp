@@ -141,7 +141,9 @@ void bind_trace(nb::module_& m) {
       .def(
           "phase", [](const trace::TraceSchedule& s, std::uint64_t step) { return trace::to_string(trace::step_phase(s, step)); },
           "step"_a, "What the schedule makes of step `step` (0-based): skipped, wait, warmup, active or done.")
-      .def("__eq__", [](const trace::TraceSchedule& a, const trace::TraceSchedule& b) { return a == b; })
+      // An operator: another type compares unequal (NotImplemented), and the stub says `other: object`.
+      .def("__eq__", [](const trace::TraceSchedule& a, const trace::TraceSchedule& b) { return a == b; }, nb::is_operator(),
+           nb::sig("def __eq__(self, other: object, /) -> bool"))
       .def("__repr__", [](const trace::TraceSchedule& s) {
         return fmt::format("ridge.TraceSchedule(wait={}, warmup={}, active={}, repeat={}, skip_first={}, step_range={})",
                            s.wait, s.warmup, s.active, s.repeat, s.skip_first, nlohmann::json(s.step_range).dump());

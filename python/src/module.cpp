@@ -33,7 +33,7 @@ void set_error(PyObject* type, const char* message) {
 // What a Python user can still do without a GPU: the library says why none is usable, and each
 // front end names its own way on (the CLI names commands, this names functions).
 constexpr const char* no_gpu_hint =
-    "Check nvidia-smi and the driver. Without a GPU these still work: ridge.devices(), "
+    "Without a GPU these still work: ridge.devices(), "
     "ridge.roofline(device=\"h100-sxm\"), ridge.place_matmul(..., device=\"h100-sxm\"), the models "
     "(ridge.attainable_flops, ridge.decode_ceiling, ridge.amdahl_speedup), ridge.Results and ridge.compare.";
 }  // namespace

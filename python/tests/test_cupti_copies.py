@@ -20,6 +20,9 @@ SECOND_CUPTI = textwrap.dedent("""
         except ridge.Error as error:
             print(what, "refused:", error)
         else:
+            if what == "nvtx" and ridge.device_count() == 0:
+                print("nvtx without a GPU: a no-op, CUPTI never reached")  # nothing could trace
+                continue
             sys.exit(what + " ran with two CUPTIs loaded")
 """)
 
@@ -27,7 +30,9 @@ SECOND_CUPTI = textwrap.dedent("""
 def test_a_second_cupti_in_the_process_is_refused_not_a_crash():
     done = subprocess.run([sys.executable, "-c", SECOND_CUPTI], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "nvtx refused: two copies of CUPTI are loaded" in done.stdout, done.stdout
+    import ridge
+    nvtx_outcome = "nvtx refused: two copies of CUPTI are loaded" if ridge.device_count() > 0 else "nvtx without a GPU"
+    assert nvtx_outcome in done.stdout, done.stdout
     assert "trace refused:" in done.stdout, done.stdout  # without a GPU, NoGpuError may come first
 
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include <cerrno>
@@ -281,6 +282,20 @@ class DepthBoundedParser : public nlohmann::detail::json_sax_dom_parser<nlohmann
   bool too_deep_ = false;
 };
 
+// Where a JSON text stops being JSON, in the words a reader of the file needs: line, column and
+// the text there, never the parser's own message (it names the parser's internals).
+std::string where_json_stops(std::string_view text, std::size_t byte) {
+  const std::size_t at = std::min(byte > 0 ? byte - 1 : 0, text.size());
+  const std::size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+  const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + at, '\n'));
+  const std::size_t column = at - (line_start == std::string_view::npos || at == 0 ? 0 : line_start + 1) + 1;
+  std::string near(text.substr(at, 20));
+  for (char& c : near)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  if (at >= text.size()) return fmt::format("it ends too early (line {}, column {})", line, column);
+  return fmt::format("it stops being JSON at line {}, column {} (at \"{}\")", line, column, near);
+}
+
 }  // namespace
 
 nlohmann::json parse_json(std::string_view text, const std::string& source) {
@@ -288,8 +303,12 @@ nlohmann::json parse_json(std::string_view text, const std::string& source) {
   DepthBoundedParser parser(j, max_json_depth);
   try {
     nlohmann::json::sax_parse(text, &parser);
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(fmt::format("{} is not valid JSON: {}", source, e.what()));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(fmt::format("{} is not valid JSON: {}", source, where_json_stops(text, e.byte)));
+  } catch (const nlohmann::json::out_of_range&) {
+    throw UsageError(fmt::format("{} is not valid JSON: a number is too large for a double (above 1.8e308)", source));
+  } catch (const nlohmann::json::exception&) {
+    throw UsageError(fmt::format("{} is not valid JSON", source));
   }
   if (parser.too_deep()) {
     j = nullptr;

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ridge/carried_over.hpp"
 #include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
@@ -66,8 +67,38 @@ std::string to_string(CeilingsSource source) {
 
 // ---- DeviceCeilings --------------------------------------------------------------------------
 
+namespace {
+// The names of a peak dtype that DType does not have (the catalog's NVFP4 and FP64 vector peaks).
+std::optional<std::string> peak_only_dtype(const std::string& name) {
+  if (name == "fp4" || name == "nvfp4" || name == "float4_e2m1fn_x2" || name == "e2m1") return "fp4";
+  if (name == "fp64_vector") return name;
+  return std::nullopt;
+}
+}  // namespace
+
+std::string peak_dtype_name(const std::string& name) {
+  if (auto only = peak_only_dtype(name)) return *only;
+  try {
+    return to_string(dtype_from_string(name));
+  } catch (const UsageError& e) {  // the DType names, and the peak-only ones
+    throw UsageError(fmt::format("{}; peaks also: fp4 (nvfp4), fp64_vector", e.what()));
+  }
+}
+
+double peak_dtype_bytes(const std::string& name) {
+  const std::string canonical = peak_dtype_name(name);
+  if (canonical == "fp4") return 0.5;
+  if (canonical == "fp64_vector") return 8;
+  return bytes_per_element(dtype_from_string(canonical));
+}
+
 double DeviceCeilings::peak_flops(const std::string& dtype) const {
-  auto it = peak_flops_per_s.find(dtype == "fp8" ? "fp8_e4m3" : dtype);
+  std::string name = dtype;
+  try {
+    name = peak_dtype_name(dtype);
+  } catch (const UsageError&) {  // an unknown name has no peak
+  }
+  auto it = peak_flops_per_s.find(name);
   return it == peak_flops_per_s.end() ? 0 : it->second;
 }
 
@@ -107,6 +138,7 @@ double DeviceCeilings::highest_peak_flops() const {
 }
 
 double DeviceCeilings::roof_for(const std::string& dtype) const {
+  if (!dtype.empty()) peak_dtype_name(dtype);  // an unknown name is a UsageError listing the accepted ones
   if (double r = peak_flops(dtype); r > 0) return r;
   std::string listed;
   for (const auto& [name, rate] : peak_flops_per_s)
@@ -124,6 +156,14 @@ double DeviceCeilings::roof_for(const std::string& dtype) const {
 double DeviceCeilings::ridge_point(const std::string& dtype) const {
   const double p = peak_flops(dtype);
   return p > 0 && memory_bytes_per_s > 0 ? p / memory_bytes_per_s : 0;
+}
+
+double DeviceCeilings::ridge_point_of(const std::string& dtype) const {
+  const double roof = roof_for(dtype);
+  if (!(memory_bytes_per_s > 0))
+    throw UsageError(fmt::format("{} give no memory bandwidth, so no ridge point",
+                                 source_text.empty() ? "these ceilings" : source_text));
+  return roof / memory_bytes_per_s;
 }
 
 bool DeviceCeilings::usable() const { return memory_bytes_per_s > 0 && highest_peak_flops() > 0; }
@@ -197,6 +237,8 @@ std::optional<MeasuredCeilings> cached_ceilings(const std::string& uuid, std::st
       throw UsageError(fmt::format("it holds the ceilings of another device ({})", c.device_uuid));
     c.from_cache = true;
     c.cache_file = path;
+    // Not measured in this run: compare and history show these records and never judge them.
+    for (Record& r : c.records) mark_carried_over(r, {path, c.measured_at_utc});
     return c;
   } catch (const std::exception& e) {
     if (problem) *problem = fmt::format("{}: {}", path, e.what());

@@ -90,15 +90,20 @@ RooflinePlacement place_on_roofline(const DeviceCeilings& c, const RooflineOpera
 }
 
 ShapePlacement place_matmul(const DeviceCeilings& c, double m, double n, double k, DType dtype) {
+  return place_matmul(c, m, n, k, to_string(dtype));
+}
+
+ShapePlacement place_matmul(const DeviceCeilings& c, double m, double n, double k, const std::string& dtype) {
   ShapePlacement p;
-  p.dtype = to_string(dtype);
+  p.dtype = peak_dtype_name(dtype);
+  const double element_bytes = peak_dtype_bytes(p.dtype);
   p.label = fmt::format("matmul {}x{}x{} {}", m, n, k, p.dtype);
   p.m = m;
   p.n = n;
   p.k = k;
-  p.intensity_flop_per_byte = matmul_intensity(m, n, k, bytes_per_element(dtype));  // checks the sizes
+  p.intensity_flop_per_byte = matmul_intensity(m, n, k, element_bytes);  // checks the sizes
   p.flops = matmul_flops(m, n, k);
-  p.bytes = matmul_bytes(m, n, k, bytes_per_element(dtype));
+  p.bytes = matmul_bytes(m, n, k, element_bytes);
   p.memory_bytes_per_s = c.memory_bytes_per_s;
   if (!(p.memory_bytes_per_s > 0)) throw UsageError(fmt::format("{}: no memory bandwidth known", c.source_text));
   p.roof_flops_per_s = c.roof_for(p.dtype);  // throws for a dtype the ceilings lack

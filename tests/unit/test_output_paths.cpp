@@ -190,7 +190,14 @@ TEST(JsonReader, DepthIsBoundedBeforeAnythingRecurses) {
   EXPECT_NO_THROW(parse_json(ok, "ok.json"));
   const std::string one_more = "{\"a\":" + ok + "}";
   EXPECT_THROW(parse_json(one_more, "x"), UsageError);
-  EXPECT_NE(message_of([] { parse_json("{\"a\": ", "cut.json"); }).find("cut.json is not valid JSON"), std::string::npos);
+  EXPECT_NE(message_of([] { parse_json("{\"a\": ", "cut.json"); }).find("cut.json is not valid JSON: it ends too early"),
+            std::string::npos);
+  // A file that is not JSON at all: where it stops, in the reader's terms, not the parser's.
+  const std::string readme = message_of([] { parse_json("# ridge\n\nMeasure", "README.md"); });
+  EXPECT_NE(readme.find("README.md is not valid JSON: it stops being JSON at line 1, column 1 (at \"# ridge??Measure\")"),
+            std::string::npos)
+      << readme;
+  EXPECT_EQ(readme.find("json.exception"), std::string::npos) << readme;
 }
 
 TEST(JsonReader, WrongContentNamesFileAndJsonPath) {
@@ -208,7 +215,7 @@ TEST(JsonReader, WrongContentNamesFileAndJsonPath) {
        "records[1].samples_ms[7]: expected a positive finite number, got -1"},
       {R"([{"name": "a", "samples_ms": [0]}])", "records[0].samples_ms[0]: expected a positive finite number, got 0"},
       {R"([{"name": "a", "samples_ms": [1, null]}])", "records[0].samples_ms[1]: expected a positive finite number, got null"},
-      {R"([{"name": "a", "samples_ms": [1e999]}])", "is not valid JSON: [json.exception.out_of_range.406] number overflow"},
+      {R"([{"name": "a", "samples_ms": [1e999]}])", "is not valid JSON: a number is too large for a double"},
       {R"([{"name": "a", "samples_ms": ["1.0"]}])", "records[0].samples_ms[0]: expected a positive finite number, got \"1.0\""},
       {R"([{"name": "a", "samples_ms": []}])", "records[0].samples_ms: no samples"},
       {R"([{"name": "a"}])", "records[0].samples_ms: missing"},

@@ -26,9 +26,19 @@ std::string no_gpu_reason() {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     cudaGetLastError();
-    return detail::status_text(status);
+    if (status == cudaErrorInsufficientDriver) {
+      // The runtime says "insufficient" both for an old driver and for none at all: tell them apart.
+      int driver = 0;
+      if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0)
+        return "no NVIDIA driver is installed (libcuda.so.1 was not found); install the NVIDIA driver, 580 or newer";
+      return fmt::format("the NVIDIA driver supports CUDA {}.{} and ridge needs CUDA 13.0 or newer: update the driver "
+                         "to 580 or newer",
+                         driver / 1000, driver % 1000 / 10);
+    }
+    if (status == cudaErrorNoDevice) return "the NVIDIA driver found no CUDA device (nvidia-smi lists what it sees)";
+    return detail::status_text(status) + " (nvidia-smi shows whether the driver sees a GPU)";
   }
-  if (count == 0) return "the CUDA runtime found no devices";
+  if (count == 0) return "the CUDA runtime found no devices (nvidia-smi lists what the driver sees)";
   return "";
 }
 

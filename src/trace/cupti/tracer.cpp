@@ -73,6 +73,9 @@ trace::Analysis Tracer::summary(const trace::AnalysisOptions& options, const tra
 }
 
 bool enable_nvtx_capture() {
+  // Without a usable GPU nothing can be traced, and a CUPTI reached through NVTX with no driver
+  // loaded (NVIDIA's wheel CUPTI) recurses until the stack overflows: NVTX then stays a no-op.
+  if (!no_gpu_reason().empty()) return false;
   detail::require_one_cupti();
   const std::string path = detail::cupti_library_path();
   if (const char* set = std::getenv("NVTX_INJECTION64_PATH")) {
