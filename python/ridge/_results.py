@@ -139,7 +139,7 @@ class Comparison:
     @property
     def ok(self) -> bool:
         """True when some record was compared and none regressed: what a CI gate asserts."""
-        return not self.nothing_compared and not self.regressions
+        return not self.nothing_compared and not self.regressions and not (self.missing and not self.allow_missing)
 
     passed = ok
 
@@ -147,6 +147,16 @@ class Comparison:
     def rows(self) -> list:
         """One dict per matched (or missing) record: medians, ratio, interval, p-value, verdict."""
         return self.data.get("rows", [])
+
+    @property
+    def missing(self) -> list[dict]:
+        """Rows the base judges that the new run lacks (verdict "missing in new"). Unless the comparison
+        was made with ``allow_missing=True``, any of them makes ``.ok`` False (the CLI exits 9)."""
+        return [r for r in self.rows if r.get("missing_judged")]
+
+    @property
+    def allow_missing(self) -> bool:
+        return bool(self.data.get("allow_missing", False))
 
     @property
     def regressions(self) -> list:
@@ -178,20 +188,23 @@ def _as_json(results) -> str:
     raise TypeError(f"expected Results or a path to a result file, got {type(results).__name__}")
 
 
-def compare(base, new, threshold: float = 0.05, alpha: float = 0.01, spread_factor: float = 3.0) -> Comparison:
+def compare(base, new, threshold: float = 0.05, alpha: float = 0.01, spread_factor: float = 3.0,
+            allow_missing: bool = False) -> Comparison:
     """Compares two result sets (Results objects or paths): ratio of medians, Mann-Whitney U,
     bootstrap interval, a verdict per record. `threshold` is the relative change that matters.
 
     `base` may also be a list of baselines: repeated runs of the same code. Their samples are pooled,
     and a change must also exceed `spread_factor` times the spread of their medians. Records their
-    producer marked informational are never judged (see each row's ``noise_band``).
+    producer marked informational, or carried over from a cache, are never judged (see each row's
+    ``noise_band``). A record the base judges that `new` lacks makes ``.ok`` False (``.missing``
+    lists them) unless `allow_missing`.
 
     Raises :class:`NothingComparedError` when no record could be judged (the CLI's exit 6), so
     ``assert not c.regressions`` can never pass on two unrelated files; ``c.ok`` is the CI check.
     Raises FileNotFoundError (also a ridge.UsageError) for a path that does not exist."""
     baselines = list(base) if isinstance(base, (list, tuple)) else [base]
     *texts, nothing_compared_reason = _ridge.compare_results([_as_json(b) for b in baselines], _as_json(new),
-                                                             threshold, alpha, spread_factor)
+                                                             threshold, alpha, spread_factor, allow_missing)
     comparison = Comparison(*texts)
     if nothing_compared_reason:
         raise NothingComparedError(nothing_compared_reason, comparison)
