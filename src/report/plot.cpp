@@ -111,6 +111,9 @@ std::string px(double v) { return fmt::format("{:.2f}", v); }
 
 // Font sizes in pixels: the document's default, labels and warnings, axis titles, the title.
 constexpr double font_default = 12, font_label = 11, font_axis_title = 13, font_title = 15;
+// A text's box above and below its baseline, in ems: DejaVu Sans's ascent and descent, as a
+// browser's text box spans them.
+constexpr double text_ascent = 0.93, text_descent = 0.24;
 // Below the plot: one line per warning.
 constexpr double warning_line_height = 16;
 
@@ -408,7 +411,7 @@ void place_end_labels(const Layout& l, LabelState& state) {
     state.taken.push_back(best);
     state.labels += fmt::format(
         "<text class=\"end-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{}\" font-size=\"{}\">{}</text>\n",
-        px(best.x1), px(best.y1 - 0.2 * font_label), e.color, font_label, xml_escape(e.text));
+        px(best.x1), px(best.y1 - text_descent * font_label), e.color, font_label, xml_escape(e.text));
   }
 }
 
@@ -422,7 +425,7 @@ void place_point_labels(const Layout& l, LabelState& state) {
                    [](const PendingLabel& a, const PendingLabel& b) { return a.priority < b.priority; });
   for (const auto& p : state.pending) {
     const double gap = p.radius + 3;
-    const double up = p.cy - gap, down = p.cy + gap + 0.75 * font_label;
+    const double up = p.cy - gap - text_descent * font_label, down = p.cy + gap + text_ascent * font_label;
     struct Spot {
       double x, y;
       const char* anchor;
@@ -520,18 +523,34 @@ bool SvgBox::overlaps(const SvgBox& o, double tolerance) const {
   return std::min(x1, o.x1) - std::max(x0, o.x0) > tolerance && std::min(y1, o.y1) - std::max(y0, o.y0) > tolerance;
 }
 
+namespace {
+/// Advance widths of DejaVu Sans (the first font the SVGs ask for; Debian's default) in ems, for
+/// printable ASCII from ' ' (units per em 2048, rounded); other characters count 0.65 em.
+constexpr double ascii_width_em[95] = {
+    0.318, 0.401, 0.460, 0.838, 0.636, 0.950, 0.780, 0.275, 0.390, 0.390, 0.500, 0.838, 0.318, 0.361, 0.318, 0.337,
+    0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.636, 0.337, 0.337, 0.838, 0.838, 0.838, 0.531,
+    1.000, 0.684, 0.686, 0.698, 0.770, 0.632, 0.575, 0.775, 0.752, 0.295, 0.295, 0.656, 0.557, 0.863, 0.748, 0.787,
+    0.603, 0.787, 0.695, 0.635, 0.611, 0.732, 0.684, 0.989, 0.685, 0.611, 0.685, 0.390, 0.337, 0.390, 0.838, 0.500,
+    0.500, 0.613, 0.635, 0.550, 0.635, 0.615, 0.352, 0.635, 0.634, 0.278, 0.278, 0.579, 0.278, 0.974, 0.634, 0.612,
+    0.635, 0.635, 0.411, 0.521, 0.392, 0.634, 0.592, 0.818, 0.592, 0.592, 0.525, 0.636, 0.337, 0.636, 0.838};
+}  // namespace
+
 double estimated_text_width(const std::string& text, double font_size, bool bold) {
-  std::size_t chars = 0;
-  for (unsigned char c : text) chars += (c & 0xC0) != 0x80 ? 1 : 0;  // UTF-8 continuation bytes are not characters
-  // DejaVu Sans, the first font asked for, is wide: its digits are 0.64 em; 0.62 em on average.
-  return (bold ? 0.68 : 0.62) * font_size * double(chars);
+  double ems = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c & 0xC0) == 0x80) continue;  // a UTF-8 continuation byte: part of the character before
+    ems += c >= 0x20 && c < 0x7F ? ascii_width_em[c - 0x20] : 0.65;
+  }
+  // DejaVu Sans Bold is about 10% wider.
+  return ems * font_size * (bold ? 1.1 : 1.0);
 }
 
 SvgBox estimated_text_box(const std::string& text, double x, double y, double font_size, const std::string& anchor,
                           bool bold) {
   const double w = estimated_text_width(text, font_size, bold);
   const double x0 = anchor == "end" ? x - w : anchor == "middle" ? x - w / 2 : x;
-  return {x0, y - 0.75 * font_size, x0 + w, y + 0.2 * font_size, false, text};
+  return {x0, y - text_ascent * font_size, x0 + w, y + text_descent * font_size, false, text};
 }
 
 namespace {
@@ -550,8 +569,8 @@ double number_attribute(const std::string& tag, const std::string& name, double 
   return v.empty() ? fallback : std::strtod(v.c_str(), nullptr);
 }
 
-/// Character data without tags, with <title> (a tooltip: not drawn) left out and entities
-/// counted as the one character they stand for.
+/// Character data without tags, with <title> (a tooltip: not drawn) left out and the entities
+/// xml_escape writes decoded.
 std::string visible_text(const std::string& inner) {
   std::string out;
   for (std::size_t i = 0; i < inner.size();) {
@@ -563,7 +582,8 @@ std::string visible_text(const std::string& inner) {
       i = end == std::string::npos ? inner.size() : end + 1;
     } else if (inner[i] == '&') {
       const auto end = inner.find(';', i);
-      out += '?';
+      const std::string entity = inner.substr(i, end == std::string::npos ? std::string::npos : end + 1 - i);
+      out += entity == "&amp;" ? '&' : entity == "&lt;" ? '<' : entity == "&gt;" ? '>' : entity == "&quot;" ? '"' : '\'';
       i = end == std::string::npos ? inner.size() : end + 1;
     } else {
       out += inner[i++];

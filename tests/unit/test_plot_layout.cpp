@@ -60,7 +60,8 @@ TEST(SvgBoxes, MeasuresTextsByTheLayoutsEstimateAndLeavesTooltipsOut) {
   EXPECT_EQ(boxes[0].text, "abcd");
   EXPECT_DOUBLE_EQ(boxes[0].x1, 100);
   EXPECT_DOUBLE_EQ(boxes[0].x0, 100 - estimated_text_width("abcd", 10));
-  EXPECT_DOUBLE_EQ(boxes[1].x1 - boxes[1].x0, estimated_text_width("xx", 20));  // an entity is one character
+  EXPECT_EQ(boxes[1].text, "&<");  // entities decoded: one character each
+  EXPECT_DOUBLE_EQ(boxes[1].x1 - boxes[1].x0, estimated_text_width("&<", 20));
   EXPECT_NEAR((boxes[1].x0 + boxes[1].x1) / 2, 100, 1e-9);
   // Turned a quarter left: tall and narrow, centred on y = 200.
   EXPECT_GT(boxes[2].y1 - boxes[2].y0, boxes[2].x1 - boxes[2].x0);
@@ -71,7 +72,9 @@ TEST(SvgBoxes, MeasuresTextsByTheLayoutsEstimateAndLeavesTooltipsOut) {
   const auto pairs = overlapping_boxes(boxes);
   ASSERT_EQ(pairs.size(), 1u);
   EXPECT_EQ(pairs[0], (std::pair<std::size_t, std::size_t>{0, 1}));
-  EXPECT_EQ(estimated_text_width("µs", 10), estimated_text_width("us", 10));  // characters, not bytes
+  EXPECT_EQ(estimated_text_width("µ", 10), estimated_text_width("é", 10));  // characters, not bytes
+  EXPECT_LT(estimated_text_width("iiii", 10), estimated_text_width("MMMM", 10));  // DejaVu Sans's widths
+  EXPECT_GT(estimated_text_width("ab", 10, true), estimated_text_width("ab", 10));
 }
 
 TEST(SvgBoxes, TwoMarkersMayTouchATextOverAMarkerMayNot) {
