@@ -57,10 +57,11 @@ TEST(TraceCountersGpu, StepReplayGivesEachLaunchOfIdenticalStepsItsCounters) {
   // The later passes' launches ran under profiling, without rows of their own.
   EXPECT_EQ(c.perturbed.size(), 2u * same::copy_kernels_per_step * (c.passes - 1));
   const double bytes = 4.0 * static_cast<double>(same::floats);
+  // 5%: up to an L2 (50 MB of the 1.07 GB) of one kernel's writes may leave the cache during the next.
   for (const auto& row : c.rows) {
     const LaunchWork w = launch_work(c, row);
-    EXPECT_NEAR(w.dram_read_bytes, bytes, 0.02 * bytes) << "a copy reads its input once";
-    EXPECT_NEAR(w.dram_write_bytes, bytes, 0.02 * bytes) << "and writes its output once";
+    EXPECT_NEAR(w.dram_read_bytes, bytes, 0.05 * bytes) << "a copy reads its input once";
+    EXPECT_NEAR(w.dram_write_bytes, bytes, 0.05 * bytes) << "and writes its output once";
     EXPECT_EQ(w.total_flops(), 0.0) << "a copy does no arithmetic";
   }
 }
