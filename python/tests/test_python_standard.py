@@ -153,3 +153,33 @@ def test_a_user_script_is_clean_under_mypy_strict():
 def test_the_package_is_clean_under_mypy():
     done = mypy("-p", "ridge")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ---- weight -------------------------------------------------------------------------------
+
+IMPORT_COST = """
+import sys, time
+start = time.perf_counter()
+import {module}
+seconds = time.perf_counter() - start
+rss_kb = int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1])
+mapped = sorted({{l.split()[-1].rsplit("/", 1)[-1] for l in open("/proc/self/maps") if "libcublas" in l}})
+print(seconds, rss_kb / 1024, ",".join(mapped))
+"""
+
+
+def import_cost(module: str):
+    done = subprocess.run([sys.executable, "-c", IMPORT_COST.format(module=module)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    seconds, megabytes, mapped = (done.stdout.split() + [""])[:3]
+    return float(seconds), float(megabytes), mapped
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_import_ridge_costs_little_more_than_numpy_and_maps_no_cublas():
+    numpy_s, numpy_mb, _ = min(import_cost("numpy") for _ in range(3))
+    ridge_s, ridge_mb, mapped = min(import_cost("ridge") for _ in range(3))
+    assert mapped == "", f"cuBLAS is loaded at import ({mapped}): it belongs to the first GEMM"
+    assert ridge_mb <= numpy_mb + 50, (ridge_mb, numpy_mb)
+    assert ridge_s <= numpy_s + 0.1 * 3, (ridge_s, numpy_s)  # 3x slack: CI's two cores are shared
