@@ -43,6 +43,10 @@ enum class Verdict {
   within_threshold,    ///< a significant difference, but smaller than the threshold
   no_significant_change,
   informational,       ///< compared but never judged (e.g. the deliberately wrong wall_naive method)
+  /// Beyond the record's band from its baselines' own spread but within the fixed resolution
+  /// (CompareOptions::spread_sets_band_from): re-measure it in a fresh process to confirm
+  /// (confirm_suspects); not a regression by itself, since one process in sixteen can jump.
+  suspect,
   missing_in_base,
   missing_in_new,
 };
@@ -66,6 +70,10 @@ struct CompareOptions {
   /// row on the H200 a 1.6 us add kernel read 0.47 us slower in one run, and a 5 us GEMM up to
   /// 0.36 us (results/h200/gate). 0.2 us raised false alarms in 8 of those 45 pairs; 0.5 none.
   double min_change_us = 0.5;
+  /// With at least this many baselines holding a record, their measured spread sets its band and
+  /// the fixed resolution no longer does: a significant change beyond the band but within
+  /// min_change_us is Verdict::suspect (re-measure), not a pass and not yet a regression.
+  std::size_t spread_sets_band_from = 3;
   /// Clock: when a record's SM clocks differ between the runs, its band widens by that difference
   /// (a GEMM at the power cap runs as fast as its clock allows; a change the clock explains is not code).
   bool widen_by_clock = true;
@@ -125,6 +133,7 @@ struct Comparison {
   std::size_t geomean_count = 0;     ///< rows judged: matched, with samples, not informational
   std::size_t matched = 0;           ///< records found in both files (judged or informational)
   std::size_t regressions = 0, improvements = 0, within_threshold = 0, unchanged = 0, missing = 0;
+  std::size_t suspects = 0;  ///< rows Verdict::suspect: re-measure those records to confirm
   bool different_devices = false;
   bool different_clocks = false;
   std::vector<std::string> warnings;  ///< devices, clocks, duplicate records, tool versions, interval method
@@ -157,6 +166,12 @@ double median_sample_clock_mhz(const Record& r);
 /// records match); empty when something was. The one text `ridge compare` (exit 6) and Python's
 /// NothingComparedError give.
 std::string nothing_compared_reason(const Comparison& c);
+
+/// `first` with its suspects confirmed or cleared by `again`, a comparison of the same baselines
+/// with those records measured again in a fresh process: a suspect that is again beyond its band
+/// (suspect or regression in `again`) becomes a regression, any other is cleared (its note says
+/// so). Rows are matched by name, method, dtype and params.
+Comparison confirm_suspects(Comparison first, const Comparison& again);
 
 /// Key that matches a record across files: name, method, dtype and the canonical JSON of params.
 std::string record_match_key(const Record& r);

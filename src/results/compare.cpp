@@ -227,6 +227,7 @@ std::string to_string(Verdict v) {
     case Verdict::within_threshold: return "within threshold";
     case Verdict::no_significant_change: return "no significant change";
     case Verdict::informational: return "informational";
+    case Verdict::suspect: return "suspect: re-measure";
     case Verdict::missing_in_base: return "only in new";
     case Verdict::missing_in_new: return "missing in new";
   }
@@ -381,6 +382,11 @@ double run_to_run_spread(const std::vector<double>& medians, double center) {
   return std::sqrt(squares / double(medians.size() - 1)) / center;
 }
 
+// Whether the baselines' measured spread sets the row's band instead of the fixed resolution.
+bool spread_sets_band(const RecordComparison& row, const CompareOptions& options) {
+  return row.baseline_runs >= options.spread_sets_band_from && row.run_to_run_spread >= 0;
+}
+
 // The band a significant change must exceed, and which term set it. `clock_difference` is the
 // record's relative SM clock difference between the runs (-1 when unknown).
 void set_noise_band(RecordComparison& row, const CompareOptions& options, double clock_difference) {
@@ -397,7 +403,10 @@ void set_noise_band(RecordComparison& row, const CompareOptions& options, double
   // The clock scales the relative terms; the resolution is an absolute time between processes,
   // whatever the clock, so it stands beside them rather than being widened too.
   if (options.widen_by_clock && clock_difference > 0) widen(row.noise_band + clock_difference, "clock");
-  if (row.base_median_ms > 0) widen(options.min_change_us * 1e-3 / row.base_median_ms, "resolution");
+  // Enough baselines measure the record's own spread between processes: the fixed resolution
+  // then only marks a change inside it as suspect (judge), it does not hide it.
+  if (row.base_median_ms > 0 && !spread_sets_band(row, options))
+    widen(options.min_change_us * 1e-3 / row.base_median_ms, "resolution");
 }
 
 // A band widened by a clock change lets a slowdown of that size through: never silent. Names the
@@ -523,7 +532,15 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
       std::max(row.noise_band, row.ratio > 0 ? (row.ratio_ci_high - row.ratio_ci_low) / (2 * row.ratio) : 0.0);
   if (row.noise_band_source == "producer" && row.note.empty()) row.note = row.gate_reason;
   const bool significant = row.test.p_value < options.alpha;
-  if (significant && row.ratio > 1 + row.noise_band) {
+  const double resolution = options.min_change_us * 1e-3 / row.base_median_ms;
+  if (significant && row.ratio > 1 + row.noise_band && spread_sets_band(row, options) &&
+      row.ratio <= 1 + resolution) {
+    row.verdict = Verdict::suspect;
+    row.note = fmt::format("beyond its band from {} baselines' spread, within the {:g} us resolution: re-measure "
+                           "in a fresh process to confirm",
+                           row.baseline_runs, options.min_change_us);
+    ++c.suspects;
+  } else if (significant && row.ratio > 1 + row.noise_band) {
     row.verdict = Verdict::regression;
     ++c.regressions;
   } else if (significant && row.ratio < 1 - row.noise_band) {
@@ -634,6 +651,30 @@ Comparison compare_results(std::span<const ResultSet> baselines, const ResultSet
   return c;
 }
 
+Comparison confirm_suspects(Comparison first, const Comparison& again) {
+  std::unordered_map<std::string, const RecordComparison*> again_rows;
+  for (const auto& r : again.rows) again_rows.emplace(r.name + "\x1f" + r.method + "\x1f" + r.dtype + "\x1f" + r.params.dump(), &r);
+  for (auto& row : first.rows) {
+    if (row.verdict != Verdict::suspect) continue;
+    const auto it = again_rows.find(row.name + "\x1f" + row.method + "\x1f" + row.dtype + "\x1f" + row.params.dump());
+    const bool confirmed =
+        it != again_rows.end() && (it->second->verdict == Verdict::suspect || it->second->verdict == Verdict::regression);
+    --first.suspects;
+    if (confirmed) {
+      row.verdict = Verdict::regression;
+      ++first.regressions;
+      row.note = fmt::format("confirmed: {:+.1f}% again when measured in a fresh process", (it->second->ratio - 1) * 100);
+    } else {
+      row.verdict = Verdict::within_threshold;
+      ++first.within_threshold;
+      row.note = it == again_rows.end() ? "suspect, and missing when measured again: not confirmed"
+                                        : fmt::format("not confirmed: {:+.1f}% when measured in a fresh process",
+                                                      (it->second->ratio - 1) * 100);
+    }
+  }
+  return first;
+}
+
 std::string nothing_compared_reason(const Comparison& c) {
   if (!c.nothing_compared()) return "";
   std::size_t base = 0, next = 0;
@@ -651,9 +692,9 @@ namespace {
 
 std::string summary_line(const Comparison& c) {
   return fmt::format(
-      "{} matched, {} regression(s), {} improvement(s), {} within the {:.1f}% threshold, {} without significant change, "
+      "{} matched, {} regression(s), {} suspect(s) to re-measure, {} improvement(s), {} within the {:.1f}% threshold, {} without significant change, "
       "{} missing on one side ({} judged in the base and missing from the new run{}); geometric mean of time ratios {} over {} record(s) (new/base, > 1 is slower)",
-      c.geomean_count, c.regressions, c.improvements, c.within_threshold, c.options.threshold * 100, c.unchanged,
+      c.geomean_count, c.regressions, c.suspects, c.improvements, c.within_threshold, c.options.threshold * 100, c.unchanged,
       c.missing, c.missing_judged, c.missing_judged && c.options.allow_missing ? ", allowed" : "",
       c.geomean_count ? fmt::format("{:.3f}", c.geomean_ratio) : std::string("n/a"), c.geomean_count);
 }
@@ -670,6 +711,10 @@ std::string band_rule(const Comparison& c) {
     rule += fmt::format(", or {}x its run-to-run spread (relative standard deviation of the medians of the {} "
                         "baselines, whose samples are pooled)",
                         c.options.spread_factor, c.baselines);
+  if (c.baselines >= c.options.spread_sets_band_from)
+    rule += fmt::format("; with {} or more baselines that spread replaces the resolution, and a change beyond it but "
+                        "within {:g} us is a suspect to re-measure (--confirm)",
+                        c.options.spread_sets_band_from, c.options.min_change_us);
   return rule + ".";
 }
 
@@ -802,6 +847,8 @@ nlohmann::json to_json(const Comparison& c) {
           {"ratio_ci_method", c.ratio_ci_method},
           {"matched", c.matched},
           {"regressions", c.regressions},
+          {"suspects", c.suspects},
+          {"spread_sets_band_from", c.options.spread_sets_band_from},
           {"improvements", c.improvements},
           {"within_threshold", c.within_threshold},
           {"unchanged", c.unchanged},

@@ -858,3 +858,46 @@ TEST(CompareStoredH200Runs, CachedCeilingsAreNotJudgedAndAShortRunFailsTheGate) 
   EXPECT_EQ(c.missing_judged, judged_in_base - 1);
   EXPECT_TRUE(c.fails_on_missing());
 }
+
+namespace {
+
+// A 1.5 us graph-replayed kernel: 30 samples with 0.3% noise, the run's level moved by `offset`.
+ResultSet small_kernel_run(double level_us, unsigned seed) {
+  ResultSet s;
+  s.context.device = h200();
+  s.records.push_back(record("bandwidth.add", "graph_replay", 1024, noisy(level_us * 1e-3, 0.003, 30, seed)));
+  return s;
+}
+
+}  // namespace
+
+TEST(CompareSuspects, SeveralBaselinesSetTheBandAndASmallJumpIsASuspectUntilConfirmed) {
+  // Four baselines within 0.4% of each other; the new run 10% slower: 0.15 us, under the 0.5 us
+  // resolution. One baseline: the resolution hides it. Four: their spread sets the band and the
+  // jump is a suspect, not a regression and not a pass.
+  std::vector<ResultSet> baselines;
+  for (unsigned i = 0; i < 4; ++i) baselines.push_back(small_kernel_run(1.5 * (1 + 0.002 * (i % 2 ? 1 : -1)), 10 + i));
+  const ResultSet slower = small_kernel_run(1.65, 20);
+  const Comparison one = compare_results(baselines[0], slower);
+  EXPECT_EQ(one.rows[0].noise_band_source, "resolution");
+  EXPECT_EQ(one.suspects, 0u);
+  EXPECT_EQ(one.regressions, 0u);
+  const Comparison four = compare_results(baselines, slower);
+  ASSERT_EQ(four.rows[0].verdict, Verdict::suspect) << to_text(four);
+  EXPECT_NE(four.rows[0].noise_band_source, "resolution");
+  EXPECT_LT(four.rows[0].smallest_flagged_slowdown, 0.1);  // the band it says it can flag is under 10%
+  EXPECT_EQ(four.suspects, 1u);
+  EXPECT_FALSE(four.has_regression());
+  EXPECT_EQ(to_json(four)["suspects"], 1u);
+  // Measured again in a fresh process: slower again confirms it, back to normal clears it.
+  const Comparison confirmed = confirm_suspects(four, compare_results(baselines, small_kernel_run(1.66, 30)));
+  EXPECT_EQ(confirmed.rows[0].verdict, Verdict::regression);
+  EXPECT_EQ(confirmed.regressions, 1u);
+  EXPECT_EQ(confirmed.suspects, 0u);
+  EXPECT_NE(confirmed.rows[0].note.find("confirmed"), std::string::npos);
+  const Comparison cleared = confirm_suspects(four, compare_results(baselines, small_kernel_run(1.5, 31)));
+  EXPECT_EQ(cleared.rows[0].verdict, Verdict::within_threshold);
+  EXPECT_FALSE(cleared.has_regression());
+  // A jump past the resolution too is a regression at once.
+  EXPECT_EQ(compare_results(baselines, small_kernel_run(2.2, 32)).rows[0].verdict, Verdict::regression);
+}

@@ -27,6 +27,7 @@ struct CompareCommand {
   double alpha = CompareOptions{}.alpha;
   std::string clock_tolerance = "10%";
   std::string json, markdown;
+  std::string confirm;  // the suspects measured again in a fresh process
 };
 
 int run_compare(const CompareCommand& c) {
@@ -55,6 +56,9 @@ int run_compare(const CompareCommand& c) {
   for (const auto& path : base_paths) baselines.push_back(load_result_file(path));
   const ResultSet next = load_result_file(next_path);
   Comparison comparison = compare_results(baselines, next, options, base_paths);
+  if (!c.confirm.empty())
+    comparison = confirm_suspects(std::move(comparison),
+                                  compare_results(baselines, load_result_file(c.confirm), options, base_paths));
   comparison.base_label = base_paths.size() == 1
                               ? base_paths[0]
                               : fmt::format("{} and {} more baseline(s)", base_paths[0], base_paths.size() - 1);
@@ -74,6 +78,11 @@ int run_compare(const CompareCommand& c) {
                comparison.regressions, options.threshold * 100);
     return static_cast<int>(ExitCode::regression);
   }
+  if (comparison.suspects > 0)
+    fmt::print(stderr,
+               "ridge compare: {} suspect(s) beyond their baselines' spread but within the {:g} us resolution: measure "
+               "them again in a fresh process and pass that run with --confirm FILE\n",
+               comparison.suspects, options.min_change_us);
   if (comparison.fails_on_missing()) {
     fmt::print(stderr,
                "ridge compare: {} record(s) the base judges are missing from the new run (exit code 9; "
@@ -118,6 +127,10 @@ RIDGE_REGISTER_COMMAND(Command{
                      "a change smaller than this many microseconds is never a regression (kernels of a few "
                      "microseconds move this much between processes)")
           ->capture_default_str();
+      app.add_option("--confirm", c->confirm,
+                     "a second new run (the suspects measured again in a fresh process): a suspect beyond its band "
+                     "again is a regression, any other is cleared")
+          ->type_name("FILE");
       app.add_flag("--allow-missing", c->allow_missing,
                    "pass when records the base judges are missing from the new run (default: exit 9)");
       app.add_flag("--ignore-clocks", c->ignore_clocks,
