@@ -292,9 +292,11 @@ void step_replay_on_step(State& s, std::uint64_t step) {
   const std::uint64_t passes = std::max<std::size_t>(s.result.passes, 1);
   for (auto& c : s.contexts) {
     if ((step - first) % passes == 0) {
+      // The Host API's pass count is CUPTI's own: a replay still wanting passes is a CUPTI surprise,
+      // and its half-collected session cannot be restarted. Collection ends (guarded keeps the why).
       if (!c->passes.empty())
-        s.result.mismatches.push_back(fmt::format("profiled step at program step {}: {} of {} passes ran, CUPTI wanted "
-                                                  "more: no counters", c->profiled_step, c->passes.size(), passes));
+        throw Error(fmt::format("profiled step at program step {}: CUPTI wanted more than the {} passes its plan "
+                                "said after {} steps; counters stop here", c->profiled_step, passes, c->passes.size()));
       c->passes.clear();
       c->first_pass_launch_ns.clear();
       c->profiled_step = step;
@@ -435,6 +437,12 @@ void counters_on_context_destroy(CUcontext context) {
 trace::KernelCounters counters_end(bool process_exiting) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  // Stopped by the program (an in-process trace), the pass in progress may be the last one: end it.
+  // Not at exit, where no profiler call is made (see below).
+  if (s.replay == trace::CounterReplay::steps && !process_exiting)
+    guarded(s, [&] {
+      for (auto& c : s.contexts) end_pass(s, *c);
+    });
   for (auto& c : s.contexts)
     if (s.replay == trace::CounterReplay::steps && !c->passes.empty()) {
       // The program stopped stepping before the step's passes were all in: nothing to decode.
