@@ -20,6 +20,7 @@
 
 #include "ridge/catalog.hpp"
 #include "ridge/ceilings.hpp"
+#include "ridge/compare.hpp"
 #include "ridge/history.hpp"
 #include "ridge/result.hpp"
 
@@ -131,6 +132,11 @@ std::vector<WarningGroup> group_warnings(const std::vector<Record>& records);
 ReportSummary summarize_report(const std::map<std::string, double>& measured, const std::optional<CatalogEntry>& datasheet,
                                const std::vector<Record>& records, const std::vector<SectionRun>& sections,
                                const std::string& ceilings_cached_at = "");
+
+/// Adds a "regression" finding per record `comparison` (previous run -> this one, compare_results)
+/// found significantly slower, and one "regressions" line when there are more than three; each names
+/// `previous` (e.g. "run 12, commit abc1234").
+void add_regression_findings(ReportSummary& summary, const Comparison& comparison, const std::string& previous);
 
 /// The summary as the report's first section (at most 25 lines), each number and finding linked
 /// to its section's heading.

@@ -8,6 +8,7 @@
 
 #include "ridge/format.hpp"
 #include "ridge/report.hpp"
+#include "ridge/writers.hpp"
 
 namespace ridge {
 
@@ -154,6 +155,24 @@ ReportSummary summarize_report(const std::map<std::string, double>& measured, co
   if (out.numbers.size() > 8) out.numbers.resize(8);
   add_findings(out, records, sections);
   return out;
+}
+
+void add_regression_findings(ReportSummary& summary, const Comparison& comparison, const std::string& previous) {
+  std::size_t shown = 0;
+  for (const auto& row : comparison.rows) {
+    if (row.verdict != Verdict::regression) continue;
+    if (++shown > 3) continue;  // counted below
+    summary.findings.push_back({"regression",
+                                fmt::format("{} `{}` {} ({}): {:.2f}x the median of {} (noise band {})", row.name,
+                                            row.method, row.dtype, params_text(row.params), row.ratio, previous,
+                                            format_percent(row.noise_band, 0)),
+                                "Files"});
+  }
+  if (shown > 3)
+    summary.findings.push_back({"regression", fmt::format("{} records in all are slower than {}: `ridge compare` with "
+                                                          "its results.json says which",
+                                                          comparison.regressions, previous),
+                                "Files"});
 }
 
 std::string heading_anchor(const std::string& heading) {

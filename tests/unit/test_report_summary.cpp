@@ -130,3 +130,26 @@ TEST(ReportHtml, TablesOverTwelveRowsFoldBehindASummaryLineMarkdownKeepsThem) {
   for (std::size_t i = 1; i <= max_unfolded_table_rows; ++i) short_md += fmt::format("| {} | 1.0 |\n", i);
   EXPECT_EQ(markdown_to_html(short_md, {}, "t").find("<details>"), std::string::npos);
 }
+
+TEST(ReportSummary, RegressionsAgainstThePreviousRunAreFindings) {
+  auto run = [](double ms) {
+    ResultSet s;
+    Record r;
+    r.name = "matmul";
+    r.method = Method::graph_replay;
+    r.dtype = DType::bf16;
+    r.params = {{"n", 4096}};
+    for (int i = 0; i < 20; ++i) r.samples_ms.push_back(ms * (1 + 0.001 * (i % 5)));
+    finalize(r);
+    s.records.push_back(r);
+    return s;
+  };
+  ReportSummary s;
+  add_regression_findings(s, compare_results(run(1.0), run(1.0)), "the previous run");
+  EXPECT_TRUE(s.findings.empty()) << "the same speed is no regression";
+  add_regression_findings(s, compare_results(run(1.0), run(1.2)), "the previous run (run 3, commit abc)");
+  ASSERT_EQ(s.findings.size(), 1u);
+  EXPECT_EQ(s.findings[0].kind, "regression");
+  EXPECT_NE(s.findings[0].text.find("1.20x the median of the previous run (run 3, commit abc)"), std::string::npos)
+      << s.findings[0].text;
+}

@@ -60,6 +60,24 @@ class ReportHistory {
 #endif
   }
 
+  // The history's latest run on the same GPU (by UUID), for the summary to compare with; nullopt
+  // when there is none or no history. `label` names it ("run 12, commit abc1234").
+  std::optional<ResultSet> previous_run(const ResultSet& now, std::string& label) const {
+#ifdef RIDGE_HAVE_HISTORY
+    if (!history_ || !now.context.device) return std::nullopt;
+    const auto runs = history_->runs();
+    for (auto it = runs.rbegin(); it != runs.rend(); ++it)
+      if (it->gpu_uuid == now.context.device->uuid) {
+        label = fmt::format("the previous run (run {}, commit {})", it->id, it->commit.substr(0, 12));
+        return history_->load_run(it->id);
+      }
+#else
+    (void)now;
+    (void)label;
+#endif
+    return std::nullopt;
+  }
+
   // Adds the finished report as `ridge history add FOLDER` would: read back from its results.json,
   // so adding the folder again later finds the same run.
   void add(ReportResult& r, RunProvenance given) {
@@ -221,6 +239,18 @@ std::string files_markdown(const ReportResult& r, const std::map<std::string, st
   return md;
 }
 
+/// With a history: the summary's regressions against its latest run on this GPU. A comparison
+/// that cannot be made (e.g. no record in common) becomes a note in the summary, never a failure.
+void compare_with_previous_run(ReportResult& r, const ReportHistory& history) {
+  std::string label;
+  try {
+    if (const auto previous = history.previous_run(r.results, label))
+      add_regression_findings(r.summary, compare_results(*previous, r.results), label);
+  } catch (const Error& e) {
+    r.summary.findings.push_back({"not compared", fmt::format("with {}: {}", label, e.what()), "Files"});
+  }
+}
+
 }  // namespace
 
 ReportResult run_report(const ReportOptions& options, const ReportCallbacks& callbacks) {
@@ -307,6 +337,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
   r.markdown += files_markdown(r, svgs, !trace.empty(), o.quick);
   r.measured = ctx.measured;
   r.summary = summarize_report(r.measured, ctx.datasheet, r.results.records, r.sections, ctx.ceilings_cached_at);
+  compare_with_previous_run(r, history);
   r.markdown.insert(summary_at, summary_markdown(r.summary));
 
   nlohmann::json j = to_json(r.results);
