@@ -43,6 +43,16 @@ def test_comparison_ok_is_the_ci_check():
     assert ridge.compare(CLI_DATA / "base.json", CLI_DATA / "base.json").ok
     slower = ridge.compare(CLI_DATA / "base.json", CLI_DATA / "slower.json")
     assert slower.regressions and not slower.ok and not slower.nothing_compared
+
+
+def test_a_judged_record_missing_from_the_new_run_is_not_ok():
+    # rerun_short.json kept 1 of base.json's 3 judged records (a section that crashed).
+    short = ridge.compare(CLI_DATA / "base.json", CLI_DATA / "rerun_short.json")
+    assert not short.regressions and not short.nothing_compared
+    assert [(r["name"], r["params"]["n"]) for r in short.missing] == [("matmul", 2048), ("matmul", 4096)]
+    assert not short.ok
+    allowed = ridge.compare(CLI_DATA / "base.json", CLI_DATA / "rerun_short.json", allow_missing=True)
+    assert len(allowed.missing) == 2 and allowed.ok
     assert slower.geomean_ratio > 1
 
 
