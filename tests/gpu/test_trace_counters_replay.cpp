@@ -13,6 +13,7 @@
 #include "ridge/trace/chrome_json.hpp"
 #include "ridge/trace/counters.hpp"
 #include "ridge/trace/launch_work.hpp"
+#include "ridge/trace/tracer.hpp"
 #include "ridge/writers.hpp"
 #include "trace_workload.hpp"
 
@@ -101,4 +102,29 @@ TEST(TraceCountersGpu, RidgeTimersTracedWithCountersEndOnTheirOwn) {
       EXPECT_FALSE(is_timing_probe_kernel(t.strings.at(k.name))) << method << ": ridge's own timing kernel was profiled";
     }
   }
+}
+
+TEST(TraceCountersGpu, InProcessStepReplayEndsTheLastPassAtStop) {
+  RIDGE_REQUIRE_GPU();
+  namespace same = trace_workload::identical_steps;
+  // The memory set is one pass: steps 1 and 2 are each a profiled step of their own. Step 2 has no
+  // step after it: stop() must end its pass and decode it.
+  ridge::TracerOptions options;
+  CounterOptions counters;
+  counters.metric_set = "memory";
+  counters.steps = std::pair<std::uint64_t, std::uint64_t>{1, 2};
+  counters.step_range = trace_workload::step_range;
+  options.counters = counters;
+  ridge::Tracer tracer(options);
+  tracer.start();
+  ASSERT_EQ(same::run(3), 0);
+  tracer.stop();
+  const KernelCounters& c = tracer.events().counters;
+  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.replay, CounterReplay::steps);
+  EXPECT_EQ(c.passes, 1u);
+  EXPECT_EQ(c.steps_profiled, 2u);
+  EXPECT_EQ(c.rows.size(), 2u * same::copy_kernels_per_step);
+  EXPECT_TRUE(c.perturbed.empty()) << "one pass: no later pass to perturb";
+  EXPECT_TRUE(c.mismatches.empty()) << c.mismatches.front();
 }

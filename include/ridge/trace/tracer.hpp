@@ -44,7 +44,8 @@ struct TracerOptions {
   bool launch_calls = true;
   /// Size of each activity buffer handed to CUPTI, in bytes (CUPTI asks for as many as it needs).
   std::size_t buffer_bytes = 8u << 20;
-  /// Hardware counters of the selected launches (CUPTI's range profiler, kernel replay); unset =
+  /// Hardware counters of the selected launches (CUPTI's range profiler, replayed by steps or per
+  /// kernel: trace::CounterReplay); unset =
   /// none. start() checks first that counters may be read (CountersUnavailableError otherwise).
   std::optional<trace::CounterOptions> counters;
   /// Record only some steps (pushes of the schedule's NVTX step range): collection is off in its
