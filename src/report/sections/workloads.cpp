@@ -15,6 +15,27 @@
 
 namespace ridge::detail {
 
+namespace {
+/// The sweep's plot with the best variant's knees as key points: the first size measured at or
+/// past 70% and 90% of the ceiling is labelled (a reader's question: from what size on?).
+Plot plot_with_knees(const BandwidthSweep& sweep) {
+  Plot plot = sweep.plot;
+  for (std::size_t i : sweep.best_curve_per_op) {
+    if (i >= plot.series.size()) continue;  // one series per curve, in curve order, before the ceilings
+    for (const Knee& k : sweep.curves[i].knees) {
+      if (!k.size) continue;
+      PlotPoint* first = nullptr;
+      for (auto& p : plot.series[i].points)
+        if (p.x >= *k.size && (!first || p.x < first->x)) first = &p;
+      if (!first || first->key) continue;
+      first->key = true;
+      first->label += fmt::format(" ({:.0f}% knee)", k.fraction * 100);
+    }
+  }
+  return plot;
+}
+}  // namespace
+
 SectionOutput bandwidth_section(ReportContext& ctx) {
   BandwidthSweepOptions o;
   o.device = ctx.device;
@@ -23,7 +44,7 @@ SectionOutput bandwidth_section(ReportContext& ctx) {
   const BandwidthSweep sweep = run_bandwidth_sweep(o, {.on_status = ctx.status});
   SectionOutput out;
   out.records = sweep.records;
-  out.svgs.push_back({"bandwidth.svg", render_svg(sweep.plot)});
+  out.svgs.push_back({"bandwidth.svg", render_svg(plot_with_knees(sweep))});
   std::string& md = out.markdown;
   md += "The bandwidth-sweep exercise: `x + y` in fp32 (reads 8 bytes and writes 4 per element) from 2^10 to 2^28 "
         "elements, every kernel variant checked before it is timed, launch-free timing for short runs.\n\n";
