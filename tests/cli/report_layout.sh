@@ -32,6 +32,12 @@ for want in "Decode ceilings" "GPT-2 small" "Llama-3.1 70B" "Amdahl" "1.11x" "1.
             "unknown key" "Roofline"; do
   grep -q -- "$want" "$out/report.md" || fail "report.md lacks '$want'"
 done
+# The answer first: the summary is the first section, at most 25 lines, in the HTML too and in results.json.
+[ "$(grep -m1 '^## ' "$out/report.md")" = "## Summary" ] || fail "report.md does not open with its summary"
+summary_lines=$(awk '/^## Summary/{on=1; next} /^## /{on=0} on' "$out/report.md" | wc -l)
+[ "$summary_lines" -le 25 ] || fail "the summary takes $summary_lines lines (at most 25)"
+[ "$(grep -o '<h2 id="[^"]*"' "$html" | head -1)" = '<h2 id="summary"' ] || fail "report.html does not open with its summary"
+grep -q '"summary": {' "$out/results.json" || fail "results.json has no report.summary"
 grep -q '"schema": "ridge.results"' "$out/results.json" || fail "results.json is not a ridge result file"
 grep -q '"hbm_tb_per_s": 4.1' "$out/results.json" || fail "results.json does not store the prediction"
 grep -q '"mode": "model_only"' "$out/results.json" || fail "results.json does not record the mode"
