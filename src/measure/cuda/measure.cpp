@@ -164,7 +164,7 @@ bool kernels_replayed_by_counters() {
     // Said once, before the first measurement under counters, so no number is read without it.
     if (on)
       std::fprintf(stderr,
-                   "ridge: this process runs under `ridge trace --counters`: the timers queue their batches without "
+                   "ridge: this process runs under ridge trace with hardware counters: the timers queue their batches without "
                    "holding the stream (a held stream would stall each profiled launch), and a launch profiled by "
                    "kernel replay runs once per pass inside its launch call, so times measured here include "
                    "profiling; the trace times kernels from their unprofiled launches. ridge's own timing kernels "

@@ -181,8 +181,8 @@ std::string counters_summary(const Trace& trace, const std::string& step_range) 
                        c.steps_taken.second, c.steps_profiled, c.steps_profiled == 1 ? "" : "s");
   else
     out += ", each kernel replayed inside its launch (memory saved and restored each pass)";
-  out += fmt::format("; L2 {} before each profiled kernel (Nsight Compute flushes by default: compare with "
-                     "`ncu --cache-control {}`).\n", c.l2_flushed ? "flushed" : "not flushed", c.l2_flushed ? "all" : "none");
+  out += fmt::format("; L2 {} before each profiled kernel (Nsight Compute flushes by default: compare with its "
+                     "cache control set to {}).\n", c.l2_flushed ? "flushed" : "not flushed", c.l2_flushed ? "all" : "none");
   if (c.graph_launches > 0)
     out += fmt::format("  {} graph launches: their kernels have no counters{}.\n", c.graph_launches,
                        c.replay == CounterReplay::kernel ? " (kernel replay does not reach into CUDA graphs)" : "");
