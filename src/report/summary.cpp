@@ -99,9 +99,14 @@ void add_findings(ReportSummary& out, const std::vector<Record>& records, const 
     const std::size_t end = std::min(records.size(), first + s.records);
     const std::vector<Record> mine(records.begin() + std::ptrdiff_t(first), records.begin() + std::ptrdiff_t(end));
     first = end;
-    for (const auto& g : group_warnings(mine))
-      if (std::find(std::begin(action_kinds), std::end(action_kinds), g.kind) != std::end(action_kinds))
-        out.findings.push_back({g.kind, fmt::format("{} of {} rows; e.g. {}", g.rows.size(), g.of_rows, g.example), s.title});
+    for (const auto& g : group_warnings(mine)) {
+      if (std::find(std::begin(action_kinds), std::end(action_kinds), g.kind) == std::end(action_kinds)) continue;
+      const bool prefixed = g.example.rfind(g.kind + ": ", 0) == 0;  // the kind is said once
+      out.findings.push_back({g.kind,
+                              fmt::format("{} of {} rows; e.g. {}", g.rows.size(), g.of_rows,
+                                          prefixed ? g.example.substr(g.kind.size() + 2) : g.example),
+                              s.title});
+    }
     std::size_t throttled = 0;
     for (const auto& r : mine)
       for (const ClockReading* c : {&r.clocks_start, &r.clocks_end})
