@@ -156,7 +156,9 @@ struct HistoryChange {
   double ratio = 0;  ///< median after / median before (> 1: slower)
   /// 95% interval of the ratio from the series' run-to-run noise; 0 when the noise is unknown.
   double ratio_ci_low = 0, ratio_ci_high = 0;
-  double p_value = 1;        ///< two-sided normal test of the log ratio against the series' run-to-run noise
+  /// Two-sided normal test of the log ratio against the series' run-to-run noise; 1 while the
+  /// noise is unknown (fewer than 5 runs: the resolution decided).
+  double p_value = 1;
   /// The series' run-to-run noise (run_to_run_noise: relative standard deviation of one run's
   /// median); -1 when too few runs to learn it.
   double run_to_run_noise = -1;

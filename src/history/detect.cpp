@@ -194,13 +194,12 @@ HistoryChange change_from(std::span<const SeriesPoint> points, std::size_t lo, s
   c.median_before_ms = w.median_before_ms;
   c.median_after_ms = w.median_after_ms;
   c.ratio = std::exp(w.log_ratio);
-  if (w.standard_error > 0) {
+  if (noise.sigma >= 0) {  // a noise of 0 gives the interval [ratio, ratio]
     constexpr double z95 = 1.959963984540054;
     c.ratio_ci_low = std::exp(w.log_ratio - z95 * w.standard_error);
     c.ratio_ci_high = std::exp(w.log_ratio + z95 * w.standard_error);
-    c.p_value = std::erfc(std::abs(w.log_ratio) / w.standard_error / std::numbers::sqrt2);
-  } else {
-    c.p_value = w.log_ratio != 0 && noise.sigma == 0 ? 0 : 1;
+    c.p_value = w.standard_error > 0 ? std::erfc(std::abs(w.log_ratio) / w.standard_error / std::numbers::sqrt2)
+                                     : (w.log_ratio != 0 ? 0 : 1);
   }
   c.alpha = noise.alpha;
   c.run_to_run_noise = noise.sigma;

@@ -713,7 +713,7 @@ std::string band_rule(const Comparison& c) {
                         c.options.spread_factor, c.baselines);
   if (c.baselines >= c.options.spread_sets_band_from)
     rule += fmt::format("; with {} or more baselines that spread replaces the resolution, and a change beyond it but "
-                        "within {:g} us is a suspect to re-measure (--confirm)",
+                        "within {:g} us is a suspect to re-measure in a fresh process",
                         c.options.spread_sets_band_from, c.options.min_change_us);
   return rule + ".";
 }
