@@ -173,6 +173,18 @@ struct HistoryChange {
   bool at_newest_commit = false;  ///< at the newest commit of the history
 };
 
+/// A series whose own run-to-run noise hides a step of the threshold's size at the window
+/// (HistoryCheck::noisy_series): the smallest step its windows can see, and the runs a side they
+/// would need to see the threshold.
+struct NoisySeries {
+  std::string name, method, dtype;
+  nlohmann::json params = nlohmann::json::object();
+  std::string machine, gpu;
+  double run_to_run_noise = 0;      ///< SeriesNoise::sigma
+  double smallest_step = 0;         ///< relative step its full windows resolve: exp(z sigma sqrt(2 pi / (2 window))) - 1
+  std::size_t runs_for_threshold = 0;  ///< runs on each side to resolve the threshold (0: more than 1,000)
+};
+
 /// The result of History-wide change detection.
 struct HistoryCheck {
   CheckOptions options;
@@ -182,6 +194,8 @@ struct HistoryCheck {
   std::size_t candidates = 0;      ///< (series, commit) pairs tested
   std::string newest_commit;       ///< of the newest run
   std::size_t runs = 0;
+  /// Judged series whose noise hides a step of the threshold at the window, with the runs they need.
+  std::vector<NoisySeries> noisy_series;
 
   /// A regression at the newest commit: `ridge history check` exits ExitCode::regression.
   bool regression_at_newest() const;
@@ -224,6 +238,10 @@ struct SeriesNoise {
   bool clock_scaled = false;        ///< runs brought to equal clocks (scale_compute_bound_by_clock)
 };
 SeriesNoise learn_series_noise(std::span<const SeriesPoint> points, std::size_t candidates, const CheckOptions& options);
+
+/// The smallest relative step full windows of `window_runs` runs a side resolve under `noise`
+/// (the run-to-run term of judge_window's band); 0 while the noise is unknown.
+double smallest_visible_step(const SeriesNoise& noise, std::size_t window_runs);
 
 /// Runs [lo, k) against runs [k, hi) of a series: the ratio of the windows' medians of run
 /// medians, and the band it must exceed: the largest of the threshold, the producer's gate, the

@@ -111,6 +111,11 @@ SeriesNoise learn_series_noise(std::span<const SeriesPoint> points, std::size_t 
   return noise;
 }
 
+double smallest_visible_step(const SeriesNoise& noise, std::size_t window_runs) {
+  if (noise.sigma < 0 || window_runs == 0) return 0;
+  return std::exp(noise.z * noise.sigma * std::sqrt(2 * median_variance_factor(window_runs))) - 1;
+}
+
 WindowJudgement judge_window(std::span<const SeriesPoint> points, const SeriesNoise& noise, std::size_t lo,
                              std::size_t k, std::size_t hi, const CheckOptions& options) {
   WindowJudgement w;
@@ -395,6 +400,19 @@ std::vector<RecordSeries> record_series(const History& history, std::span<const 
 
 namespace {
 
+// The series, when its own noise hides a step of the threshold's size at the window.
+std::optional<NoisySeries> noisy_series(const RecordSeries& s, std::size_t candidates, const CheckOptions& options) {
+  const SeriesNoise noise = learn_series_noise(s.points, candidates, options);
+  const double threshold = options.compare.threshold;
+  const double smallest = smallest_visible_step(noise, options.window_runs);
+  if (!(smallest > threshold)) return std::nullopt;
+  const Record& r = s.points.back().record;
+  NoisySeries n{r.name, to_string(r.method), to_string(r.dtype), r.params, s.machine, s.gpu, noise.sigma, smallest, 0};
+  for (std::size_t runs = options.window_runs; runs <= 1000 && n.runs_for_threshold == 0; ++runs)
+    if (smallest_visible_step(noise, runs) <= threshold) n.runs_for_threshold = runs;
+  return n;
+}
+
 // check_series' work. With `release` (the same series, owned by the caller), each series' points
 // are freed by the thread that judged it: freeing a million records is then done on every core,
 // beside the detection, not on one core after it.
@@ -412,12 +430,14 @@ HistoryCheck judge_series(std::span<const HistoryRun> runs, std::span<const Reco
   std::vector<std::vector<HistoryChange>> found(series.size());
   std::vector<std::size_t> tested_of(series.size(), 0);
   std::vector<char> judged(series.size(), 0);
+  std::vector<std::optional<NoisySeries>> noisy(series.size());
   history_detail::for_each_on_every_core(series.size(), [&](std::size_t s) {
     const auto& positions = series[s].run_positions;
     const auto first = static_cast<std::size_t>(
         std::lower_bound(positions.begin(), positions.end(), first_run) - positions.begin());
     found[s] = detect_changes(series[s].points, first, options, &tested_of[s]);
     judged[s] = tested_of[s] > 0 && is_judged(series[s].points.back().record);
+    if (judged[s]) noisy[s] = noisy_series(series[s], tested_of[s], options);
     if (release) std::vector<SeriesPoint>().swap(release[s].points);
   });
   for (std::size_t index = 0; index < series.size(); ++index) {
@@ -425,6 +445,7 @@ HistoryCheck judge_series(std::span<const HistoryRun> runs, std::span<const Reco
     std::vector<HistoryChange>& changes = found[index];
     result.candidates += tested_of[index];
     if (judged[index]) ++result.series_judged;
+    if (noisy[index]) result.noisy_series.push_back(std::move(*noisy[index]));
     for (HistoryChange& c : changes) {
       c.machine = s.machine;
       c.gpu = s.gpu;

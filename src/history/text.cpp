@@ -1,4 +1,6 @@
 // The history's tables and change reports as text and JSON.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ridge/history.hpp"
@@ -21,6 +23,39 @@ std::string evidence_notes(const HistoryChange& c) {
 
 }  // namespace
 
+namespace {
+
+// Series whose noise hides a threshold-sized step at the window: the noisiest few, in words.
+std::string noisy_series_text(const HistoryCheck& check) {
+  if (check.noisy_series.empty()) return "";
+  std::vector<const NoisySeries*> noisiest;
+  for (const NoisySeries& n : check.noisy_series) noisiest.push_back(&n);
+  std::sort(noisiest.begin(), noisiest.end(),
+            [](const NoisySeries* a, const NoisySeries* b) { return a->smallest_step > b->smallest_step; });
+  std::string out = fmt::format(
+      "{} series scatter too much between runs to see a {:.1f}% step with windows of {} runs; the noisiest:\n",
+      noisiest.size(), check.options.compare.threshold * 100, check.options.window_runs);
+  for (std::size_t i = 0; i < std::min<std::size_t>(noisiest.size(), 5); ++i) {
+    const NoisySeries& n = *noisiest[i];
+    out += fmt::format("  {} {} {} {}  run-to-run {:.2f}%: sees {:.1f}% steps; {:.1f}% needs {} runs a side\n", n.name,
+                       n.method, n.dtype, params_text(n.params), n.run_to_run_noise * 100, n.smallest_step * 100,
+                       check.options.compare.threshold * 100,
+                       n.runs_for_threshold ? fmt::format("{}", n.runs_for_threshold) : std::string("over 1,000"));
+  }
+  return out;
+}
+
+nlohmann::json noisy_series_json(const HistoryCheck& check) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const NoisySeries& n : check.noisy_series)
+    out.push_back({{"name", n.name}, {"method", n.method}, {"dtype", n.dtype}, {"params", n.params},
+                   {"machine", n.machine}, {"gpu", n.gpu}, {"run_to_run_noise", n.run_to_run_noise},
+                   {"smallest_step", n.smallest_step}, {"runs_for_threshold", n.runs_for_threshold}});
+  return out;
+}
+
+}  // namespace
+
 std::string to_text(const HistoryCheck& check) {
   std::size_t regressions = 0;
   for (const auto& c : check.changes) regressions += c.regression ? 1 : 0;
@@ -38,7 +73,7 @@ std::string to_text(const HistoryCheck& check) {
         change_percent(c.ratio_ci_low), change_percent(c.ratio_ci_high), c.median_before_ms, c.median_after_ms,
         c.p_value, c.alpha, c.noise_band * 100, c.noise_band_source, c.runs_before, c.runs_after,
         c.machine.empty() ? "?" : c.machine, c.gpu.empty() ? "?" : c.gpu, evidence_notes(c));
-  return out;
+  return out + noisy_series_text(check);
 }
 
 std::string to_text(std::span<const HistoryRun> runs) {
@@ -110,7 +145,8 @@ nlohmann::json to_json(const HistoryCheck& check) {
           {"alpha", check.options.compare.alpha},
           {"regression_at_newest", check.regression_at_newest()},
           {"nothing_compared", check.nothing_compared()},
-          {"changes", std::move(changes)}};
+          {"changes", std::move(changes)},
+          {"noisy_series", noisy_series_json(check)}};
 }
 
 }  // namespace ridge

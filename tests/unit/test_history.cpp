@@ -1076,3 +1076,32 @@ TEST(HistoryCheck, ACarriedOverRecordIsNeverJudged) {
   EXPECT_TRUE(check.nothing_compared());
   ASSERT_TRUE(carried_over(h.records_for_detection().begin()->second.at(0)));
 }
+
+TEST(HistoryCheck, SaysHowManyRunsANoisySeriesNeeds) {
+  // A series whose runs scatter by 4%: windows of 5 runs cannot see a 3% step; the check names it
+  // and the runs a side that would, and the formula agrees at that count.
+  History h = History::open_or_create(test_folder() / "h.db");
+  std::mt19937 rng(5);
+  std::normal_distribution<double> z(0, 0.04);
+  for (int i = 0; i < 30; ++i) {
+    ResultSet run = make_run(i, {.seed = 12});
+    const double offset = std::exp(z(rng));
+    for (double& v : run.records[0].samples_ms) v *= offset;
+    finalize(run.records[0]);
+    h.add(run, {commit_name(i), "main", ""});
+  }
+  const HistoryCheck check = check_history(h);
+  ASSERT_EQ(check.noisy_series.size(), 1u) << to_text(check);
+  const NoisySeries& n = check.noisy_series[0];
+  EXPECT_GT(n.run_to_run_noise, 0.02);
+  EXPECT_GT(n.smallest_step, check.options.compare.threshold);
+  ASSERT_GT(n.runs_for_threshold, check.options.window_runs);
+  SeriesNoise noise;
+  noise.sigma = n.run_to_run_noise;
+  const std::vector<HistoryRun> runs = h.runs();
+  noise.z = learn_series_noise(record_series(h, runs).at(0).points, check.candidates, check.options).z;
+  EXPECT_LE(smallest_visible_step(noise, n.runs_for_threshold), check.options.compare.threshold);
+  EXPECT_GT(smallest_visible_step(noise, n.runs_for_threshold - 1), check.options.compare.threshold);
+  EXPECT_NE(to_text(check).find("runs a side"), std::string::npos);
+  EXPECT_EQ(to_json(check)["noisy_series"].size(), 1u);
+}
