@@ -107,7 +107,7 @@ struct SummaryFinding {
 struct ReportSummary {
   std::vector<SummaryNumber> numbers;  ///< at most 8, in report order
   std::vector<SummaryFinding> findings;
-  bool model_only = false;  ///< nothing measured: the numbers are the datasheet's
+  bool model_only = false;  ///< nothing measured: the numbers are the datasheet's (HBM, BF16 peak, ridge point)
 };
 
 /// A warning's kind: the words before its first ':' ("cache-resident", "launch-bound",

@@ -92,6 +92,26 @@ void add_numbers(ReportSummary& out, const std::map<std::string, double>& m, con
   }
 }
 
+/// A model-only report measures nothing: the datasheet's figures, said to be the datasheet's.
+void add_datasheet_numbers(ReportSummary& out, const CatalogEntry& sheet, const std::vector<SectionRun>& sections) {
+  std::string section = "Roofline (datasheet model)";
+  for (const auto& s : sections)
+    if (s.key == "model_roofline") section = s.title;
+  const DeviceCeilings& c = sheet.ceilings;
+  const std::string source = "datasheet of the " + sheet.name + ": not measured";
+  if (c.memory_bytes_per_s > 0)
+    out.numbers.push_back({prediction::hbm_tb_per_s, "HBM bandwidth", c.memory_bytes_per_s / 1e12,
+                           format_bytes_per_s(c.memory_bytes_per_s), std::nullopt, source, section, ""});
+  if (const double bf16 = c.peak_flops("bf16"); bf16 > 0) {
+    out.numbers.push_back({prediction::bf16_tflop_per_s, "BF16 dense peak", bf16 / 1e12, format_flops(bf16), std::nullopt,
+                           source, section, ""});
+    if (c.memory_bytes_per_s > 0)
+      out.numbers.push_back({prediction::ridge_point_bf16, "BF16 ridge point", bf16 / c.memory_bytes_per_s,
+                             fmt::format("{:.0f} FLOP/byte", bf16 / c.memory_bytes_per_s), std::nullopt,
+                             "below it an operation is memory-bound", section, ""});
+  }
+}
+
 void add_findings(ReportSummary& out, const std::vector<Record>& records, const std::vector<SectionRun>& sections) {
   std::size_t first = 0;
   for (const auto& s : sections) {
@@ -154,6 +174,7 @@ ReportSummary summarize_report(const std::map<std::string, double>& measured, co
   ReportSummary out;
   out.model_only = records.empty() && measured.empty();
   add_numbers(out, measured, datasheet, sections);
+  if (out.model_only && datasheet) add_datasheet_numbers(out, *datasheet, sections);
   for (auto& n : out.numbers)
     for (const auto& k : prediction_keys())
       if (k.key == n.key && k.section == "ceilings") n.carried_over_from = ceilings_cached_at;
@@ -196,11 +217,11 @@ std::string summary_markdown(const ReportSummary& s) {
   // At most 25 lines: heading (2), table (2 + 8), findings (3 + 7), blank lines.
   constexpr std::size_t max_findings = 6;
   std::string md = "## Summary\n\n";
-  if (s.numbers.empty())
-    md += s.model_only ? "Nothing was measured (model-only report): the sections below use the datasheet.\n\n"
-                       : "No summary numbers: the sections that measure them did not run or failed.\n\n";
-  else {
-    md += "| measured | value | against |\n|---|---:|---|\n";
+  if (s.model_only) md += "Nothing was measured (model-only report): the numbers are the datasheet's.\n\n";
+  if (s.numbers.empty() && !s.model_only)
+    md += "No summary numbers: the sections that measure them did not run or failed.\n\n";
+  if (!s.numbers.empty()) {
+    md += fmt::format("| {} | value | against |\n|---|---:|---|\n", s.model_only ? "figure" : "measured");
     for (const auto& n : s.numbers)
       md += fmt::format("| [{}](#{}) | **{}**{} | {} |\n", n.what, heading_anchor(n.section), n.value_text,
                         n.carried_over_from.empty() ? "" : fmt::format(" (cache, {})", n.carried_over_from.substr(0, 10)),
