@@ -13,6 +13,11 @@ run medians; per timing method, over the records shorter than --under-us:
 
 This is the per-method resolution issue 40 asks for: what a change of one process must exceed to
 be more than the method's own process-to-process noise. Prints Markdown.
+
+`--pairs FILE...` instead reads stored comparisons of two runs of one build (`ridge compare --json`
+or `--markdown` files) and gives, per method, the change |new - base| of each short record between
+the two processes (records whose ratio is exactly 1, cached ceilings, are left out): median,
+90th percentile and largest, over all pairs. Weaker evidence than N runs (one difference per pair).
 """
 import argparse
 import collections
@@ -62,11 +67,51 @@ def quantile(values, q):
     return values[min(len(values) - 1, int(q * (len(values) - 1) + 0.5))]
 
 
+def pair_table(paths, under_us):
+    """Per method, |new - base| (us) of each short record over the stored pairwise comparisons."""
+    import gate_bands  # noqa: PLC0415 (its Markdown reader, beside this file)
+    by_method = collections.defaultdict(list)
+    for path in paths:
+        for row in gate_bands.compare_rows(path) if path.endswith(".json") else markdown_rows(path):
+            base_us = row["base_median_ms"] * 1e3
+            if not (0 < base_us < under_us) or row.get("ratio", 0) in (0, 1.0):
+                continue
+            by_method[row["method"]].append((abs(row["ratio"] - 1) * base_us, base_us, row["name"], os.path.basename(path)))
+    print(f"# Change of short records between two processes of one build, per timing method ({len(paths)} pairs, "
+          f"records under {under_us:g} us)\n")
+    print("| method | record-pairs | median change (us) | 90th pct (us) | largest (us) | where |")
+    print("|---|---|---|---|---|---|")
+    for method, rows in sorted(by_method.items()):
+        worst = max(rows)
+        print(f"| {method} | {len(rows)} | {statistics.median(r[0] for r in rows):.3f} | "
+              f"{quantile([r[0] for r in rows], 0.9):.3f} | {worst[0]:.3f} | {worst[2]} at {worst[1]:.2f} us, {worst[3]} |")
+
+
+def markdown_rows(path):
+    """rows_of_markdown with the ratio column, which the band table does not need."""
+    import gate_bands  # noqa: PLC0415
+    rows = gate_bands.rows_of_markdown(path)
+    ratios = []
+    for line in open(path):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 13 and cells[0] not in ("name", "---") and cells[4].endswith("s"):
+            ratios.append(float(cells[6]) if cells[6] != "-" else 0)
+    for row, ratio in zip(rows, ratios):
+        row["ratio"] = ratio
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("folder")
+    ap.add_argument("folder", nargs="?")
     ap.add_argument("--under-us", type=float, default=10.0, help="records shorter than this (µs) enter the table")
+    ap.add_argument("--pairs", nargs="+", help="stored pairwise comparisons (JSON or Markdown) instead of FOLDER")
     args = ap.parse_args()
+    if args.pairs:
+        pair_table(args.pairs, args.under_us)
+        return
+    if not args.folder:
+        ap.error("give FOLDER or --pairs FILE...")
     runs = load_runs(args.folder)
     gpu = (runs[0]["context"].get("device") or {}).get("name", "?")
     by_method = collections.defaultdict(list)
