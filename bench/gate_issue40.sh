@@ -17,19 +17,26 @@
 #  6. The ten runs and a slowed run in a history: `history check` flags the newest commit (exit 5).
 #  7. Tables: gate_bands.md (every record's band over the 45 pairs) and resolution.md (per timing
 #     method, the spread of run medians between processes: the resolution table's data).
+# About 40 reports, each measuring its ceilings: longer than one 10-minute device command. Run it
+# again with the same OUT and it resumes: a report whose results.json exists is not taken again
+# (FRESH=1 starts over). Stop after the reports of a stage with STOP_AFTER=runs or STOP_AFTER=matrix.
 set -u
 cd "$(dirname "$0")/.."
 ridge=${RIDGE:-build/bin/ridge}
 out=${1:-runs/gate_issue40}
 runs=${RUNS:-10}
 [ -x "$ridge" ] || { echo "gate_issue40: $ridge not found; build first" >&2; exit 2; }
-rm -rf "$out"; mkdir -p "$out/compare"
+[ "${FRESH:-0}" = 1 ] && rm -rf "$out"
+rm -rf "$out/compare" "$out/summary.txt" "$out/slowdown_matrix/exit_codes.txt" "$out/history.db"
+mkdir -p "$out/compare"
 failures=0
 summary=$out/summary.txt
 
 # report NAME [ARGS...]: one report in a fresh process, with its own (empty) ceilings cache.
 report() {
   local name=$1; shift
+  [ -f "$out/$name/results.json" ] && return 0  # taken by an earlier, interrupted run of this script
+  rm -rf "${out:?}/$name" "$out/cache/$name"
   RIDGE_CACHE_DIR="$out/cache/$name" "$ridge" report -o "$out/$name" "$@" >"$out/$name.stdout" 2>"$out/$name.stderr" || {
     echo "gate_issue40: report $name exited $?" | tee -a "$summary"; failures=$((failures + 1)); }
 }
@@ -46,9 +53,12 @@ expect() {
 echo "gate_issue40: $runs reports on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | tee "$summary"
 for i in $(seq 1 "$runs"); do report "run-$i"; done
 # One more that reads run 1's cache: its ceilings are carried over.
-mkdir -p "$out/cache/cached" && cp -r "$out/cache/run-1/." "$out/cache/cached/"
-report cached
+if [ ! -f "$out/cached/results.json" ]; then
+  mkdir -p "$out/cache/cached" && cp -r "$out/cache/run-1/." "$out/cache/cached/"
+  RIDGE_CACHE_DIR="$out/cache/cached" "$ridge" report -o "$out/cached" >"$out/cached.stdout" 2>"$out/cached.stderr"
+fi
 all=(); for i in $(seq 1 "$runs"); do all+=("$out/run-$i"); done
+[ "${STOP_AFTER:-}" = runs ] && { echo "gate_issue40: reports taken; run again to go on" | tee -a "$summary"; exit 0; }
 
 for i in $(seq 1 "$runs"); do
   for j in $(seq $((i + 1)) "$runs"); do
@@ -97,6 +107,7 @@ while IFS='|' read -r class selector; do
   echo "$class pooled $?" >>"$out/slowdown_matrix/exit_codes.txt"
 done <<<"$classes"
 printf '%s\n' "$classes" | sed 's/$/|10%/' >"$out/slowdown_matrix/classes.txt"
+[ "${STOP_AFTER:-}" = matrix ] && { echo "gate_issue40: matrix taken; run again to go on" | tee -a "$summary"; exit 0; }
 python3 bench/gate_matrix.py "$out/slowdown_matrix" >"$out/slowdown_matrix.md" 2>&1 || true
 
 # A real slowdown: 10% of run 1's large-GEMM time as GPU work in the timed stream.
