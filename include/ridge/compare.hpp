@@ -104,7 +104,10 @@ struct RecordComparison {
   /// Baselines that hold this record (their samples are pooled for the rank test; base_median_ms
   /// is the median of their medians).
   std::size_t baseline_runs = 0;
-  double run_to_run_spread = -1;  ///< relative standard deviation of those baselines' medians; -1 below 2 runs
+  /// Spread of those baselines' medians relative to their median: 1.4826 x their median absolute
+  /// deviation from 5 baselines on (robust to one process that jumped), the standard deviation
+  /// below; -1 below 2 runs.
+  double run_to_run_spread = -1;
   double min_threshold = 0;       ///< the producers' RecordGate::min_threshold (the larger of base and new)
   /// The relative change a significant difference must exceed to be a regression or an improvement:
   /// max(threshold, min_threshold, spread_factor x run_to_run_spread); 0 for rows never judged.
