@@ -100,6 +100,7 @@ int report(ReportCommand c) {
   if (!r.kept_files.empty())
     fmt::print(stderr, "ridge report: note: --force kept {} file(s) in {} that ridge did not write: {}\n",
                r.kept_files.size(), r.folder.string(), fmt::join(r.kept_files, ", "));
+  fmt::print(stderr, "ridge report: summary\n{}", summary_text(r.summary));  // the answer first, as in report.md
   fmt::print(stderr, "ridge report: wrote {} in {:.1f} s{}\n", (r.folder / "report.html").string(), r.wall_seconds,
              r.gpu ? "" : " (model-only: no usable GPU)");
   if (r.history_added && r.history_added->added)
@@ -145,6 +146,9 @@ RIDGE_REGISTER_COMMAND(Command{
                      "at the end, add the run to this history (SQLite file, created when missing; see `ridge "
                      "history`), under the commit of the git repository here, else the results' git sha")
           ->type_name("DB");
+      app.add_flag("--remeasure-ceilings", o.remeasure_ceilings,
+                   "measure the ceilings again instead of taking them from the per-GPU cache (the report marks "
+                   "numbers taken from the cache with their date)");
       app.add_flag("-v,--verbose", c->verbose, "also print each section's Markdown on stderr as it finishes");
       app.add_option("--inject-slowdown-us", c->testing.inject_slowdown_us,
                      "TESTING AID, not a measurement: slow the timing section's large matmul by a GPU busy-wait of "

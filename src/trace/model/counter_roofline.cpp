@@ -398,12 +398,6 @@ nlohmann::json row_json(const CounterRooflineRow& k) {
           {"whole_speedup", k.whole_speedup}};
 }
 
-/// A kernel name short enough to label a point: C++ templates and argument lists cut.
-std::string short_label(const std::string& name) {
-  std::string s = name.substr(0, name.find('('));
-  if (s.rfind("void ", 0) == 0) s = s.substr(5);
-  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-}
 
 }  // namespace
 
@@ -432,7 +426,7 @@ Plot counter_roofline_plot(const CounterRoofline& r, const DeviceCeilings& ceili
       continue;
     }
     RooflineOperation op;
-    op.label = fmt::format("{} ({:.0f}%)", short_label(k.name), 100 * k.time_share);
+    op.label = fmt::format("{} ({:.0f}%)", short_kernel_name(k.name), 100 * k.time_share);
     op.dtype = ceiling_dtype_of(k.precision);
     op.intensity_flop_per_byte = k.intensity;
     op.flops_per_s = k.attained_flops_per_s;
