@@ -1,3 +1,10 @@
+import os
+
+# RIDGE_TEST_IMPORT_FIRST=torch runs the whole suite as PyTorch users import: torch before ridge
+# (each loads its CUPTI and CUDA libraries; the order must not matter).
+if os.environ.get("RIDGE_TEST_IMPORT_FIRST") == "torch":
+    import torch  # noqa: F401
+
 import pytest
 
 import ridge
