@@ -62,7 +62,7 @@ struct CompareOptions {
   /// above it every row's interval is order_statistic_ratio_ci (Comparison::ratio_ci_method).
   double bootstrap_budget = 1e8;
   /// With several baselines (repeated runs of the same code), a change must also exceed this many
-  /// times the record's run-to-run spread (the relative standard deviation of the baselines' medians).
+  /// times the record's run-to-run spread (RecordComparison::run_to_run_spread).
   double spread_factor = 3;
   /// Resolution: a change smaller than this many microseconds is never a regression. Between
   /// processes, kernels of a few microseconds move by tens to a few hundred nanoseconds (cuBLAS

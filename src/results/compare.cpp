@@ -715,7 +715,7 @@ std::string band_rule(const Comparison& c) {
       c.options.widen_by_clock ? ", widened by the record's SM clock change between the runs" : "",
       c.options.min_change_us);
   if (c.baselines > 1)
-    rule += fmt::format(", or {}x its run-to-run spread (relative standard deviation of the medians of the {} "
+    rule += fmt::format(", or {}x its run-to-run spread (the spread of the medians of the {} "
                         "baselines, whose samples are pooled)",
                         c.options.spread_factor, c.baselines);
   if (c.baselines >= c.options.spread_sets_band_from)

@@ -122,7 +122,7 @@ RIDGE_REGISTER_COMMAND(Command{
           ->default_val("5%");
       app.add_option("--alpha", c->alpha, "significance level of the two-sided rank test")->capture_default_str();
       app.add_option("--spread-factor", c->spread_factor,
-                     "with several baselines, a change must exceed this many times the relative standard deviation "
+                     "with several baselines, a change must exceed this many times the relative spread "
                      "of their medians")
           ->capture_default_str();
       app.add_option("--min-change-us", c->min_change_us,
