@@ -351,6 +351,128 @@ TEST(TraceAnalysis, JsonRoundTripKeepsEveryNumber) {
   EXPECT_THROW(analysis_from_json(nlohmann::json{{"gpu_busy_ns", "lots"}}), ridge::UsageError);
 }
 
+namespace {
+
+/// Six steps of two kernels ("gemm" 1 us, gap 0.5 us, "norm" 1 us), 100 us apart. Steps 2 and 3
+/// ran under step replay: step 2 is pass 0 (counter rows), step 3 pass 1 (perturbed); their
+/// kernels take `profiled_ns` each (under 45 us: the steps stay apart). `marked`: the counters say so (else the trace has no counters).
+Trace step_replay_trace(Nanoseconds profiled_ns, bool marked) {
+  Builder b;
+  for (Nanoseconds step = 0; step < 6; ++step) {
+    const Nanoseconds s = 100000 * (step + 1);
+    const bool profiled = step == 2 || step == 3;
+    const Nanoseconds d = profiled ? profiled_ns : 1000;
+    b.range("step", s, s + (profiled ? 2 * d + 5000 : 10000));
+    b.kernel("gemm", 7, s + 1000, s + 1000 + d, s + 100);
+    b.kernel("norm", 7, s + 1500 + d, s + 1500 + 2 * d, s + 200);
+    if (!marked || !profiled) continue;
+    for (std::size_t i = b.t.kernels.size() - 2; i < b.t.kernels.size(); ++i) {
+      const std::uint32_t corr = b.t.kernels[i].correlation;
+      if (step == 2)
+        b.t.counters.rows.push_back({corr, 0, {}, s + 100});
+      else
+        b.t.counters.perturbed.push_back(corr);
+    }
+  }
+  b.t.counters.replay = CounterReplay::steps;
+  b.t.counters.passes = 2;
+  b.t.counters.steps_taken = {2, 3};
+  return b.done();
+}
+
+}  // namespace
+
+TEST(TraceAnalysis, LaunchesOfReplayedStepsLeaveEveryTimeAndSayWhy) {
+  const Analysis a = analyze(step_replay_trace(20000, true), AnalysisOptions{.step_range = "step"});
+  EXPECT_EQ(a.kernel_count, 12u);  // counted, not timed
+  EXPECT_EQ(a.kernels_left_out, 4u);
+  EXPECT_EQ(a.steps_left_out, 2u);
+  EXPECT_EQ(a.ranges_left_out, 2u);
+  ASSERT_EQ(a.top_kernels.size(), 2u);
+  for (const auto& k : a.top_kernels) {
+    EXPECT_EQ(k.time.count, 4u) << k.name;
+    EXPECT_EQ(k.time.max_ns, 1000u) << k.name;
+    EXPECT_DOUBLE_EQ(k.percent_of_kernel_time, 50.0) << k.name;
+  }
+  EXPECT_EQ(a.kernel_time_ns, 8000u);
+  EXPECT_EQ(a.gpu_busy_ns, 8000u);
+  // Kept gaps: 0.5 us inside each of the 4 kept steps, and steps 0->1 and 4->5; the gaps beside
+  // the profiled steps are profiling's.
+  EXPECT_EQ(a.gap_count, 6u);
+  EXPECT_EQ(a.idle_time_ns, 4 * 500u + 2 * 97500u);
+  EXPECT_EQ(a.largest_gap_ns, 97500u);
+  EXPECT_EQ(a.kernel_span_ns, a.gpu_busy_ns + a.idle_time_ns);
+  // The whole span less what is kept: the profiled steps' kernels and the gaps beside them.
+  EXPECT_EQ(a.left_out_span_ns, (600000u + 3500u - 101000u) - a.kernel_span_ns);
+  ASSERT_EQ(a.steps.size(), 4u);
+  std::vector<std::uint64_t> numbers;
+  for (const auto& s : a.steps) numbers.push_back(s.number);
+  EXPECT_EQ(numbers, (std::vector<std::uint64_t>{0, 1, 4, 5}));
+  EXPECT_DOUBLE_EQ(a.step_time_median_ns, 10000.0);
+  EXPECT_EQ(a.kernels_per_step_max, 2u);
+  ASSERT_FALSE(a.top_ranges.empty());
+  EXPECT_EQ(a.top_ranges[0].time.count, 4u);
+  EXPECT_EQ(a.top_ranges[0].time.max_ns, 10000u);
+  EXPECT_EQ(a.top_ranges[0].kernel_time_ns, 8000u);
+  const std::string text = format_analysis(a);
+  EXPECT_NE(text.find("Left out of every time below: 4 launches under hardware counters (2 steps and 2 NVTX ranges"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("steps replayed for their hardware counters' passes"), std::string::npos) << text;
+  EXPECT_NE(text.find("4 steps (2 more ran under hardware counters: left out)"), std::string::npos) << text;
+  EXPECT_NE(text.find("the program's steps 0, 1, 4, 5 (0-based)"), std::string::npos) << text;
+  const Analysis back = analysis_from_json(to_json(a));
+  EXPECT_EQ(back.kernels_left_out, 4u);
+  EXPECT_EQ(back.steps_left_out, 2u);
+  EXPECT_EQ(back.ranges_left_out, 2u);
+  EXPECT_EQ(back.left_out_span_ns, a.left_out_span_ns);
+  EXPECT_EQ(back.left_out_reason, a.left_out_reason);
+}
+
+TEST(TraceAnalysis, HowMuchProfilingSlowedTheReplayedStepsChangesNoTime) {
+  const AnalysisOptions options{.step_range = "step"};
+  const nlohmann::json slowed = to_json(analyze(step_replay_trace(20000, true), options));
+  const nlohmann::json slower = to_json(analyze(step_replay_trace(40000, true), options));
+  for (const char* field : {"top_kernels", "top_ranges", "steps", "kernel_time_ns", "gpu_busy_ns", "kernel_span_ns",
+                            "idle_time_ns", "gap_count", "largest_gap_ns", "idle_waiting_on_host_ns",
+                            "launch_latency_median_ns", "launch_latency_max_ns", "step_time_median_ns",
+                            "busy_fraction_of_kernel_span"})
+    EXPECT_EQ(slowed[field], slower[field]) << field;
+  // Unmarked, the slowed launches are timed like any other: the test above could fail.
+  const Analysis unmarked = analyze(step_replay_trace(20000, false), options);
+  EXPECT_EQ(unmarked.kernels_left_out, 0u);
+  EXPECT_EQ(unmarked.top_kernels[0].time.max_ns, 20000u);
+  EXPECT_EQ(unmarked.steps.size(), 6u);
+  EXPECT_EQ(format_analysis(unmarked).find("Left out"), std::string::npos);
+}
+
+TEST(TraceAnalysis, KernelsReplayedPerKernelLeaveTheTopKernelTimes) {
+  Builder b;
+  // The first 2 launches of "gemm" were replayed per kernel: the trace places them at their launch
+  // call, lasting their profiled pass (50 us); 3 more ran untouched (2 us).
+  for (Nanoseconds i = 0; i < 5; ++i) {
+    const Nanoseconds at = 100000 * (i + 1);
+    const bool replayed = i < 2;
+    b.kernel("gemm", 7, at + 3000, at + 3000 + (replayed ? 50000 : 2000), at);
+    if (replayed) b.t.counters.rows.push_back({b.t.kernels.back().correlation, 0, {}, at});
+  }
+  b.kernel("relu", 7, 700000, 701000, 699000);
+  b.t.counters.replay = CounterReplay::kernel;
+  const Analysis a = analyze(b.done());
+  EXPECT_EQ(a.kernels_left_out, 2u);
+  EXPECT_EQ(a.steps_left_out, 0u);
+  EXPECT_EQ(a.distinct_kernels, 2u);
+  ASSERT_EQ(a.top_kernels.size(), 2u);
+  EXPECT_EQ(a.top_kernels[0].name, "gemm");
+  EXPECT_EQ(a.top_kernels[0].time.count, 3u);
+  EXPECT_EQ(a.top_kernels[0].time.total_ns, 6000u);
+  EXPECT_EQ(a.top_kernels[0].time.max_ns, 2000u);
+  EXPECT_EQ(a.kernel_time_ns, 7000u);
+  EXPECT_EQ(a.launch_latency_count, 4u);
+  EXPECT_DOUBLE_EQ(a.launch_latency_max_ns, 3000.0);
+  EXPECT_NE(format_analysis(a).find("CUPTI replayed them once per hardware-counter pass"), std::string::npos);
+}
+
 TEST(TraceWindow, SkipsKernelsSecondsAndKeepsNvtxAndProfilerRanges) {
   Builder b;
   b.t.collection_start = 0;

@@ -73,8 +73,20 @@ struct Analysis {
   std::vector<RejectedEvents> rejected_events;  ///< events left out or repaired, by reason
   std::string window;  ///< the window every number and finding covers ("" = the whole trace, start-up included)
 
+  // Hardware counters (`--counters`): launches that ran under profiling (a counter row of their
+  // own, or a later pass of a step replayed for its passes: KernelCounters::perturbed) are in the
+  // trace but out of every time below (kernel times, busy, gaps, launch latency, steps, ranges):
+  // profiling serialized and replayed them. The steps and NVTX ranges that launched one are left
+  // out of the per-step and per-range numbers alike.
+  std::uint64_t kernels_left_out = 0, steps_left_out = 0, ranges_left_out = 0;
+  /// Of the kernel span, the time taken by the left-out launches and the gaps beside them.
+  Nanoseconds left_out_span_ns = 0;
+  std::string left_out_reason;  ///< why they were left out, in words ("" = none were)
+
   Nanoseconds trace_span_ns = 0;    ///< first to last event of any kind
-  Nanoseconds kernel_span_ns = 0;   ///< first kernel start to last kernel end
+  /// First kernel start to last kernel end; with launches left out, the busy time and the idle gaps
+  /// between kept launches only (left_out_span_ns less).
+  Nanoseconds kernel_span_ns = 0;
   Nanoseconds kernel_time_ns = 0;   ///< summed kernel durations (overlapping kernels count twice)
   Nanoseconds gpu_busy_ns = 0;      ///< union of kernel intervals over all streams and devices
   /// Share of the summed kernel time during which another kernel was running too:
@@ -84,7 +96,7 @@ struct Analysis {
   double kernel_overlap_fraction = 0;
   Nanoseconds gpu_active_ns = 0;    ///< union of kernel, memcpy and memset intervals
   double busy_fraction_of_kernel_span = 0;
-  double busy_fraction_of_trace_span = 0;
+  double busy_fraction_of_trace_span = 0;  ///< of the trace span less left_out_span_ns
 
   // Idle gaps inside the kernel span (between busy intervals).
   std::uint64_t gap_count = 0;
@@ -126,7 +138,7 @@ struct Analysis {
   std::uint64_t distinct_kernels = 0;
 
   std::string step_range;
-  std::vector<StepStat> steps;
+  std::vector<StepStat> steps;  ///< the steps kept (steps_left_out are not here)
   double kernels_per_step_median = 0;
   std::uint64_t kernels_per_step_min = 0, kernels_per_step_max = 0;
   double step_time_median_ns = 0, step_gpu_busy_median_ns = 0;  ///< host range; GPU busy (medians)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -58,11 +59,42 @@ using detail::LaunchIndex;
 using detail::LaunchPoint;
 using detail::thread_key;
 
-/// Kernel launches of one thread, by launch-call start, with prefix sums for range queries.
+/// The launches that ran under hardware-counter profiling: those with a counter row (replayed per
+/// kernel, or pass 0 of a replayed step) and KernelCounters::perturbed (the later passes). Their
+/// times are profiling's, not the program's.
+class LeftOut {
+ public:
+  explicit LeftOut(const Trace& trace) : first_(trace.kernels.data()), out_(trace.kernels.size(), false) {
+    const KernelCounters& c = trace.counters;
+    std::unordered_set<std::uint32_t> with_row;
+    for (const auto& r : c.rows) with_row.insert(r.correlation);
+    for (std::size_t i = 0; i < trace.kernels.size(); ++i) {
+      const std::uint32_t corr = trace.kernels[i].correlation;
+      out_[i] = corr != 0 && (with_row.count(corr) > 0 || c.is_perturbed(corr));
+      count += out_[i] ? 1 : 0;
+    }
+    reason = c.replay == CounterReplay::steps
+                 ? "they ran in the steps replayed for their hardware counters' passes, serialized by CUPTI's range "
+                   "profiler"
+                 : "CUPTI replayed them once per hardware-counter pass, serialized: their times are the profiled "
+                   "passes'";
+  }
+  bool operator()(const Kernel& k) const { return out_[static_cast<std::size_t>(&k - first_)]; }
+  std::uint64_t count = 0;
+  std::string reason;
+
+ private:
+  const Kernel* first_;
+  std::vector<bool> out_;
+};
+
+/// Kernel launches of one thread, by launch-call start, with prefix sums for range queries (the
+/// time of the kept launches, and how many were left out).
 struct Launches {
   std::vector<Nanoseconds> starts;
   std::vector<std::uint64_t> count_prefix{0};
   std::vector<Nanoseconds> time_prefix{0};
+  std::vector<std::uint64_t> left_out_prefix{0};
 };
 
 /// Launches of each thread (any_thread: those known by queue time alone), and every kernel by its
@@ -72,10 +104,15 @@ struct LaunchTimeline {
   std::vector<std::pair<Nanoseconds, const Kernel*>> all;  ///< (launch point, kernel), sorted
 };
 
-LaunchTimeline launch_timeline(const Trace& trace, const LaunchIndex& launches) {
+LaunchTimeline launch_timeline(const Trace& trace, const LaunchIndex& launches, const LeftOut& left_out) {
   LaunchTimeline timeline;
   timeline.all.reserve(trace.kernels.size());
-  std::unordered_map<std::uint64_t, std::vector<std::pair<Nanoseconds, Nanoseconds>>> raw;
+  struct Raw {
+    Nanoseconds at, time;
+    bool left_out;
+    bool operator<(const Raw& o) const { return at < o.at; }
+  };
+  std::unordered_map<std::uint64_t, std::vector<Raw>> raw;
   for (const auto& k : trace.kernels) {
     const auto point = launches.launch_of(k);
     if (!point) {
@@ -83,17 +120,18 @@ LaunchTimeline launch_timeline(const Trace& trace, const LaunchIndex& launches) 
       continue;
     }
     const std::uint64_t key = point->call ? thread_key(point->call->process, point->call->thread) : any_thread;
-    raw[key].emplace_back(point->at, duration(k.start, k.end));
+    raw[key].push_back({point->at, duration(k.start, k.end), left_out(k)});
     timeline.all.emplace_back(point->at, &k);
   }
   for (auto& [key, v] : raw) {
-    std::sort(v.begin(), v.end());
+    std::stable_sort(v.begin(), v.end());
     Launches& l = timeline.per_thread[key];
     l.starts.reserve(v.size());
-    for (const auto& [s, d] : v) {
-      l.starts.push_back(s);
+    for (const Raw& r : v) {
+      l.starts.push_back(r.at);
       l.count_prefix.push_back(l.count_prefix.back() + 1);
-      l.time_prefix.push_back(l.time_prefix.back() + d);
+      l.time_prefix.push_back(l.time_prefix.back() + (r.left_out ? 0 : r.time));
+      l.left_out_prefix.push_back(l.left_out_prefix.back() + (r.left_out ? 1 : 0));
     }
   }
   std::sort(timeline.all.begin(), timeline.all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -133,14 +171,37 @@ struct HostWait {
   Nanoseconds start = 0, end = 0;
 };
 
+/// Busy stretches of the GPU (kernels merged where they overlap or touch), in time order, each
+/// marked when a left-out launch is in it.
+struct BusyStretch {
+  Nanoseconds start = 0, end = 0;
+  const Kernel* first = nullptr;
+  bool left_out = false;
+};
+
+std::vector<BusyStretch> busy_stretches(const std::vector<const Kernel*>& by_start, const LeftOut& left_out) {
+  std::vector<BusyStretch> out;
+  for (const auto* k : by_start) {
+    if (out.empty() || k->start > out.back().end) {
+      out.push_back({k->start, k->end, k, left_out(*k)});
+      continue;
+    }
+    out.back().end = std::max(out.back().end, k->end);
+    out.back().left_out = out.back().left_out || left_out(*k);
+  }
+  return out;
+}
+
 /// GPU busy and active time, the kernel span, and the idle gaps inside it: was the GPU waiting on
-/// the host? Returns the gaps in which it was.
+/// the host? Returns the gaps in which it was. Left-out launches add no busy time, and a gap beside
+/// one is profiling's, not idle: both leave the kernel span.
 std::vector<HostWait> busy_and_gaps(const Trace& trace, const std::vector<const Kernel*>& by_start,
-                                    const LaunchIndex& launches, Analysis& a) {
+                                    const LeftOut& left_out, const LaunchIndex& launches, Analysis& a) {
   std::vector<HostWait> host_waits;
   std::vector<std::pair<Nanoseconds, Nanoseconds>> kernel_intervals;
   kernel_intervals.reserve(by_start.size());
   for (const auto* k : by_start) {
+    if (left_out(*k)) continue;
     kernel_intervals.emplace_back(k->start, k->end);
     a.kernel_time_ns += duration(k->start, k->end);
   }
@@ -153,29 +214,31 @@ std::vector<HostWait> busy_and_gaps(const Trace& trace, const std::vector<const 
     a.kernel_overlap_fraction = static_cast<double>(a.kernel_time_ns - a.gpu_busy_ns) / static_cast<double>(a.kernel_time_ns);
   if (by_start.empty()) return host_waits;
 
-  Nanoseconds first = by_start.front()->start, last = 0;
-  for (const auto* k : by_start) last = std::max(last, k->end);
-  a.kernel_span_ns = duration(first, last);
-  Nanoseconds busy_until = by_start.front()->end;
-  for (std::size_t i = 1; i < by_start.size(); ++i) {
-    const Kernel& k = *by_start[i];
-    if (k.start > busy_until) {
-      const Nanoseconds gap = k.start - busy_until;
-      ++a.gap_count;
-      a.largest_gap_ns = std::max(a.largest_gap_ns, gap);
-      const auto point = launches.launch_of(k);
-      if (!point)
-        a.idle_unattributed_ns += gap;
-      else if (point->at >= busy_until) {
-        a.idle_waiting_on_host_ns += gap;  // the host had not even begun (or queued) the launch
-        host_waits.push_back({busy_until, k.start});
-      }
+  const std::vector<BusyStretch> stretches = busy_stretches(by_start, left_out);
+  Nanoseconds last = 0;
+  for (const auto& s : stretches) last = std::max(last, s.end);
+  const Nanoseconds whole_span = duration(stretches.front().start, last);
+  for (std::size_t i = 1; i < stretches.size(); ++i) {
+    if (stretches[i].left_out || stretches[i - 1].left_out) continue;  // profiling's gap
+    const Nanoseconds gap = stretches[i].start - stretches[i - 1].end;
+    ++a.gap_count;
+    a.idle_time_ns += gap;
+    a.largest_gap_ns = std::max(a.largest_gap_ns, gap);
+    const auto point = launches.launch_of(*stretches[i].first);
+    if (!point)
+      a.idle_unattributed_ns += gap;
+    else if (point->at >= stretches[i - 1].end) {
+      a.idle_waiting_on_host_ns += gap;  // the host had not even begun (or queued) the launch
+      host_waits.push_back({stretches[i - 1].end, stretches[i].start});
     }
-    busy_until = std::max(busy_until, k.end);
   }
+  // Without left-out launches busy + idle is the whole span; with them, what is left of it.
+  a.kernel_span_ns = left_out.count == 0 ? whole_span : std::min(whole_span, a.gpu_busy_ns + a.idle_time_ns);
+  a.left_out_span_ns = whole_span - a.kernel_span_ns;
   a.idle_time_ns = a.kernel_span_ns > a.gpu_busy_ns ? a.kernel_span_ns - a.gpu_busy_ns : 0;
+  const Nanoseconds trace_span = a.trace_span_ns > a.left_out_span_ns ? a.trace_span_ns - a.left_out_span_ns : 0;
   if (a.kernel_span_ns > 0) a.busy_fraction_of_kernel_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(a.kernel_span_ns);
-  if (a.trace_span_ns > 0) a.busy_fraction_of_trace_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(a.trace_span_ns);
+  if (trace_span > 0) a.busy_fraction_of_trace_span = static_cast<double>(a.gpu_busy_ns) / static_cast<double>(trace_span);
   if (a.idle_time_ns > 0)
     a.host_bound_fraction_of_idle = static_cast<double>(a.idle_waiting_on_host_ns) / static_cast<double>(a.idle_time_ns);
   return host_waits;
@@ -273,10 +336,14 @@ void launch_latency(const Trace& trace, const std::vector<const Kernel*>& by_sta
            a.launch_overhead_min_ns, a.launch_overhead_max_ns);
 }
 
-void top_kernels(const Trace& trace, std::size_t top, Analysis& a) {
+void top_kernels(const Trace& trace, const LeftOut& left_out, std::size_t top, Analysis& a) {
   std::unordered_map<std::uint32_t, DurationStats> per_name;
-  for (const auto& k : trace.kernels) per_name[k.name].add(duration(k.start, k.end));
-  a.distinct_kernels = per_name.size();
+  std::unordered_set<std::uint32_t> names;
+  for (const auto& k : trace.kernels) {
+    names.insert(k.name);
+    if (!left_out(k)) per_name[k.name].add(duration(k.start, k.end));
+  }
+  a.distinct_kernels = names.size();
   std::vector<KernelStat> all;
   all.reserve(per_name.size());
   for (const auto& [name, stats] : per_name) {
@@ -291,13 +358,14 @@ void top_kernels(const Trace& trace, std::size_t top, Analysis& a) {
   a.top_kernels = std::move(all);
 }
 
-/// NVTX ranges: host time and the kernels launched inside them (same thread).
+/// NVTX ranges: host time and the kernels launched inside them (same thread). A range that
+/// launched a left-out kernel ran under profiling: it is counted in ranges_left_out instead.
 void top_ranges(const Trace& trace, const LaunchTimeline& timeline, std::size_t top, Analysis& a) {
   std::unordered_map<std::uint32_t, RangeStat> per_name;
   for (const auto& r : trace.ranges) {
     if (r.marker) continue;
-    RangeStat& s = per_name[r.name];
-    s.time.add(duration(r.start, r.end));
+    RangeStat inside;
+    std::uint64_t left_out = 0;
     for (const std::uint64_t key : {thread_key(r.process, r.thread), any_thread}) {
       auto it = timeline.per_thread.find(key);
       if (it == timeline.per_thread.end()) continue;
@@ -305,10 +373,19 @@ void top_ranges(const Trace& trace, const LaunchTimeline& timeline, std::size_t 
       const auto lo = static_cast<std::size_t>(std::lower_bound(l.starts.begin(), l.starts.end(), r.start) - l.starts.begin());
       const auto hi = static_cast<std::size_t>(std::upper_bound(l.starts.begin(), l.starts.end(), r.end) - l.starts.begin());
       if (hi > lo) {
-        s.kernels += l.count_prefix[hi] - l.count_prefix[lo];
-        s.kernel_time_ns += l.time_prefix[hi] - l.time_prefix[lo];
+        inside.kernels += l.count_prefix[hi] - l.count_prefix[lo];
+        inside.kernel_time_ns += l.time_prefix[hi] - l.time_prefix[lo];
+        left_out += l.left_out_prefix[hi] - l.left_out_prefix[lo];
       }
     }
+    if (left_out > 0) {
+      ++a.ranges_left_out;
+      continue;
+    }
+    RangeStat& s = per_name[r.name];
+    s.time.add(duration(r.start, r.end));
+    s.kernels += inside.kernels;
+    s.kernel_time_ns += inside.kernel_time_ns;
   }
   std::vector<RangeStat> all;
   for (auto& [name, s] : per_name) {
@@ -332,25 +409,33 @@ std::uint64_t step_number(const Trace& trace, Nanoseconds start, std::size_t pla
 
 /// Steps: kernels whose launch call began (or, without a call, whose launch was queued) inside each
 /// step range (any thread); for a kernel with neither, that began inside it.
-void steps(const Trace& trace, const LaunchTimeline& timeline, const std::string& step_range, Analysis& a) {
+void steps(const Trace& trace, const LaunchTimeline& timeline, const LeftOut& left_out, const std::string& step_range,
+           Analysis& a) {
   if (step_range.empty()) return;
   if (auto id = trace.strings.find(step_range)) {
+    std::size_t place = 0;
     for (const auto& r : trace.ranges) {
       if (r.marker || r.name != *id) continue;
       StepStat step;
-      step.number = step_number(trace, r.start, a.steps.size());
+      step.number = step_number(trace, r.start, place++);
       step.start_ns = r.start;
       step.duration_ns = duration(r.start, r.end);
       auto lo = std::lower_bound(timeline.all.begin(), timeline.all.end(), r.start,
                                  [](const auto& x, Nanoseconds t) { return x.first < t; });
       std::vector<std::pair<Nanoseconds, Nanoseconds>> intervals;
       Nanoseconds gpu_end = 0;
+      bool profiled = false;
       for (auto it = lo; it != timeline.all.end() && it->first <= r.end; ++it) {
         const Kernel& k = *it->second;
+        profiled = profiled || left_out(k);
         step.gpu_start_ns = step.kernels == 0 ? k.start : std::min(step.gpu_start_ns, k.start);
         gpu_end = std::max(gpu_end, k.end);
         ++step.kernels;
         intervals.emplace_back(k.start, k.end);
+      }
+      if (profiled) {  // its times are profiling's: out of the steps' numbers
+        ++a.steps_left_out;
+        continue;
       }
       step.gpu_span_ns = duration(step.gpu_start_ns, gpu_end);
       step.gpu_busy_ns = union_length(std::move(intervals));
@@ -507,17 +592,23 @@ Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
   count_events(trace, sync_calls, a);
   a.step_range = options.step_range;
   const LaunchIndex launches(trace);
-  std::vector<const Kernel*> by_start;
+  const LeftOut left_out(trace);
+  std::vector<const Kernel*> by_start, kept_by_start;
   by_start.reserve(trace.kernels.size());
   for (const auto& k : trace.kernels) by_start.push_back(&k);
   std::stable_sort(by_start.begin(), by_start.end(), [](const Kernel* x, const Kernel* y) { return x->start < y->start; });
+  kept_by_start.reserve(by_start.size());
+  for (const Kernel* k : by_start)
+    if (!left_out(*k)) kept_by_start.push_back(k);
 
-  const std::vector<HostWait> host_waits = busy_and_gaps(trace, by_start, launches, a);
-  launch_latency(trace, by_start, launches, a);
-  top_kernels(trace, options.top, a);
-  const LaunchTimeline timeline = launch_timeline(trace, launches);
+  const std::vector<HostWait> host_waits = busy_and_gaps(trace, by_start, left_out, launches, a);
+  launch_latency(trace, kept_by_start, launches, a);
+  top_kernels(trace, left_out, options.top, a);
+  const LaunchTimeline timeline = launch_timeline(trace, launches, left_out);
   top_ranges(trace, timeline, options.top, a);
-  steps(trace, timeline, options.step_range, a);
+  steps(trace, timeline, left_out, options.step_range, a);
+  a.kernels_left_out = left_out.count;
+  if (left_out.count > 0) a.left_out_reason = left_out.reason;
   start_up_waits(host_waits, a);
   memory_traffic(trace, sync_calls, a);
   hidden_syncs(trace, by_start, launches, options.hidden_sync_min_repeats, a);
@@ -560,6 +651,12 @@ std::string format_analysis(const Analysis& a) {
                                      : a.window));
   line(fmt::format("CUPTI dropped records: {}{}", a.dropped_records,
                    a.incomplete_records ? fmt::format("; incomplete records left out: {}", a.incomplete_records) : std::string()));
+  if (a.kernels_left_out > 0)
+    line(fmt::format("Left out of every time below: {} launch{} under hardware counters ({} step{} and {} NVTX range{} "
+                     "that launched them, {} of the kernel span): {}. The trace file keeps them.",
+                     a.kernels_left_out, a.kernels_left_out == 1 ? "" : "es", a.steps_left_out,
+                     a.steps_left_out == 1 ? "" : "s", a.ranges_left_out, a.ranges_left_out == 1 ? "" : "s",
+                     t(a.left_out_span_ns), a.left_out_reason));
   if (a.kernel_count > 0) {
     line(fmt::format("Span: {} from first to last event; kernels ran over {}", t(a.trace_span_ns), t(a.kernel_span_ns)));
     line(fmt::format("GPU busy (union of kernels, all streams): {} = {} of the kernel span, {} of the trace span",
@@ -621,10 +718,13 @@ std::string format_analysis(const Analysis& a) {
     if (a.steps.empty())
       line(fmt::format("Steps: no NVTX range named \"{}\" in the trace", a.step_range));
     else
-      line(fmt::format("Steps (\"{}\"): {} steps; kernels per step median {:g} (min {}, max {}); per step (medians): "
+      line(fmt::format("Steps (\"{}\"): {} steps{}; kernels per step median {:g} (min {}, max {}); per step (medians): "
                        "host range {}, GPU span {} (first kernel start to last kernel end), GPU busy {} = {} of the "
                        "GPU span",
-                       a.step_range, a.steps.size(), a.kernels_per_step_median, a.kernels_per_step_min,
+                       a.step_range, a.steps.size(),
+                       a.steps_left_out > 0 ? fmt::format(" ({} more ran under hardware counters: left out)", a.steps_left_out)
+                                            : std::string(),
+                       a.kernels_per_step_median, a.kernels_per_step_min,
                        a.kernels_per_step_max, t(a.step_time_median_ns), t(a.step_gpu_span_median_ns),
                        t(a.step_gpu_busy_median_ns), pct(a.step_busy_fraction_of_gpu_span_median)));
     // A scheduled trace holds some of the program's steps: say which.
@@ -686,7 +786,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(
 
 nlohmann::json to_json(const Analysis& analysis) {
   nlohmann::json j = analysis;
-  j["launches_not_split"] = analysis.launches_not_split;  // past the field limit of the macro above
+  // past the field limit of the macro above
+  j["launches_not_split"] = analysis.launches_not_split;
+  if (analysis.kernels_left_out > 0) {  // only traces with hardware counters have them
+    j["kernels_left_out"] = analysis.kernels_left_out;
+    j["steps_left_out"] = analysis.steps_left_out;
+    j["ranges_left_out"] = analysis.ranges_left_out;
+    j["left_out_span_ns"] = analysis.left_out_span_ns;
+    j["left_out_reason"] = analysis.left_out_reason;
+  }
   j["schema"] = "ridge.trace_analysis/1";
   return j;
 }
@@ -695,6 +803,11 @@ Analysis analysis_from_json(const nlohmann::json& j) {
   try {
     Analysis a = j.get<Analysis>();
     a.launches_not_split = j.value("launches_not_split", std::uint64_t{0});
+    a.kernels_left_out = j.value("kernels_left_out", std::uint64_t{0});
+    a.steps_left_out = j.value("steps_left_out", std::uint64_t{0});
+    a.ranges_left_out = j.value("ranges_left_out", std::uint64_t{0});
+    a.left_out_span_ns = j.value("left_out_span_ns", Nanoseconds{0});
+    a.left_out_reason = j.value("left_out_reason", std::string());
     return a;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("not a ridge trace summary: {}", e.what()));
