@@ -53,6 +53,11 @@ class TraceAnalysis:
                       doc='what the numbers cover ("" = the whole trace, start-up included)')
     rejected_events = property(lambda self: self.data.get("rejected_events", []),
                                doc="events left out or repaired because their times made no sense, by reason")
+    kernels_left_out = property(lambda self: self.data.get("kernels_left_out", 0),
+                                doc="launches that ran under hardware counters (profiled or replayed): in the trace, "
+                                    "out of every time (left_out_reason says why)")
+    steps_left_out = property(lambda self: self.data.get("steps_left_out", 0),
+                              doc="steps that launched one of them: out of the per-step numbers")
 
     @property
     def counters(self):
@@ -186,7 +191,8 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
           steady_state: bool = False, sync_records: bool = False,
           api_calls: str = "selected", launch_calls: bool = False, counters: Optional[str] = None,
           metrics: Iterable[str] = (), counters_steps: Optional[str] = None,
-          counters_first: Optional[int] = None, schedule: Optional["_ridge.TraceSchedule"] = None,
+          counters_first: Optional[int] = None, counters_replay: Optional[str] = None,
+          schedule: Optional["_ridge.TraceSchedule"] = None,
           wait: Optional[int] = None, warmup: Optional[int] = None, active: Optional[int] = None,
           repeat: Optional[int] = None, skip_first: Optional[int] = None) -> Iterator[TraceSession]:
     """Traces the CUDA work of the block (kernels, copies, API calls, NVTX ranges) with CUPTI.
@@ -213,9 +219,16 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
     FLOPs by precision) with CUPTI's range profiler, replaying it, and ``.analysis.counters`` is
     then the measured roofline of every profiled kernel; "raw" reads only ``metrics`` (CUPTI names
     with their rollup). The launches are those inside steps ``counters_steps`` ("10..12", counted
-    by ``step_range``), else the first ``counters_first`` launches of each kernel name. Replayed
-    launches never count in the timing. Raises ridge.CountersUnavailableError where counters may
-    not be read. ``schedule``: a ``ridge.TraceSchedule`` (or the keywords ``wait``, ``warmup``,
+    by ``step_range``), else the first ``counters_first`` launches of each kernel name.
+    ``counters_replay`` (as ``ridge trace --counters-replay``): how a metric set of several passes
+    is replayed. "steps": the program's own steps replay it, pass p of a profiled step running on
+    the p-th step after it (nothing saved or restored; the window then takes passes x its steps;
+    the default with ``counters_steps``). "kernel": CUPTI replays each profiled kernel once per
+    pass inside its launch, saving and restoring its memory (the default otherwise). Profiled and
+    replayed launches, and the steps and NVTX ranges that launched them, never count in the
+    timing: ``.analysis.kernels_left_out`` and ``steps_left_out`` say how many were left out. Bad
+    counter options raise ridge.UsageError naming the field before anything is traced. Raises
+    ridge.CountersUnavailableError where counters may not be read. ``schedule``: a ``ridge.TraceSchedule`` (or the keywords ``wait``, ``warmup``,
     ``active``, ``repeat``, ``skip_first``), like torch.profiler's schedule: steps are the pushes of
     ``step_range``; collection is off in the waiting steps, on in the warmup steps (whose records
     are dropped) and the active ones, which alone are kept. ``.analysis.step_numbers`` says which
@@ -233,14 +246,15 @@ def trace(path: Optional[PathArg] = "runs/trace.json", *, step_range: str = "", 
     counter_options: Optional[Dict[str, Any]] = None
     if counters is not None or metrics:
         counter_options = {"counters": counters or "raw", "metrics": list(metrics),
-                           "counters_steps": counters_steps or ""}
+                           "counters_steps": counters_steps or "", "counters_replay": counters_replay or ""}
         if counters_first is not None:
             counter_options["counters_first"] = counters_first
         elif counters_steps:
             counter_options["counters_first"] = 0  # every launch of the steps
-    elif counters_steps is not None or counters_first is not None:
-        raise _ridge.UsageError("counters_steps and counters_first choose the launches counters= profiles: give "
-                                "counters too")
+        _ridge.check_counter_options(step_range=step_range, **counter_options)  # the library's checks, GPU or not
+    elif counters_steps is not None or counters_first is not None or counters_replay is not None:
+        raise _ridge.UsageError("counters_steps, counters_first and counters_replay choose the launches counters= "
+                                "profiles and how: give counters too")
     schedule = _schedule_of(schedule, step_range, wait=wait, warmup=warmup, active=active, repeat=repeat,
                             skip_first=skip_first)
     require_gpu_for("trace")

@@ -59,10 +59,12 @@ class NvtxScope {
   std::optional<NvtxRange> range_;
 };
 
-/// The counter options Python's keywords ask for; nullopt when neither a set nor metrics are given.
+/// The counter options Python's keywords ask for, validated by the library (UsageError naming the
+/// field); nullopt when neither a set nor metrics are given. `counters_replay`: "steps", "kernel",
+/// or "" for the library's default.
 std::optional<trace::CounterOptions> counter_options(const std::string& counters, const std::vector<std::string>& metrics,
                                                      const std::string& counters_steps, std::uint64_t counters_first,
-                                                     const std::string& step_range) {
+                                                     const std::string& step_range, const std::string& counters_replay) {
   if (counters.empty() && metrics.empty()) {
     if (!counters_steps.empty()) throw UsageError("counters_steps chooses the launches counters profiles: give counters too");
     return std::nullopt;
@@ -73,6 +75,7 @@ std::optional<trace::CounterOptions> counter_options(const std::string& counters
   o.first_launches_per_kernel = counters_first;
   o.step_range = step_range;
   if (!counters_steps.empty()) o.steps = trace::parse_step_window(counters_steps);
+  if (!counters_replay.empty()) o.replay = trace::counter_replay_from_string(counters_replay);
   o.validate();
   return o;
 }
@@ -155,14 +158,15 @@ void bind_trace(nb::module_& m) {
           [](Tracer* self, bool all_api_calls, std::size_t buffer_bytes, bool synchronization_records,
              const std::string& api_calls, bool launch_calls, const std::string& counters,
              const std::vector<std::string>& metrics, const std::string& counters_steps, std::uint64_t counters_first,
-             const std::string& step_range, std::optional<trace::TraceSchedule> schedule) {
+             const std::string& counters_replay, const std::string& step_range,
+             std::optional<trace::TraceSchedule> schedule) {
             TracerOptions options;
             if (schedule) {
               if (schedule->step_range.empty()) schedule->step_range = step_range;
               schedule->validate();
               options.schedule = schedule;
             }
-            options.counters = counter_options(counters, metrics, counters_steps, counters_first, step_range);
+            options.counters = counter_options(counters, metrics, counters_steps, counters_first, step_range, counters_replay);
             options.all_api_calls = all_api_calls;
             options.api_calls = api_calls;
             options.buffer_bytes = buffer_bytes;
@@ -173,15 +177,17 @@ void bind_trace(nb::module_& m) {
           "all_api_calls"_a = false, "buffer_bytes"_a = TracerOptions{}.buffer_bytes,
           "synchronization_records"_a = TracerOptions{}.synchronization_records, "api_calls"_a = TracerOptions{}.api_calls,
           "launch_calls"_a = TracerOptions{}.launch_calls, "counters"_a = "", "metrics"_a = std::vector<std::string>{},
-          "counters_steps"_a = "", "counters_first"_a = trace::CounterOptions::default_first_launches, "step_range"_a = "",
-          "schedule"_a = nb::none(),
+          "counters_steps"_a = "", "counters_first"_a = trace::CounterOptions::default_first_launches,
+          "counters_replay"_a = "", "step_range"_a = "", "schedule"_a = nb::none(),
           "all_api_calls: record every runtime/driver call; buffer_bytes: each CUPTI buffer (bytes); "
           "synchronization_records: CUPTI's records of host waits (CUPTI then hooks every runtime call); "
           "api_calls: none, selected, most or all (as ridge trace --api); launch_calls: with selected, record the "
           "kernel launch calls too (else each kernel carries its launch's queue time, at a tenth of the cost); "
           "counters: a metric set (roofline) or raw, with metrics: hardware counters of the launches in steps "
           "counters_steps (FIRST..LAST of the NVTX range step_range), else of the first counters_first launches of each "
-          "kernel name; schedule: a TraceSchedule, record only its active steps (its step_range, else step_range).")
+          "kernel name; counters_replay: steps or kernel (how the passes are replayed; empty: steps with "
+          "counters_steps, else kernel); schedule: a TraceSchedule, record only its active steps (its step_range, else "
+          "step_range).")
       .def("start", &Tracer::start, "Begins recording; raises Error if CUPTI cannot start (another profiler attached).")
       .def("stop", &Tracer::stop, "Synchronizes the device, stops recording and flushes every record.")
       .def_prop_ro("running", &Tracer::running)
@@ -208,6 +214,16 @@ void bind_trace(nb::module_& m) {
   m.def("check_trace_window", [](double skip_seconds, const std::string& from_range) { window_of(skip_seconds, from_range); },
         "skip_seconds"_a, "from_range"_a = "",
         "Raises UsageError for a window ridge.trace could not apply, before anything is traced.");
+  m.def(
+      "check_counter_options",
+      [](const std::string& counters, const std::vector<std::string>& metrics, const std::string& counters_steps,
+         std::uint64_t counters_first, const std::string& counters_replay, const std::string& step_range) {
+        counter_options(counters, metrics, counters_steps, counters_first, step_range, counters_replay);
+      },
+      "counters"_a = "", "metrics"_a = std::vector<std::string>{}, "counters_steps"_a = "",
+      "counters_first"_a = trace::CounterOptions::default_first_launches, "counters_replay"_a = "", "step_range"_a = "",
+      "Raises UsageError naming the field for counter options Tracer would refuse, before anything is traced (no GPU "
+      "needed).");
   m.def("nvtx_mark", [](const std::string& name) { nvtx_mark(name.c_str()); }, "name"_a, "An instantaneous NVTX marker.");
 
   m.def(

@@ -56,6 +56,27 @@ def test_trace_refuses_bad_counter_options_before_tracing(tmp_path):
     assert issubclass(ridge.CountersUnavailableError, ridge.Error)
 
 
+def test_trace_refuses_a_bad_counters_replay_before_tracing(tmp_path):
+    path = tmp_path / "never.json"
+    # The library checks the mode and names its field, GPU or not.
+    with pytest.raises(ridge.UsageError, match="replay: 'sideways' is not a replay mode; use steps"):
+        with ridge.trace(path, counters="roofline", counters_replay="sideways"):
+            pass
+    with pytest.raises(ridge.UsageError, match="replay: replaying by steps needs a step window"):
+        with ridge.trace(path, counters="roofline", counters_replay="steps"):
+            pass
+    with pytest.raises(ridge.UsageError, match="give counters too"):
+        with ridge.trace(path, counters_replay="kernel"):
+            pass
+    assert not path.exists()
+    # Good values pass the library's check (tracing itself needs a GPU).
+    ridge._ridge.check_counter_options(counters="roofline", counters_replay="kernel")
+    ridge._ridge.check_counter_options(counters="roofline", counters_steps="10..12", counters_replay="steps",
+                                       step_range="step")
+    ridge._ridge.check_counter_options(counters="roofline", counters_steps="10..12", counters_replay="kernel",
+                                       step_range="step")
+
+
 torch = pytest.importorskip("torch") if ridge.device_count() > 0 else None
 
 
