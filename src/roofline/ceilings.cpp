@@ -22,6 +22,7 @@
 #include "ridge/catalog.hpp"
 #include "ridge/errors.hpp"
 #include "ridge/format.hpp"
+#include "ridge/measure.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge {
@@ -111,10 +112,17 @@ std::string peak_phrase(const DeviceCeilings& c, const std::string& dtype) {
 std::vector<std::string> raise_to_attained(DeviceCeilings& c, const std::vector<Record>& records) {
   std::vector<std::string> notes;
   if (c.source != CeilingsSource::measured) return notes;
+  // Only a rate the work was timed at can raise a ceiling: not the unsynchronized wall clock (it
+  // times the launch queue), a trace's counters, a record its producer marks informational or
+  // one whose output check failed.
+  const auto attained = [](const Record& r) {
+    return r.flops > 0 && is_timer(r.method) && r.method != Method::wall_naive && !(r.gate && r.gate->informational) &&
+           r.verification != "failed";
+  };
   for (auto& [dtype, peak] : c.peak_flops_per_s) {
     const Record* best = nullptr;
     for (const auto& r : records)
-      if (to_string(r.dtype) == dtype && r.flops > 0 && r.flops_per_s() > peak && (!best || r.flops_per_s() > best->flops_per_s()))
+      if (to_string(r.dtype) == dtype && attained(r) && r.flops_per_s() > peak && (!best || r.flops_per_s() > best->flops_per_s()))
         best = &r;
     if (!best) continue;
     notes.push_back(fmt::format("The measured {} peak ({}, {}) is below the {} that {} ({}) attained in this run: a "

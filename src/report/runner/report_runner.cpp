@@ -186,20 +186,40 @@ SectionOutput run_section(const ReportSection& s, ReportContext& ctx, SectionRun
   return out;
 }
 
-/// The section's Markdown under its heading, its SVGs written and kept for the HTML.
-void add_section_output(ReportResult& r, const SectionRun& run, SectionOutput& out, std::map<std::string, std::string>& svgs,
-                        std::string& trace, nlohmann::json& section_log) {
-  std::string md = fmt::format("## {}\n\n", run.title);
-  if (run.failed()) md += fmt::format("> **This section failed:** {}\n\n", run.error);
-  md += out.markdown;
+/// A section's body ends in a newline.
+std::string section_body(std::string md) {
   if (!md.empty() && md.back() != '\n') md += '\n';
-  md += '\n';
-  r.markdown += md;
-  for (auto& svg : out.svgs) {
+  return md;
+}
+
+/// Writes the section's SVGs and keeps them for the HTML.
+void write_section_svgs(const ReportResult& r, const std::vector<detail::ReportSvg>& section_svgs,
+                        std::map<std::string, std::string>& svgs) {
+  for (auto& svg : section_svgs) {
     if (svg.content.empty()) continue;
     write_text((r.folder / svg.file).string(), svg.content);
     svgs[svg.file] = svg.content;
   }
+}
+
+/// A section drawn again with the report's final ceilings (SectionOutput::render_final): where its
+/// body lies in the report's Markdown.
+struct FinalRendering {
+  std::size_t at = 0, length = 0;
+  std::function<SectionOutput(const ReportContext&)> render;
+};
+
+/// The section's Markdown under its heading, its SVGs written and kept for the HTML; a section
+/// that prints a peak is noted in `final_renderings`.
+void add_section_output(ReportResult& r, const SectionRun& run, SectionOutput& out, std::map<std::string, std::string>& svgs,
+                        std::string& trace, nlohmann::json& section_log, std::vector<FinalRendering>& final_renderings) {
+  std::string md = fmt::format("## {}\n\n", run.title);
+  if (run.failed()) md += fmt::format("> **This section failed:** {}\n\n", run.error);
+  const std::string body = section_body(out.markdown);
+  if (out.render_final && !run.failed())
+    final_renderings.push_back({r.markdown.size() + md.size(), body.size(), out.render_final});
+  r.markdown += md + body + '\n';
+  write_section_svgs(r, out.svgs, svgs);
   if (!out.trace_json.empty()) trace = out.trace_json;
   r.results.records.insert(r.results.records.end(), out.records.begin(), out.records.end());
   section_log.push_back({{"key", run.key},
@@ -237,6 +257,26 @@ std::string files_markdown(const ReportResult& r, const std::map<std::string, st
                                   : "",
                     fmt::join(r.results.context.argv, " "));
   return md;
+}
+
+/// The report's final ceilings, raised to every rate the run attained, and the sections that print
+/// a peak drawn again with them (from the last, so the earlier bodies' places hold). A section
+/// that cannot be drawn again keeps its first rendering, with a note.
+void render_with_final_ceilings(ReportResult& r, ReportContext& ctx, const std::vector<FinalRendering>& renderings,
+                                std::map<std::string, std::string>& svgs) {
+  detail::raise_report_ceilings(ctx, r.results.records);
+  for (auto it = renderings.rbegin(); it != renderings.rend(); ++it) {
+    std::string body;
+    try {
+      const SectionOutput again = it->render(ctx);
+      body = section_body(again.markdown);
+      write_section_svgs(r, again.svgs, svgs);
+    } catch (const std::exception& e) {
+      body = r.markdown.substr(it->at, it->length) +
+             fmt::format("> **Not drawn again with the report's final ceilings:** {}\n\n", e.what());
+    }
+    r.markdown.replace(it->at, it->length, body);
+  }
 }
 
 /// With a history: the summary's regressions against its latest run on this GPU. A comparison
@@ -312,6 +352,7 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
   std::map<std::string, std::string> svgs;
   std::string trace;
   nlohmann::json section_log = nlohmann::json::array();
+  std::vector<FinalRendering> final_renderings;
   std::size_t slowed = 0;
   const auto stop_signal = [&] { return callbacks.stop_requested ? callbacks.stop_requested() : 0; };
   for (std::size_t i = 0; i < sections.size(); ++i) {
@@ -322,13 +363,14 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
     SectionOutput out = run_section(sections[i], ctx, run);
     if (aids.slow_records) slowed += aids.slow_records->apply(out.records);
     const std::size_t markdown_before = r.markdown.size();
-    add_section_output(r, run, out, svgs, trace, section_log);
+    add_section_output(r, run, out, svgs, trace, section_log, final_renderings);
     if (o.log) fmt::print(o.log, "{}", r.markdown.substr(markdown_before));
     if (run.failed() && r.exit_code == 0) r.exit_code = run.exit_code;
     r.sections.push_back(run);
     if (callbacks.on_section_done) callbacks.on_section_done(i, sections.size(), run);
   }
   if (r.gpu) r.results.context.clocks_end = read_clocks(o.device);
+  render_with_final_ceilings(r, ctx, final_renderings, svgs);
   r.wall_seconds = seconds_since(t0);
   if (r.stopped_by_signal)
     r.markdown += fmt::format("> **Incomplete report:** stopped by signal {} after {} of {} sections (see INCOMPLETE).\n\n",

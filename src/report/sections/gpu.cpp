@@ -134,18 +134,6 @@ SectionOutput timing_section(ReportContext& ctx) {
 
 // ---- 30: measured ceilings -----------------------------------------------------------------------
 
-namespace {
-
-// The comparison's rows under the names this report has always used; rows with nothing measured
-// (e.g. the datasheet's FP64) are left out: the section is about what was measured.
-std::string ceilings_row_name(const CeilingComparison& row, const MeasuredCeilings& m) {
-  if (row.ceiling == "memory bandwidth") return fmt::format("HBM bandwidth ({})", m.hbm_kernel);
-  if (row.bandwidth) return row.ceiling;
-  if (row.dtype == "fp32") return "FP32 (FMA)";
-  return row.dtype + " tensor (GEMM)";
-}
-}  // namespace
-
 SectionOutput ceilings_section(ReportContext& ctx) {
   const CeilingsLookup lookup = ceilings_for(ctx.device, describe_device(ctx.device),
                                              ctx.remeasure_ceilings ? CeilingsMode::refresh : CeilingsMode::measure);
@@ -160,81 +148,25 @@ SectionOutput ceilings_section(ReportContext& ctx) {
     ctx.measured[prediction::bf16_tflop_per_s] = bf16 / 1e12;
     if (c.memory_bytes_per_s > 0) ctx.measured[prediction::ridge_point_bf16] = c.ridge_point("bf16");
   }
-
-  std::string& md = out.markdown;
-  if (m.from_cache)
-    md += fmt::format("What this GPU's memory and arithmetic units deliver, **carried over from the per-GPU cache: "
-                      "measured {}**, not in this run (`ridge report` with remeasure-ceilings, or "
-                      "`ridge.ceilings(refresh=True)`, measures them again).\n\n",
-                      m.measured_at_utc);
-  else
-    md += fmt::format("What this GPU's memory and arithmetic units deliver, measured in this run ({}; cached per GPU "
-                      "for later runs).\n\n",
-                      m.measured_at_utc);
-  md += fmt::format("| ceiling | {} | datasheet | measured / datasheet |\n|---|---:|---:|---:|\n",
-                    m.from_cache ? "measured " + m.measured_at_utc.substr(0, 10) + " (cache)" : std::string("measured now"));
-  for (const auto& row : compare_ceilings(ctx.datasheet, m)) {
-    if (!(row.measured > 0) && !row.bandwidth) continue;
-    const auto f = [&](double v) {
-      if (!(v > 0)) return std::string("-");
-      return row.bandwidth ? format_bytes_per_s(v) : format_flops(v);
-    };
-    md += fmt::format("| {} | {} | {} | {} |\n", ceilings_row_name(row, m), f(row.measured), f(row.datasheet),
-                      format_percent(row.fraction_of_datasheet(), 0));
-  }
-  md += fmt::format("\nAn empty kernel takes {:.2f} us (launch-free timing).\n\n", c.empty_launch_us);
-  if (ctx.measured.count(prediction::ridge_point_bf16))
-    md += fmt::format("Measured BF16 ridge point: **{:.0f} FLOP/byte**: below it an operation is memory-bound.\n\n",
-                      ctx.measured[prediction::ridge_point_bf16]);
+  out.markdown = ceilings_markdown(m, ctx.datasheet, ctx.ceilings, ctx.results->records);
+  // A later sweep may beat a peak: the table is drawn again with the report's final figure.
+  out.render_final = [m](const ReportContext& final_ctx) {
+    SectionOutput again;
+    again.markdown = ceilings_markdown(m, final_ctx.datasheet, final_ctx.ceilings, final_ctx.results->records);
+    return again;
+  };
   return out;
 }
-
 
 // ---- 55: the roofline with every measured point ------------------------------------------------
 
 SectionOutput roofline_section(ReportContext& ctx) {
-  SectionOutput out;
-  std::string& md = out.markdown;
-  const DeviceCeilings& c = ctx.ceilings;
-  if (!c.usable()) {
-    md += "No ceilings are known for this GPU (nothing measured, no datasheet match): no roofline.\n\n";
-    return out;
-  }
-  // Every record with counted FLOPs and bytes, one plot series per name, method and dtype.
-  std::vector<RooflineOperation> operations;
-  std::vector<const Record*> placed;
-  RooflinePlotOptions plot_options{.title = fmt::format("Roofline ({})", c.source_text),
-                                   .dtypes = {"fp8_e4m3", "bf16", "tf32", "fp32"},
-                                   .x_min = 0.05,
-                                   .x_max = 2000};
-  for (const auto& r : ctx.results->records) {
-    auto op = roofline_operation(r);
-    if (!op) continue;
-    op->series = fmt::format("{} {}{}{}", r.name, to_string(r.method), r.dtype ? " " : "", to_string(r.dtype));
-    op->label = r.params.contains(param_key::n) ? "n=" + r.params[param_key::n].dump() : "";
-    plot_options.x_min = std::min(plot_options.x_min, op->intensity_flop_per_byte / 2);
-    plot_options.x_max = std::max(plot_options.x_max, op->intensity_flop_per_byte * 2);
-    operations.push_back(*op);
-    placed.push_back(&r);
-  }
-  out.svgs.push_back({"roofline.svg", render_svg(roofline_plot(c, operations, plot_options))});
-  md += fmt::format("Ceilings: {}. Every measured record with counted FLOPs and bytes is placed at its intensity.\n\n",
-                    c.source_text);
-  md += "![roofline with every measured point](roofline.svg)\n\n";
-  if (!placed.empty()) {
-    md += "| record | params | intensity (FLOP/byte) | achieved | attainable | of the roof |\n|---|---|---:|---:|---:|---:|\n";
-    for (std::size_t i = 0; i < placed.size(); ++i) {
-      const Record* r = placed[i];
-      if (!r->dtype || !c.peak(*r->dtype)) continue;  // no roof of its own dtype: not placed (the plot warns)
-      const auto p = place_on_roofline(c, operations[i]);
-      md += fmt::format("| {} `{}` | {} | {:.1f} | {} | {} | {}{} |\n", r->name, to_string(r->method),
-                        r->params.contains(param_key::n) ? "n=" + r->params[param_key::n].dump() : r->params.dump(),
-                        p.operation.intensity_flop_per_byte, format_flops(p.operation.flops_per_s),
-                        format_flops(p.attainable_flops_per_s), format_percent(p.efficiency, 0),
-                        p.above_roof() ? " (**impossible**: above the roof)" : "");
-    }
-    md += "\n";
-  }
+  // The records measured before this section; drawn again under the report's final ceilings.
+  const std::size_t count = ctx.results->records.size();
+  SectionOutput out = roofline_output(ctx.ceilings, ctx.results->records, count);
+  out.render_final = [count](const ReportContext& final_ctx) {
+    return roofline_output(final_ctx.ceilings, final_ctx.results->records, count);
+  };
   return out;
 }
 

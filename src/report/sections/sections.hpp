@@ -91,6 +91,11 @@ struct SectionOutput {
   std::vector<ReportSvg> svgs;  ///< written to the folder; reference them as ![caption](file.svg)
   std::string trace_json;       ///< a Chrome/Perfetto trace; written as trace.json when non-empty
   nlohmann::json data = nullptr;  ///< model values etc., stored under report.sections[].data
+  /// For a section that prints a peak: renders it again once every section has run and the
+  /// report's ceilings are final (raise_report_ceilings over every record of the run); its
+  /// markdown and svgs replace the first rendering's, so the report holds one number per
+  /// quantity. The log (ReportOptions::log) shows the first rendering.
+  std::function<SectionOutput(const ReportContext&)> render_final;
 };
 
 enum class SectionMode {
@@ -126,6 +131,26 @@ SectionOutput model_roofline_section(ReportContext& ctx);
 SectionOutput decode_ceilings_section(ReportContext& ctx);
 SectionOutput amdahl_section(ReportContext& ctx);
 SectionOutput predictions_section(ReportContext& ctx);
+
+// ---- the report's one set of ceilings (src/report/report_ceilings.cpp, CPU-only) -----------------
+
+/// Raises ctx.ceilings' measured peaks to the best rate a record of `records` attained
+/// (raise_to_attained) and the measured BF16 peak and ridge point in ctx.measured with them;
+/// returns one sentence per peak raised. The matmul section calls it with the records so far,
+/// run_report with every record of the run before the final rendering (SectionOutput::render_final).
+std::vector<std::string> raise_report_ceilings(ReportContext& ctx, const std::vector<Record>& records);
+/// "raised from 809 TFLOP/s: matmul n=8192 reached 811 TFLOP/s" when the report's `dtype` peak
+/// is above the measured one (the record that reached it found in `records`); "" when not raised.
+std::string raised_peak_note(const DeviceCeilings& measured, const DeviceCeilings& report, const std::string& dtype,
+                             const std::vector<Record>& records);
+/// The ceilings section's body: the measured ceilings against the datasheet, each peak at the
+/// report's figure (`report`: raised where the run beat it, with raised_peak_note), and the BF16
+/// ridge point from `report`.
+std::string ceilings_markdown(const MeasuredCeilings& m, const std::optional<CatalogEntry>& datasheet,
+                              const DeviceCeilings& report, const std::vector<Record>& records);
+/// The roofline section's body and roofline.svg: the first `count` of `records` with counted FLOPs
+/// and bytes, placed under `c`.
+SectionOutput roofline_output(const DeviceCeilings& c, const std::vector<Record>& records, std::size_t count);
 
 // ---- helpers sections share (common.cpp) ---------------------------------------------------------
 

@@ -68,17 +68,11 @@ SectionOutput bandwidth_section(ReportContext& ctx) {
 }
 
 namespace {
-/// A sweep beat a measured peak, which was raised: every later section, the roofline, the decode
-/// ceiling and the summary use the raised peak, so the report holds one number per quantity.
-void one_peak_from_here_on(ReportContext& ctx, std::string& md) {
-  const double bf16 = ctx.ceilings.peak_flops("bf16");
-  const auto before = ctx.measured.find(prediction::bf16_tflop_per_s);
-  if (!(bf16 > 0) || before == ctx.measured.end() || bf16 / 1e12 <= before->second) return;
-  md += fmt::format("> **One BF16 peak for the whole report:** this sweep reached {}, above the {} of the ceilings "
-                    "table; the roofline, the decode ceiling and the summary use {} from here on.\n\n",
-                    format_flops(bf16), format_flops(before->second * 1e12), format_flops(bf16));
-  before->second = bf16 / 1e12;
-  if (ctx.ceilings.memory_bytes_per_s > 0) ctx.measured[prediction::ridge_point_bf16] = ctx.ceilings.ridge_point("bf16");
+/// This run's records so far and the sweep's: what may raise a measured peak.
+std::vector<Record> with_records_so_far(const ReportContext& ctx, const std::vector<Record>& sweep) {
+  std::vector<Record> all = ctx.results->records;
+  all.insert(all.end(), sweep.begin(), sweep.end());
+  return all;
 }
 }  // namespace
 
@@ -95,8 +89,15 @@ SectionOutput matmul_section(ReportContext& ctx) {
         "choices), each checked against an fp64 reference before it is timed.\n\n";
   md += "![TFLOP/s against size](matmul.svg)\n\n";
   // The report's ceilings (measured when the ceilings section ran, else the datasheet's), raised
-  // where this sweep beat a measured peak (the sweep's findings say so).
-  if (!raise_to_attained(ctx.ceilings, sweep.records).empty()) one_peak_from_here_on(ctx, md);
+  // where this sweep beat a measured peak (the sweep's findings say so): one peak for the whole
+  // report, the ceilings table included (drawn again at the end).
+  const DeviceCeilings before = ctx.ceilings;
+  const std::vector<Record> so_far = with_records_so_far(ctx, sweep.records);
+  if (!raise_report_ceilings(ctx, so_far).empty())
+    if (const std::string raised = raised_peak_note(before, ctx.ceilings, "bf16", so_far); !raised.empty())
+      md += fmt::format("> **One BF16 peak for the whole report:** {}; the ceilings table, the roofline, the decode "
+                        "ceiling and the summary use {}.\n\n",
+                        raised, format_flops(ctx.ceilings.peak_flops("bf16")));
   const MatmulKnees knees = matmul_knees_against(sweep.records, DType::bf16, ctx.ceilings, "report");
   std::vector<Finding> findings = sweep.findings;
   if (!knees.knees.empty()) {
