@@ -355,7 +355,9 @@ namespace {
 
 /// Six steps of two kernels ("gemm" 1 us, gap 0.5 us, "norm" 1 us), 100 us apart. Steps 2 and 3
 /// ran under step replay: step 2 is pass 0 (counter rows), step 3 pass 1 (perturbed); their
-/// kernels take `profiled_ns` each (under 45 us: the steps stay apart). `marked`: the counters say so (else the trace has no counters).
+/// kernels take `profiled_ns` each (at most 30 us: the steps stay apart), and each also ran a CUDA
+/// graph's "gemm" (no launch call: in no pass's list). `marked`: the counters say so (else the
+/// trace has no counters).
 Trace step_replay_trace(Nanoseconds profiled_ns, bool marked) {
   Builder b;
   for (Nanoseconds step = 0; step < 6; ++step) {
@@ -365,8 +367,10 @@ Trace step_replay_trace(Nanoseconds profiled_ns, bool marked) {
     b.range("step", s, s + (profiled ? 2 * d + 5000 : 10000));
     b.kernel("gemm", 7, s + 1000, s + 1000 + d, s + 100);
     b.kernel("norm", 7, s + 1500 + d, s + 1500 + 2 * d, s + 200);
-    if (!marked || !profiled) continue;
-    for (std::size_t i = b.t.kernels.size() - 2; i < b.t.kernels.size(); ++i) {
+    if (!profiled) continue;
+    b.kernel("gemm", 7, s + 2000 + 2 * d, s + 2000 + 3 * d);  // a graph's kernel
+    if (!marked) continue;
+    for (std::size_t i = b.t.kernels.size() - 3; i < b.t.kernels.size() - 1; ++i) {
       const std::uint32_t corr = b.t.kernels[i].correlation;
       if (step == 2)
         b.t.counters.rows.push_back({corr, 0, {}, s + 100});
@@ -384,8 +388,8 @@ Trace step_replay_trace(Nanoseconds profiled_ns, bool marked) {
 
 TEST(TraceAnalysis, LaunchesOfReplayedStepsLeaveEveryTimeAndSayWhy) {
   const Analysis a = analyze(step_replay_trace(20000, true), AnalysisOptions{.step_range = "step"});
-  EXPECT_EQ(a.kernel_count, 12u);  // counted, not timed
-  EXPECT_EQ(a.kernels_left_out, 4u);
+  EXPECT_EQ(a.kernel_count, 14u);  // counted, not timed
+  EXPECT_EQ(a.kernels_left_out, 6u);  // the graphs' kernels in the replayed steps too
   EXPECT_EQ(a.steps_left_out, 2u);
   EXPECT_EQ(a.ranges_left_out, 2u);
   ASSERT_EQ(a.top_kernels.size(), 2u);
@@ -415,14 +419,14 @@ TEST(TraceAnalysis, LaunchesOfReplayedStepsLeaveEveryTimeAndSayWhy) {
   EXPECT_EQ(a.top_ranges[0].time.max_ns, 10000u);
   EXPECT_EQ(a.top_ranges[0].kernel_time_ns, 8000u);
   const std::string text = format_analysis(a);
-  EXPECT_NE(text.find("Left out of every time below: 4 launches under hardware counters (2 steps and 2 NVTX ranges"),
+  EXPECT_NE(text.find("Left out of every time below: 6 launches under hardware counters (2 steps and 2 NVTX ranges"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("steps replayed for their hardware counters' passes"), std::string::npos) << text;
   EXPECT_NE(text.find("4 steps (2 more ran under hardware counters: left out)"), std::string::npos) << text;
   EXPECT_NE(text.find("the program's steps 0, 1, 4, 5 (0-based)"), std::string::npos) << text;
   const Analysis back = analysis_from_json(to_json(a));
-  EXPECT_EQ(back.kernels_left_out, 4u);
+  EXPECT_EQ(back.kernels_left_out, 6u);
   EXPECT_EQ(back.steps_left_out, 2u);
   EXPECT_EQ(back.ranges_left_out, 2u);
   EXPECT_EQ(back.left_out_span_ns, a.left_out_span_ns);
@@ -432,7 +436,7 @@ TEST(TraceAnalysis, LaunchesOfReplayedStepsLeaveEveryTimeAndSayWhy) {
 TEST(TraceAnalysis, HowMuchProfilingSlowedTheReplayedStepsChangesNoTime) {
   const AnalysisOptions options{.step_range = "step"};
   const nlohmann::json slowed = to_json(analyze(step_replay_trace(20000, true), options));
-  const nlohmann::json slower = to_json(analyze(step_replay_trace(40000, true), options));
+  const nlohmann::json slower = to_json(analyze(step_replay_trace(30000, true), options));
   for (const char* field : {"top_kernels", "top_ranges", "steps", "kernel_time_ns", "gpu_busy_ns", "kernel_span_ns",
                             "idle_time_ns", "gap_count", "largest_gap_ns", "idle_waiting_on_host_ns",
                             "launch_latency_median_ns", "launch_latency_max_ns", "step_time_median_ns",
@@ -442,6 +446,7 @@ TEST(TraceAnalysis, HowMuchProfilingSlowedTheReplayedStepsChangesNoTime) {
   const Analysis unmarked = analyze(step_replay_trace(20000, false), options);
   EXPECT_EQ(unmarked.kernels_left_out, 0u);
   EXPECT_EQ(unmarked.top_kernels[0].time.max_ns, 20000u);
+  EXPECT_EQ(unmarked.top_kernels[0].time.count, 8u);
   EXPECT_EQ(unmarked.steps.size(), 6u);
   EXPECT_EQ(format_analysis(unmarked).find("Left out"), std::string::npos);
 }

@@ -80,6 +80,14 @@ class LeftOut {
                    "passes'";
   }
   bool operator()(const Kernel& k) const { return out_[static_cast<std::size_t>(&k - first_)]; }
+  /// Leaves `k` out too; false when it was already.
+  bool add(const Kernel& k) {
+    const auto i = static_cast<std::size_t>(&k - first_);
+    if (out_[i]) return false;
+    out_[i] = true;
+    ++count;
+    return true;
+  }
   std::uint64_t count = 0;
   std::string reason;
 
@@ -136,6 +144,28 @@ LaunchTimeline launch_timeline(const Trace& trace, const LaunchIndex& launches, 
   }
   std::sort(timeline.all.begin(), timeline.all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   return timeline;
+}
+
+/// Step replay profiles whole steps: every kernel launched inside a step that ran a pass ran under
+/// profiling, also those the passes' launch lists lack (a CUDA graph's kernels). Returns whether
+/// any kernel was added.
+bool leave_out_replayed_steps(const Trace& trace, const LaunchTimeline& timeline, const std::string& step_range,
+                              LeftOut& left_out) {
+  if (trace.counters.replay != CounterReplay::steps || left_out.count == 0 || step_range.empty()) return false;
+  const auto id = trace.strings.find(step_range);
+  if (!id) return false;
+  bool added = false;
+  for (const auto& r : trace.ranges) {
+    if (r.marker || r.name != *id) continue;
+    const auto lo = std::lower_bound(timeline.all.begin(), timeline.all.end(), r.start,
+                                     [](const auto& x, Nanoseconds t) { return x.first < t; });
+    auto hi = lo;
+    bool profiled = false;
+    for (; hi != timeline.all.end() && hi->first <= r.end; ++hi) profiled = profiled || left_out(*hi->second);
+    if (!profiled) continue;
+    for (auto it = lo; it != hi; ++it) added = left_out.add(*it->second) || added;
+  }
+  return added;
 }
 
 /// Without synchronization records (ridge trace's default: they are costly), the waits are the
@@ -592,7 +622,10 @@ Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
   count_events(trace, sync_calls, a);
   a.step_range = options.step_range;
   const LaunchIndex launches(trace);
-  const LeftOut left_out(trace);
+  LeftOut left_out(trace);
+  LaunchTimeline timeline = launch_timeline(trace, launches, left_out);
+  if (leave_out_replayed_steps(trace, timeline, options.step_range, left_out))
+    timeline = launch_timeline(trace, launches, left_out);
   std::vector<const Kernel*> by_start, kept_by_start;
   by_start.reserve(trace.kernels.size());
   for (const auto& k : trace.kernels) by_start.push_back(&k);
@@ -604,7 +637,6 @@ Analysis analyze(const Trace& trace, const AnalysisOptions& options) {
   const std::vector<HostWait> host_waits = busy_and_gaps(trace, by_start, left_out, launches, a);
   launch_latency(trace, kept_by_start, launches, a);
   top_kernels(trace, left_out, options.top, a);
-  const LaunchTimeline timeline = launch_timeline(trace, launches, left_out);
   top_ranges(trace, timeline, options.top, a);
   steps(trace, timeline, left_out, options.step_range, a);
   a.kernels_left_out = left_out.count;
