@@ -93,6 +93,10 @@ struct SummaryNumber {
   /// When the number was measured, if it was carried over from the per-GPU ceilings cache rather
   /// than measured in this run (e.g. "2026-11-29T10:00:00Z"); "" = measured now.
   std::string carried_over_from;
+  /// The previous run's value (ReportSummary::previous_run), in the key's unit; nullopt when
+  /// there is none or it did not measure this number.
+  std::optional<double> previous;
+  std::string previous_text;  ///< the previous value with its unit, as value_text
 };
 
 /// A finding that needs action: an impossible number, a launch-bound or throttled measurement, a
@@ -108,7 +112,26 @@ struct ReportSummary {
   std::vector<SummaryNumber> numbers;  ///< at most 8, in report order
   std::vector<SummaryFinding> findings;
   bool model_only = false;  ///< nothing measured: the numbers are the datasheet's (HBM, BF16 peak, ridge point)
+  /// The run the numbers' `previous` values come from, e.g. "the previous run (run 12, commit
+  /// abc1234)"; "" = none (no history, or no earlier report on this GPU in it).
+  std::string previous_run;
 };
+
+/// The name of the record that carries a report's measured values (measured_record).
+inline constexpr const char* measured_record_name = "report.measured";
+
+/// A report's measured values ({prediction key: value}) as a record of its results: name
+/// measured_record_name, method none (a value, not a timing: compare shows it and never judges
+/// it), the values in `extra`. A run history keeps it, so the next report's summary can set each
+/// number against this run's.
+Record measured_record(const std::map<std::string, double>& measured);
+/// The measured values a measured_record among `records` carries; empty when there is none (a run
+/// from before reports stored them) or its values are not numbers.
+std::map<std::string, double> measured_from_records(const std::vector<Record>& records);
+
+/// Sets each number's `previous` (and its text) from `previous` (measured_from_records of that
+/// run) and the summary's previous_run to `label`; nothing when `previous` is empty.
+void add_previous_values(ReportSummary& summary, const std::map<std::string, double>& previous, const std::string& label);
 
 /// A warning's kind: the words before its first ':' ("cache-resident", "launch-bound",
 /// "impossible", "high spread", "clocks moved"); "clocks moved" for another warning about the
@@ -139,7 +162,7 @@ ReportSummary summarize_report(const std::map<std::string, double>& measured, co
 void add_regression_findings(ReportSummary& summary, const Comparison& comparison, const std::string& previous);
 
 /// The summary as the report's first section (at most 25 lines), each number and finding linked
-/// to its section's heading.
+/// to its section's heading; with previous values, a column with each against the previous run.
 std::string summary_markdown(const ReportSummary& summary);
 /// The summary as plain text for a terminal.
 std::string summary_text(const ReportSummary& summary);

@@ -31,6 +31,18 @@ std::optional<double> value(const std::map<std::string, double>& m, const char* 
   return it == m.end() || !std::isfinite(it->second) ? std::nullopt : std::optional<double>(it->second);
 }
 
+/// A summary number's value with its unit, by its key (value in the key's unit).
+std::string value_text(const std::string& key, double v) {
+  if (key == prediction::hbm_tb_per_s || key == prediction::add_tb_per_s) return format_bytes_per_s(v * 1e12);
+  if (key == prediction::bf16_tflop_per_s) return format_flops(v * 1e12);
+  if (key == prediction::ridge_point_bf16) return fmt::format("{:.0f} FLOP/byte", v);
+  if (key == prediction::matmul_70pct_n) return fmt::format("at n = {:.0f}", v);
+  if (key == prediction::decode_tokens_per_s) return fmt::format("{:.0f} tokens/s", v);
+  if (key == prediction::launch_overhead_us) return fmt::format("{:.1f} us", v);
+  if (key == prediction::launch_gap_fraction) return format_percent(v, 0);
+  return fmt::format("{:g}", v);
+}
+
 /// The section a prediction key is measured in, by its title in this run (the key when it did not run).
 std::string section_title(const std::vector<SectionRun>& sections, const std::string& key) {
   std::string section_key = key;
@@ -45,49 +57,45 @@ void add_numbers(ReportSummary& out, const std::map<std::string, double>& m, con
                  const std::vector<SectionRun>& sections) {
   const DeviceCeilings* sheet = datasheet ? &datasheet->ceilings : nullptr;
   const std::string sheet_name = datasheet ? "the datasheet's" : "";
-  auto add = [&](const char* key, std::string what, std::string value_text, std::optional<double> fraction,
-                 std::string reference) {
-    out.numbers.push_back({key, std::move(what), value(m, key).value_or(0), std::move(value_text), fraction,
-                           std::move(reference), section_title(sections, key)});
+  auto add = [&](const char* key, std::string what, std::optional<double> fraction, std::string reference) {
+    const double v = value(m, key).value_or(0);
+    out.numbers.push_back({key, std::move(what), v, value_text(key, v), fraction, std::move(reference),
+                           section_title(sections, key)});
   };
   const double sheet_bw = sheet ? sheet->memory_bytes_per_s : 0, sheet_bf16 = sheet ? sheet->peak_flops("bf16") : 0;
   if (auto hbm = value(m, prediction::hbm_tb_per_s)) {
     const std::optional<double> f = sheet_bw > 0 ? std::optional(*hbm * 1e12 / sheet_bw) : std::nullopt;
-    add(prediction::hbm_tb_per_s, "HBM bandwidth", format_bytes_per_s(*hbm * 1e12), f,
+    add(prediction::hbm_tb_per_s, "HBM bandwidth", f,
         f ? percent_of(*f, sheet_name + " " + format_bytes_per_s(sheet_bw)) : "");
   }
   if (auto bf16 = value(m, prediction::bf16_tflop_per_s)) {
     const std::optional<double> f = sheet_bf16 > 0 ? std::optional(*bf16 * 1e12 / sheet_bf16) : std::nullopt;
-    add(prediction::bf16_tflop_per_s, "BF16 matmul peak", format_flops(*bf16 * 1e12), f,
+    add(prediction::bf16_tflop_per_s, "BF16 matmul peak", f,
         f ? percent_of(*f, sheet_name + " dense " + format_flops(sheet_bf16)) : "");
   }
   if (auto ridge = value(m, prediction::ridge_point_bf16)) {
     const double sheet_ridge = sheet_bw > 0 && sheet_bf16 > 0 ? sheet_bf16 / sheet_bw : 0;
-    add(prediction::ridge_point_bf16, "BF16 ridge point", fmt::format("{:.0f} FLOP/byte", *ridge),
-        sheet_ridge > 0 ? std::optional(*ridge / sheet_ridge) : std::nullopt,
+    add(prediction::ridge_point_bf16, "BF16 ridge point", sheet_ridge > 0 ? std::optional(*ridge / sheet_ridge) : std::nullopt,
         sheet_ridge > 0 ? fmt::format("datasheet: {:.0f} FLOP/byte", sheet_ridge) : "");
   }
   if (auto add_tb = value(m, prediction::add_tb_per_s)) {
     const auto hbm = value(m, prediction::hbm_tb_per_s);
     const auto of_sheet = value(m, prediction::add_fraction_of_datasheet);
-    add(prediction::add_tb_per_s, "x + y at the largest size", format_bytes_per_s(*add_tb * 1e12),
-        hbm ? std::optional(*add_tb / *hbm) : of_sheet,
+    add(prediction::add_tb_per_s, "x + y at the largest size", hbm ? std::optional(*add_tb / *hbm) : of_sheet,
         hbm ? percent_of(*add_tb / *hbm, "the measured HBM ceiling") : of_sheet ? percent_of(*of_sheet, "the datasheet") : "");
   }
-  if (auto n = value(m, prediction::matmul_70pct_n))
-    add(prediction::matmul_70pct_n, "BF16 matmul reaches 70% of the peak", fmt::format("at n = {:.0f}", *n), std::nullopt,
-        "smaller sizes leave the GPU idle");
+  if (value(m, prediction::matmul_70pct_n))
+    add(prediction::matmul_70pct_n, "BF16 matmul reaches 70% of the peak", std::nullopt, "smaller sizes leave the GPU idle");
   if (auto tokens = value(m, prediction::decode_tokens_per_s)) {
     const auto f = value(m, prediction::decode_fraction_of_ceiling);
-    add(prediction::decode_tokens_per_s, "GPT-2 small decode, batch 1", fmt::format("{:.0f} tokens/s", *tokens), f,
+    add(prediction::decode_tokens_per_s, "GPT-2 small decode, batch 1", f,
         f && *f > 0 ? percent_of(*f, fmt::format("its ceiling ({:.0f} tokens/s)", *tokens / *f)) : "");
   }
-  if (auto us = value(m, prediction::launch_overhead_us))
-    add(prediction::launch_overhead_us, "launch overhead per call", fmt::format("{:.1f} us", *us), std::nullopt,
-        "per-sample events minus launch-free timing");
-  if (auto gap = value(m, prediction::launch_gap_fraction)) {
+  if (value(m, prediction::launch_overhead_us))
+    add(prediction::launch_overhead_us, "launch overhead per call", std::nullopt, "per-sample events minus launch-free timing");
+  if (value(m, prediction::launch_gap_fraction)) {
     const auto kernels = value(m, prediction::kernels_per_step);
-    add(prediction::launch_gap_fraction, "decode step: GPU idle, waiting for the host", format_percent(*gap, 0), std::nullopt,
+    add(prediction::launch_gap_fraction, "decode step: GPU idle, waiting for the host", std::nullopt,
         kernels ? fmt::format("{:.0f} kernels per step", *kernels) : "");
   }
 }
@@ -101,13 +109,14 @@ void add_datasheet_numbers(ReportSummary& out, const CatalogEntry& sheet, const 
   const std::string source = "datasheet of the " + sheet.name + ": not measured";
   if (c.memory_bytes_per_s > 0)
     out.numbers.push_back({prediction::hbm_tb_per_s, "HBM bandwidth", c.memory_bytes_per_s / 1e12,
-                           format_bytes_per_s(c.memory_bytes_per_s), std::nullopt, source, section, ""});
+                           value_text(prediction::hbm_tb_per_s, c.memory_bytes_per_s / 1e12), std::nullopt, source, section, ""});
   if (const double bf16 = c.peak_flops("bf16"); bf16 > 0) {
-    out.numbers.push_back({prediction::bf16_tflop_per_s, "BF16 dense peak", bf16 / 1e12, format_flops(bf16), std::nullopt,
+    out.numbers.push_back({prediction::bf16_tflop_per_s, "BF16 dense peak", bf16 / 1e12,
+                           value_text(prediction::bf16_tflop_per_s, bf16 / 1e12), std::nullopt,
                            source, section, ""});
     if (c.memory_bytes_per_s > 0)
       out.numbers.push_back({prediction::ridge_point_bf16, "BF16 ridge point", bf16 / c.memory_bytes_per_s,
-                             fmt::format("{:.0f} FLOP/byte", bf16 / c.memory_bytes_per_s), std::nullopt,
+                             value_text(prediction::ridge_point_bf16, bf16 / c.memory_bytes_per_s), std::nullopt,
                              "below it an operation is memory-bound", section, ""});
   }
 }
@@ -140,6 +149,14 @@ void add_findings(ReportSummary& out, const std::vector<Record>& records, const 
                                                         throttled, mine.size()),
                               s.title});
   }
+}
+
+/// "3.00 TB/s, +3.7%": the previous run's value and this run's change from it; "-" when it has none.
+std::string previous_cell(const SummaryNumber& n) {
+  if (!n.previous) return "-";
+  if (n.previous_text == n.value_text) return n.previous_text + ", same";
+  if (!(*n.previous != 0)) return n.previous_text;
+  return fmt::format("{}, {:+.1f}%", n.previous_text, 100 * (n.value / *n.previous - 1));
 }
 
 std::string cut(const std::string& text, std::size_t chars) {
@@ -201,6 +218,37 @@ void add_regression_findings(ReportSummary& summary, const Comparison& compariso
                                 "Files"});
 }
 
+Record measured_record(const std::map<std::string, double>& measured) {
+  Record r;
+  r.name = measured_record_name;
+  r.method = Method::none;
+  r.samples_ms = {0.0};
+  finalize(r);
+  for (const auto& [key, v] : measured)
+    if (std::isfinite(v)) r.extra[key] = v;
+  return r;
+}
+
+std::map<std::string, double> measured_from_records(const std::vector<Record>& records) {
+  std::map<std::string, double> out;
+  for (const auto& r : records) {
+    if (r.name != measured_record_name || !r.extra.is_object()) continue;
+    for (const auto& [key, v] : r.extra.items())
+      if (v.is_number() && std::isfinite(v.get<double>())) out[key] = v.get<double>();
+  }
+  return out;
+}
+
+void add_previous_values(ReportSummary& summary, const std::map<std::string, double>& previous, const std::string& label) {
+  if (previous.empty()) return;
+  summary.previous_run = label;
+  for (auto& n : summary.numbers)
+    if (const auto v = value(previous, n.key.c_str())) {
+      n.previous = *v;
+      n.previous_text = value_text(n.key, *v);
+    }
+}
+
 std::string heading_anchor(const std::string& heading) {
   std::string out;
   for (char c : heading) {
@@ -221,11 +269,14 @@ std::string summary_markdown(const ReportSummary& s) {
   if (s.numbers.empty() && !s.model_only)
     md += "No summary numbers: the sections that measure them did not run or failed.\n\n";
   if (!s.numbers.empty()) {
-    md += fmt::format("| {} | value | against |\n|---|---:|---|\n", s.model_only ? "figure" : "measured");
+    // Against the previous run: a column, not lines, so the summary keeps its 25 lines.
+    const bool previous = !s.previous_run.empty();
+    md += fmt::format("| {} | value | against |{}\n|---|---:|---|{}\n", s.model_only ? "figure" : "measured",
+                      previous ? fmt::format(" {} |", s.previous_run) : "", previous ? "---:|" : "");
     for (const auto& n : s.numbers)
-      md += fmt::format("| [{}](#{}) | **{}**{} | {} |\n", n.what, heading_anchor(n.section), n.value_text,
+      md += fmt::format("| [{}](#{}) | **{}**{} | {} |{}\n", n.what, heading_anchor(n.section), n.value_text,
                         n.carried_over_from.empty() ? "" : fmt::format(" (cache, {})", n.carried_over_from.substr(0, 10)),
-                        n.reference.empty() ? "-" : n.reference);
+                        n.reference.empty() ? "-" : n.reference, previous ? fmt::format(" {} |", previous_cell(n)) : "");
     md += "\n";
   }
   if (s.findings.empty()) return md + (s.model_only ? "" : "Nothing needs action: no impossible, launch-bound or throttled measurement.\n\n");
@@ -243,8 +294,9 @@ std::string summary_text(const ReportSummary& s) {
   std::size_t width = 0;
   for (const auto& n : s.numbers) width = std::max(width, n.what.size());
   for (const auto& n : s.numbers)
-    out += fmt::format("  {:<{}}  {:>16}  {}{}\n", n.what, width, n.value_text, n.reference,
-                       n.carried_over_from.empty() ? "" : fmt::format(" (from the ceilings cache, measured {})", n.carried_over_from));
+    out += fmt::format("  {:<{}}  {:>16}  {}{}{}\n", n.what, width, n.value_text, n.reference,
+                       n.carried_over_from.empty() ? "" : fmt::format(" (from the ceilings cache, measured {})", n.carried_over_from),
+                       n.previous ? fmt::format("; {}: {}", s.previous_run, previous_cell(n)) : "");
   for (const auto& f : s.findings) out += fmt::format("  needs action: {} in {}: {}\n", f.kind, f.section, cut(f.text, 160));
   return out;
 }
@@ -259,9 +311,10 @@ nlohmann::json to_json(const ReportSummary& s) {
                        {"fraction", n.fraction ? nlohmann::json(*n.fraction) : nlohmann::json(nullptr)},
                        {"reference", n.reference},
                        {"section", n.section},
-                       {"carried_over_from", n.carried_over_from}});
+                       {"carried_over_from", n.carried_over_from},
+                       {"previous", n.previous ? nlohmann::json(*n.previous) : nlohmann::json(nullptr)}});
   for (const auto& f : s.findings) findings.push_back({{"kind", f.kind}, {"text", f.text}, {"section", f.section}});
-  return {{"numbers", numbers}, {"findings", findings}, {"model_only", s.model_only}};
+  return {{"numbers", numbers}, {"findings", findings}, {"model_only", s.model_only}, {"previous_run", s.previous_run}};
 }
 
 }  // namespace ridge

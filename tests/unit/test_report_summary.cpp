@@ -1,6 +1,7 @@
 // The report's summary (the answer first), its warnings grouped by kind, and long tables folded in
 // the HTML: from records shaped like an H100 report's, no GPU needed.
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "ridge/catalog.hpp"
+#include "ridge/history.hpp"
 #include "ridge/report.hpp"
 #include "ridge/stats.hpp"
 
@@ -155,3 +157,61 @@ TEST(ReportSummary, RegressionsAgainstThePreviousRunAreFindings) {
   EXPECT_NE(s.findings[0].text.find("1.20x the median of the previous run (run 3, commit abc)"), std::string::npos)
       << s.findings[0].text;
 }
+
+TEST(ReportSummary, EachNumberAgainstThePreviousRunInTwentyFiveLines) {
+  const H100Report h;
+  // The previous run's values, as its measured_record carried them through a results.json.
+  std::map<std::string, double> before = h.measured;
+  before[prediction::hbm_tb_per_s] = 3.0;
+  before[prediction::decode_tokens_per_s] = 3200;
+  before.erase(prediction::launch_overhead_us);  // a number the previous run did not measure
+  const Record stored = record_from_json(to_json(measured_record(before)));
+  EXPECT_EQ(stored.name, measured_record_name);
+  EXPECT_EQ(stored.method, Method::none) << "a value, not a timing: compare never judges it";
+  ASSERT_EQ(measured_from_records({h.records[0], stored}), before);
+  EXPECT_TRUE(measured_from_records(h.records).empty()) << "a run from before reports stored their values";
+
+  ReportSummary s = summarize_report(h.measured, catalog_entry("h100-sxm"), h.records, h.sections);
+  for (int i = 0; i < 6; ++i) s.findings.push_back({"regression", fmt::format("record {} is slower", i), "Files"});
+  add_previous_values(s, measured_from_records({stored}), "the previous run (run 3, commit abc1234)");
+  EXPECT_EQ(s.previous_run, "the previous run (run 3, commit abc1234)");
+  const std::string md = summary_markdown(s);
+  EXPECT_LE(lines(md), 25u) << md;
+  EXPECT_NE(md.find("| measured | value | against | the previous run (run 3, commit abc1234) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 3.00 TB/s, +3.7% |"), std::string::npos) << md;     // 3.11 against 3.00
+  EXPECT_NE(md.find("| 3200 tokens/s, -9.4% |"), std::string::npos) << md;  // 2900 against 3200
+  EXPECT_NE(md.find("| 790 TFLOP/s, same |"), std::string::npos) << md;
+  const auto launch = std::find_if(s.numbers.begin(), s.numbers.end(),
+                                   [](const SummaryNumber& n) { return n.key == prediction::launch_overhead_us; });
+  ASSERT_NE(launch, s.numbers.end());
+  EXPECT_FALSE(launch->previous);
+  EXPECT_NE(md.find("| per-sample events minus launch-free timing | - |"), std::string::npos) << md;
+  EXPECT_NE(summary_text(s).find("the previous run (run 3, commit abc1234): 3.00 TB/s, +3.7%"), std::string::npos);
+  EXPECT_DOUBLE_EQ(to_json(s)["numbers"][0]["previous"].get<double>(), 3.0);
+
+  // Without a previous run the table keeps its three columns.
+  ReportSummary alone = summarize_report(h.measured, catalog_entry("h100-sxm"), h.records, h.sections);
+  add_previous_values(alone, {}, "the previous run (run 3, commit abc1234)");
+  EXPECT_TRUE(alone.previous_run.empty());
+  EXPECT_NE(summary_markdown(alone).find("| measured | value | against |\n"), std::string::npos);
+}
+
+#ifdef RIDGE_HAVE_HISTORY
+TEST(ReportSummary, TheHistoryKeepsTheMeasuredValuesForTheNextReport) {
+  const auto db = std::filesystem::path(::testing::TempDir()) / "ridge-report-summary-history.db";
+  std::filesystem::remove(db);
+  const H100Report h;
+  ResultSet run;
+  run.context.device = DeviceDescription{};
+  run.context.device->uuid = "GPU-1";
+  run.context.timestamp_utc = "2026-12-07T10:00:00Z";
+  run.records = {h.records[0], measured_record(h.measured)};
+  for (auto& r : run.records) finalize(r);
+  {
+    History history = History::open_or_create(db);
+    const AddResult added = history.add(run, {.commit = "abc1234", .branch = "main", .source = "r1"});
+    EXPECT_EQ(measured_from_records(history.load_run(added.run_id).records), h.measured);
+  }
+  std::filesystem::remove(db);
+}
+#endif

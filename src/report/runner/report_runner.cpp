@@ -279,13 +279,16 @@ void render_with_final_ceilings(ReportResult& r, ReportContext& ctx, const std::
   }
 }
 
-/// With a history: the summary's regressions against its latest run on this GPU. A comparison
-/// that cannot be made (e.g. no record in common) becomes a note in the summary, never a failure.
+/// With a history: the summary's numbers against its latest run on this GPU (the values its
+/// measured_record carries), and its regressions. A comparison that cannot be made (e.g. no record
+/// in common) becomes a note in the summary, never a failure.
 void compare_with_previous_run(ReportResult& r, const ReportHistory& history) {
   std::string label;
   try {
-    if (const auto previous = history.previous_run(r.results, label))
+    if (const auto previous = history.previous_run(r.results, label)) {
+      add_previous_values(r.summary, measured_from_records(previous->records), label);
       add_regression_findings(r.summary, compare_results(*previous, r.results), label);
+    }
   } catch (const Error& e) {
     r.summary.findings.push_back({"not compared", fmt::format("with {}: {}", label, e.what()), "Files"});
   }
@@ -376,8 +379,10 @@ ReportResult detail::run_report_with_testing_aids(const ReportOptions& o, const 
     r.markdown += fmt::format("> **Incomplete report:** stopped by signal {} after {} of {} sections (see INCOMPLETE).\n\n",
                               r.stopped_by_signal, r.sections.size(), sections.size());
   if (aids.slow_records) r.markdown += slowdown_markdown(*aids.slow_records, slowed);
-  r.markdown += files_markdown(r, svgs, !trace.empty(), o.quick);
   r.measured = ctx.measured;
+  // Kept with the records, so a history holds them for the next report's summary.
+  if (!r.measured.empty()) r.results.records.push_back(measured_record(r.measured));
+  r.markdown += files_markdown(r, svgs, !trace.empty(), o.quick);
   r.summary = summarize_report(r.measured, ctx.datasheet, r.results.records, r.sections, ctx.ceilings_cached_at);
   compare_with_previous_run(r, history);
   r.markdown.insert(summary_at, summary_markdown(r.summary));
