@@ -683,12 +683,16 @@ std::string format_analysis(const Analysis& a) {
                                      : a.window));
   line(fmt::format("CUPTI dropped records: {}{}", a.dropped_records,
                    a.incomplete_records ? fmt::format("; incomplete records left out: {}", a.incomplete_records) : std::string()));
-  if (a.kernels_left_out > 0)
-    line(fmt::format("Left out of every time below: {} launch{} under hardware counters ({} step{} and {} NVTX range{} "
-                     "that launched them, {} of the kernel span): {}. The trace file keeps them.",
-                     a.kernels_left_out, a.kernels_left_out == 1 ? "" : "es", a.steps_left_out,
-                     a.steps_left_out == 1 ? "" : "s", a.ranges_left_out, a.ranges_left_out == 1 ? "" : "s",
-                     t(a.left_out_span_ns), a.left_out_reason));
+  if (a.kernels_left_out > 0) {
+    std::string launched;  // the steps and ranges that launched them, where there are any
+    if (a.steps_left_out > 0 || a.ranges_left_out > 0)
+      launched = fmt::format("{} step{} and {} NVTX range{} that launched them, ", a.steps_left_out,
+                             a.steps_left_out == 1 ? "" : "s", a.ranges_left_out, a.ranges_left_out == 1 ? "" : "s");
+    line(fmt::format("Left out of every time below: {} launch{} under hardware counters ({}{} of the kernel span): {}. "
+                     "The trace file keeps them.",
+                     a.kernels_left_out, a.kernels_left_out == 1 ? "" : "es", launched, t(a.left_out_span_ns),
+                     a.left_out_reason));
+  }
   if (a.kernel_count > 0) {
     line(fmt::format("Span: {} from first to last event; kernels ran over {}", t(a.trace_span_ns), t(a.kernel_span_ns)));
     line(fmt::format("GPU busy (union of kernels, all streams): {} = {} of the kernel span, {} of the trace span",
