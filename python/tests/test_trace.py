@@ -240,3 +240,13 @@ def test_a_scheduled_trace_holds_only_its_active_steps(tmp_path):
     assert t.analysis.kernel_count == sum(per_step)  # nothing from the waiting and warmup steps
     assert "recorded by the schedule" in t.analysis.window
     assert ridge.analyze_trace(path, step_range="step").step_numbers == [2, 5, 8]
+
+
+def test_a_saved_trace_with_counters_leaves_the_profiled_launches_out_of_every_time():
+    # The stored H200 GEMM trace: 33 launches replayed per kernel for their counters.
+    a = ridge.analyze_trace(SOURCE / "results" / "h200" / "counters" / "gemm_trace.json.gz")
+    assert a.kernels_left_out == 33 and a.steps_left_out == 0
+    assert "replayed them once per hardware-counter pass" in a.left_out_reason
+    assert "Left out of every time below: 33 launches under hardware counters" in a.text
+    assert a.kernel_count == 453  # every launch is still in the trace
+    assert sum(k["time"]["count"] for k in a.kernels) <= a.kernel_count - a.kernels_left_out
