@@ -134,11 +134,16 @@ expect 9 missing-matmul compare "$out/run-1" "$out/short.json"
 expect 0 missing-matmul-allowed compare "$out/run-1" "$out/short.json" --allow-missing
 
 # History: the ten runs as ten commits, then the 1 us bandwidth class 10% slower as the newest.
-for i in $(seq 1 "$runs"); do
-  "$ridge" history add "$out/history.db" "$out/run-$i" --commit "c$(printf %02d "$i")" >/dev/null
-done
-"$ridge" history add "$out/history.db" "$out/slowdown_matrix/bandwidth-1us" --commit c99 >/dev/null
-expect 5 history-check-newest history check "$out/history.db" --json "$out/history_check.json"
+# A ridge built without SQLite (the GPU machine: no libsqlite3-dev there) has no history: said, not failed.
+if "$ridge" history check "$out/no-such.db" 2>&1 | grep -q "built without SQLite"; then
+  echo "history-check-newest                 skipped: this ridge was built without SQLite" | tee -a "$summary"
+else
+  for i in $(seq 1 "$runs"); do
+    "$ridge" history add "$out/history.db" "$out/run-$i" --commit "c$(printf %02d "$i")" >/dev/null
+  done
+  "$ridge" history add "$out/history.db" "$out/slowdown_matrix/bandwidth-1us" --commit c99 >/dev/null
+  expect 5 history-check-newest history check "$out/history.db" --json "$out/history_check.json"
+fi
 
 python3 bench/gate_bands.py "$out" >"$out/gate_bands.md" 2>&1 || true
 python3 bench/gate_resolution.py "$out" >"$out/resolution.md" 2>&1 || true

@@ -301,11 +301,12 @@ class Prober {
     const Measurement m = measure_spin([&](cuda_stream s) { launch(best, best_blocks, s); }, timing(25));
     nlohmann::json params = ws;
     params[param_key::working_set_bytes] = bytes_moved;
-    params[param_key::variant] = variant_json(best, best_blocks);
+    // The shape the tuner kept can change from process to process: it is in extra, not in params,
+    // which are the record's identity when runs are compared.
     Record r = record(m, name, DType::fp32, params, bytes_moved, 0, start);
     r.extra[extra_key::counting] = counting;
     r.extra[extra_key::variants_tried] = tried;
-    r.extra[extra_key::variant] = variant_name(best);
+    r.extra[extra_key::variant] = variant_json(best, best_blocks);
     c_.records.push_back(r);
   }
 
@@ -357,7 +358,9 @@ class Prober {
       throw Error(fmt::format("the L2 probe found no launch shape for a {} working set on {} SMs", format_bytes(l2 / 4),
                               d_.sm_count));
     const double bytes = best_params[param_key::bytes_counted].get<double>();
-    Record r = record(best_m, "ceiling.l2.read", DType::fp32, best_params, bytes, 0, start);
+    // The kept shape sets the working set and passes too, and can change between processes: in extra.
+    Record r = record(best_m, "ceiling.l2.read", DType::fp32, {{param_key::l2_bytes, l2}}, bytes, 0, start);
+    r.extra[extra_key::variant] = best_params;
     r.extra[extra_key::counting] =
         "a working set of about L2/4 read `passes` times with L2-only loads: bytes = passes x set";
     r.extra[extra_key::variants_tried] = tried;
@@ -409,7 +412,9 @@ class Prober {
           best_flops = flops;
         }
       }
-    Record r = record(best_m, "ceiling.fp32_fma", DType::fp32, best_params, 0, best_flops, start);
+    // The kept shape and the clock it ran at change between processes: in extra, not the identity.
+    Record r = record(best_m, "ceiling.fp32_fma", DType::fp32, nlohmann::json::object(), 0, best_flops, start);
+    r.extra[extra_key::variant] = best_params;
     r.extra[extra_key::counting] = "2 FLOP per FMA; chains x iterations FMAs per thread";
     r.extra[extra_key::observed_sm_mhz] = best_mhz;
     r.extra[extra_key::max_sm_clock_mhz] = d_.max_sm_clock_mhz;
