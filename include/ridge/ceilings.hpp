@@ -89,8 +89,10 @@ struct DeviceCeilings {
 std::string peak_phrase(const DeviceCeilings& c, const std::string& dtype);
 
 /// A measured peak is what ridge's probes reached, so a GEMM of the same run can beat it. Raises
-/// each measured peak to the best rate a record of its dtype attained (records with FLOPs), and
-/// returns one sentence per raised peak saying so; datasheet and user ceilings are left alone.
+/// each measured peak to the best rate a record of its dtype attained (records with FLOPs that
+/// were really timed: not the unsynchronized wall clock, trace counters, informational records or
+/// failed checks), and returns one sentence per raised peak saying so; datasheet and user ceilings
+/// are left alone.
 std::vector<std::string> raise_to_attained(DeviceCeilings& c, const std::vector<Record>& records);
 
 /// JSON form: {"source", "source_text", "memory_bytes_per_s", "l2_bytes_per_s",
