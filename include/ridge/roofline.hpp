@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ridge/bound.hpp"
 #include "ridge/catalog.hpp"
 #include "ridge/dtype.hpp"
 #include "ridge/ceilings.hpp"
@@ -48,11 +49,10 @@ std::optional<double> amdahl_required_speedup(double fraction, double target);
 /// The ceiling for an infinitely fast part: 1 / (1 - f) (infinity when f == 1).
 double amdahl_limit(double fraction);
 
-enum class Bound { memory, compute };
-/// Memory-bound when intensity is below the ridge point. Throws UsageError for a NaN, infinite or
-/// negative intensity or ceilings that are not finite and > 0.
+/// Memory-bound when intensity is below the ridge point, else compute-bound (never `neither`: that
+/// takes a measurement). Throws UsageError for a NaN, infinite or negative intensity or ceilings
+/// that are not finite and > 0.
 Bound classify(double intensity, double peak_flops, double bandwidth);
-std::string to_string(Bound b);
 
 /// Measured rate over the attainable rate at the op's intensity, in [0, inf); > 1 is impossible.
 double roofline_efficiency(double measured_flops_per_s, double intensity, double peak_flops, double bandwidth);

@@ -92,7 +92,14 @@ Bound classify(double intensity, double peak_flops, double bandwidth) {
   return intensity < ridge_point(peak_flops, bandwidth) ? Bound::memory : Bound::compute;
 }
 
-std::string to_string(Bound b) { return b == Bound::memory ? "memory" : "compute"; }
+std::string to_string(Bound b) {
+  switch (b) {
+    case Bound::memory: return "memory";
+    case Bound::compute: return "compute";
+    case Bound::neither: return "neither";
+  }
+  return "neither";
+}
 
 double roofline_efficiency(double measured_flops_per_s, double intensity, double peak_flops, double bandwidth) {
   require_non_negative(measured_flops_per_s, "measured_flops_per_s");

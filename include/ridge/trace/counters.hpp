@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ridge/bound.hpp"
 #include "ridge/plot.hpp"
 #include "ridge/result.hpp"
 #include "ridge/trace/launch_work.hpp"
@@ -188,8 +189,9 @@ LaunchWork total_work(const KernelCounters& counters);
 /// The ceiling dtype name a precision is judged against: "tensor_bf16" -> "bf16", "fp32" -> "fp32".
 std::string ceiling_dtype_of(const std::string& precision);
 
-enum class Bound { memory, compute, neither };
-std::string to_string(Bound b);
+// What limits a kernel: ridge::Bound (bound.hpp), the same type the model's classify returns
+// (named here too, so trace::Bound keeps meaning it).
+using ridge::Bound;
 
 /// One kernel name (or NVTX operator, or step) on the measured roofline.
 struct CounterRooflineRow {

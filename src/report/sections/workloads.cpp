@@ -165,7 +165,7 @@ std::string measured_roofline_markdown(const gpt2::ProfileRun& run) {
     const auto& k = r.kernels[i];
     md += fmt::format("| `{}` | {} | {:.1f}% | {} | {:.3g} | {:.2f} | {:.0f}% | {:.0f}% | {} | {} | {:.3f}x |\n",
                       k.name.substr(0, 70), k.calls, 100 * k.time_share, format_bytes(k.dram_bytes), k.flops, k.intensity,
-                      100 * k.bytes_share_of_peak, 100 * k.flops_share_of_peak, trace::to_string(k.bound),
+                      100 * k.bytes_share_of_peak, 100 * k.flops_share_of_peak, to_string(k.bound),
                       format_ms(k.win_ns / 1e6), k.whole_speedup);
   }
   if (run.stated_bytes > 0 && run.stated_flops > 0)

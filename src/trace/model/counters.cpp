@@ -347,13 +347,4 @@ std::string ceiling_dtype_of(const std::string& precision) {
   return precision;
 }
 
-std::string to_string(Bound b) {
-  switch (b) {
-    case Bound::memory: return "memory";
-    case Bound::compute: return "compute";
-    case Bound::neither: return "neither";
-  }
-  return "neither";
-}
-
 }  // namespace ridge::trace
