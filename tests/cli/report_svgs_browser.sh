@@ -11,17 +11,8 @@ set -euo pipefail
 known=$1; shift
 fail() { echo "FAIL: $*"; exit 1; }
 
-browser=${RIDGE_CHROMIUM:-}
-if [ -z "$browser" ]; then
-  for candidate in chromium chromium-browser google-chrome; do
-    if command -v "$candidate" >/dev/null 2>&1; then browser=$candidate; break; fi
-  done
-fi
-if [ -z "$browser" ] || ! "$browser" --version >/dev/null 2>&1; then
-  echo "SKIP: no working Chromium (chromium, chromium-browser, google-chrome or \$RIDGE_CHROMIUM): the SVGs'" \
-       "browser test needs one; scripts/setup.sh installs Debian's chromium"
-  exit 77
-fi
+source "$(dirname "$0")/chromium.sh"
+find_chromium "the SVGs' browser test"
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 pngs=${RIDGE_SVG_PNG_DIR:-$tmp/png}
