@@ -51,8 +51,9 @@ class HistoryImport(NamedTuple):
 @dataclasses.dataclass(frozen=True)
 class HistoryChange:
     """A change of one record's level at one commit (ridge::HistoryChange): ``ratio`` is the median
-    after over the median before (> 1: slower) with its 95% interval, ``p_value`` the Mann-Whitney
-    test of the windows' raw samples against ``alpha``, ``noise_band`` the relative change it had
+    after over the median before (> 1: slower) with its 95% interval, ``p_value`` the test of the
+    two windows' run medians (one number per run) against the series' own run-to-run noise, at
+    ``alpha``, ``noise_band`` the relative change it had
     to exceed and ``noise_band_source`` which term set it. ``clock_changed`` and ``driver_changed``
     mark changes that coincide with a clock or driver change."""
 
@@ -219,9 +220,10 @@ class History:
     def check(self, since: Optional[str] = None, *, threshold: float = _CHECK.threshold, alpha: float = _CHECK.alpha,
               window_runs: int = _CHECK.window_runs) -> HistoryCheck:
         """Finds the commits where a record's level changed, as ``ridge history check`` does: at
-        each commit under review, the raw samples of up to ``window_runs`` runs before against up
-        to ``window_runs`` from it on (Mann-Whitney at ``alpha`` / commits tested, and the noise
-        band of :func:`ridge.compare` with ``threshold``, the relative change that counts).
+        each commit under review, the medians of up to ``window_runs`` runs before against up to
+        ``window_runs`` from it on, one number per run, judged against the series' own run-to-run
+        noise (a robust spread of its run medians) at ``alpha`` / commits tested, and against
+        ``threshold``, the relative change that counts (docs/gate.md says how the band is set).
         ``since``: review only commits after this one (a run's commit or a unique prefix). Raises
         UsageError naming a bad option, or a ``since`` commit no run has."""
         return HistoryCheck(*self._handle.check(since, threshold, alpha, window_runs))
