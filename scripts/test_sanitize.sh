@@ -12,7 +12,7 @@ read -r -a cmake_args <<<"${RIDGE_CMAKE_ARGS:-}"
 # PTX only (90-virtual): no kernel runs in these tests, and skipping ptxas halves the CUDA build.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRIDGE_SANITIZE=address,undefined \
   -DRIDGE_WARNINGS_AS_ERRORS=ON -DCMAKE_CUDA_ARCHITECTURES=90-virtual "${cmake_args[@]}" >/dev/null
-cmake --build "$build" --target ridge_unit_tests ridge_public_headers_test ridge_cli ridge_inject -j "$(nproc)"
+cmake --build "$build" --target ridge_unit_tests ridge_public_headers_test ridge_cli ridge_inject svg_overlaps -j "$(nproc)"
 
 # protect_shadow_gap=0: the CUDA driver maps memory where ASan's shadow gap would be (a GPU machine).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-protect_shadow_gap=0:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:exitcode=86}"
