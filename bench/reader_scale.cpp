@@ -33,8 +33,8 @@ ridge::ResultSet synthetic(std::size_t records, std::size_t samples, double scal
   for (std::size_t i = 0; i < records; ++i) {
     ridge::Record r;
     r.name = "bench.add";
-    r.method = "cuda_events";
-    r.dtype = "fp32";
+    r.method = ridge::Method::cuda_events;
+    r.dtype = ridge::DType::fp32;
     r.params = {{"n", i}};
     r.samples_ms.resize(samples);
     for (auto& v : r.samples_ms) v = scale * noise(rng);

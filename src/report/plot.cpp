@@ -286,13 +286,13 @@ std::string grid_and_axes(const Plot& plot, const Layout& l) {
                          px(y + 4), xml_escape(format_axis_value(t.value)));
   }
   if (!plot.x_label.empty())
-    svg += fmt::format("<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\">{}</text>\n",
-                       px((l.left + l.right) / 2), px(plot.height - 14), xml_escape(plot.x_label));
+    svg += fmt::format("<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{}\">{}</text>\n",
+                       px((l.left + l.right) / 2), px(plot.height - 14), font_axis_title, xml_escape(plot.x_label));
   if (!plot.y_label.empty())
     svg += fmt::format(
-        "<text class=\"axis-title\" x=\"0\" y=\"0\" text-anchor=\"middle\" font-size=\"13\" "
+        "<text class=\"axis-title\" x=\"0\" y=\"0\" text-anchor=\"middle\" font-size=\"{}\" "
         "transform=\"translate(18,{}) rotate(-90)\">{}</text>\n",
-        px((l.top + l.bottom) / 2), xml_escape(plot.y_label));
+        font_axis_title, px((l.top + l.bottom) / 2), xml_escape(plot.y_label));
   return svg + "</g>\n";
 }
 

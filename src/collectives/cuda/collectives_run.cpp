@@ -114,7 +114,8 @@ class RankRunner {
     // Derived from the agreed estimate, so every rank makes the same calls.
     o.repeats = static_cast<int>(std::clamp(std::ceil(0.5 / std::max(estimate_ms, 1e-4)), 1.0, 100.0));
     o.stream = stream_;
-    const Measurement m = measure(method, [&](cuda_stream s) { issue(p, send, recv, s); }, o);
+    // Structured bindings are copied into the lambda: older clang cannot capture them by reference.
+    const Measurement m = measure(method, [&, send = send, recv = recv](cuda_stream s) { issue(p, send, recv, s); }, o);
     Record r = to_record(m, "collectives." + to_string(p.op), p.dtype,
                          collective_params(p.op, p.shape, p.placement, ranks_), p.shape.bytes);
     r.verification = "passed";

@@ -37,7 +37,7 @@ struct Gpu {
 
 class P2pBench {
  public:
-  P2pBench(const P2pOptions& o, int gpus) : o_(o), gpus_(gpus) {
+  P2pBench(const P2pOptions& o, int gpus) : o_(o) {
     for (int g = 0; g < gpus; ++g) {
       Gpu x;
       x.index = g;
@@ -271,7 +271,6 @@ class P2pBench {
   }
 
   const P2pOptions& o_;
-  int gpus_;
   std::vector<Gpu> gpu_;
   std::vector<std::vector<bool>> peer_;
 };
