@@ -21,12 +21,17 @@
 #include "ridge/writers.hpp"
 #include "trace/model/chrome_metadata.hpp"
 #include "trace/model/chunked_file.hpp"
+#include "trace/model/event_fields.hpp"
 #include "trace/model/event_tokens.hpp"
 #include "trace/model/json_fields.hpp"
 
 namespace ridge::trace {
 
 namespace {
+
+using detail::EventArg;
+using detail::EventCategory;
+using detail::name_of;
 
 /// Track ids of the host-side wait records: one per stream, apart from the kernel tracks so
 /// that slices on each track nest.
@@ -108,7 +113,10 @@ struct Writer {
       for (const auto& r : trace.counters.rows) counter_rows.emplace(r.correlation, &r);
     const auto it = counter_rows.find(correlation);
     if (it == counter_rows.end()) return;
-    put(R"(,"profiled":true,"counters":{)");
+    key(EventArg::profiled);
+    put("true");
+    key(EventArg::counters);
+    put("{");
     for (std::size_t i = 0; i < trace.counters.metrics.size() && i < it->second->values.size(); ++i) {
       if (i > 0) put(",");
       const double v = it->second->values[i];
@@ -154,6 +162,49 @@ struct Writer {
     put_us(ts);
   }
 
+  /// {"ph":"X","cat":C,"name": (the name follows).
+  void begin_complete(EventCategory c) {
+    put(R"({"ph":"X","cat":")");
+    put(name_of(c));
+    put(R"(","name":)");
+  }
+  /// ,"dur":D,"args": (the arguments follow, the first with `first` set).
+  void put_duration_and_open_args(Us duration) {
+    put(R"(,"dur":)");
+    put_us(duration);
+    put(R"(,"args":)");
+  }
+  /// An argument's key: {"name": for the first of an event, ,"name": for the others.
+  void key(EventArg a, bool first = false) {
+    put(first ? R"({")" : R"(,")");
+    put(name_of(a));
+    put(R"(":)");
+  }
+  void arg_id(detail::IdArg a, std::uint64_t v, bool first = false) {
+    key(a.arg, first);
+    put_uint(v);
+  }
+  void arg_signed(detail::IdArg a, std::int64_t v, bool first = false) {
+    key(a.arg, first);
+    put_int(v);
+  }
+  void arg_dims(detail::DimsArg a, Dim3 d) {
+    key(a.arg);
+    put("[");
+    put_int(d.x);
+    put(",");
+    put_int(d.y);
+    put(",");
+    put_int(d.z);
+    put("]");
+  }
+  /// device, stream and correlation: the first arguments of every GPU activity.
+  void gpu_args(std::uint32_t device, std::int64_t stream, std::uint32_t correlation) {
+    arg_id(EventArg::device, device, true);
+    arg_signed(EventArg::stream, stream);
+    arg_id(EventArg::correlation, correlation);
+  }
+
   void begin_event() {
     if (!first) out += ",\n";
     first = false;
@@ -165,8 +216,7 @@ struct Writer {
 
   void external(std::uint64_t id) {
     if (id == 0) return;
-    put(",\"External id\":");
-    put_uint(id);
+    arg_id(EventArg::external_id, id);
   }
 
   void flow(const ApiCall* call, std::int64_t gpu_pid, std::int64_t gpu_tid, Nanoseconds gpu_start) {
@@ -191,61 +241,34 @@ struct Writer {
   }
 
   void write_events() {
-    auto o = std::back_inserter(out);
     for (const auto& a : trace.api_calls) {
       const std::int64_t pid = pid_of_process(a.process);
       threads.emplace(pid, a.thread);
       begin_event();
-      put(a.domain == ApiDomain::runtime ? R"({"ph":"X","cat":"cuda_runtime","name":)"
-                                         : R"({"ph":"X","cat":"cuda_driver","name":)");
+      begin_complete(a.domain == ApiDomain::runtime ? EventCategory::runtime : EventCategory::driver);
       put(names[a.name]);
       put_track(pid, a.thread, rel(a.start));
-      put(R"(,"dur":)");
-      put_us(dur(a.start, a.end));
-      put(R"(,"args":{"correlation":)");
-      put_uint(a.correlation);
+      put_duration_and_open_args(dur(a.start, a.end));
+      arg_id(EventArg::correlation, a.correlation, true);
       external(a.external_id);
       out += "}}";
     }
     for (const auto& k : trace.kernels) {
       threads.emplace(k.device, k.stream);
       begin_event();
-      put(R"({"ph":"X","cat":"kernel","name":)");
+      begin_complete(EventCategory::kernel);
       put(names[k.name]);
       put_track(k.device, k.stream, rel(k.start));
-      put(R"(,"dur":)");
-      put_us(dur(k.start, k.end));
-      put(R"(,"args":{"device":)");
-      put_uint(k.device);
-      put(R"(,"stream":)");
-      put_uint(k.stream);
-      put(R"(,"correlation":)");
-      put_uint(k.correlation);
+      put_duration_and_open_args(dur(k.start, k.end));
+      gpu_args(k.device, k.stream, k.correlation);
       external(k.external_id);
-      put(R"(,"grid":[)");
-      put_int(k.grid.x);
-      put(",");
-      put_int(k.grid.y);
-      put(",");
-      put_int(k.grid.z);
-      put(R"(],"block":[)");
-      put_int(k.block.x);
-      put(",");
-      put_int(k.block.y);
-      put(",");
-      put_int(k.block.z);
-      put(R"(],"registers per thread":)");
-      put_uint(k.registers_per_thread);
-      put(R"(,"shared memory":)");
-      put_uint(k.shared_memory_bytes);
-      if (k.graph_id != 0) {
-        put(R"(,"graph id":)");
-        put_uint(k.graph_id);
-      }
-      if (k.queued != 0 && k.queued <= k.start) {  // relative, in exact ns: the "ts" fields are rounded
-        put(R"(,"queued ns before start":)");
-        put_uint(k.start - k.queued);
-      }
+      arg_dims(EventArg::grid, k.grid);
+      arg_dims(EventArg::block, k.block);
+      arg_id(EventArg::registers, k.registers_per_thread);
+      arg_id(EventArg::shared_memory, k.shared_memory_bytes);
+      if (k.graph_id != 0) arg_id(EventArg::graph_id, k.graph_id);
+      // relative, in exact ns: the "ts" fields are rounded
+      if (k.queued != 0 && k.queued <= k.start) arg_id(EventArg::queued_before, k.start - k.queued);
       counter_args(k.correlation);
       out += "}}";
       flow(launch_of(k.correlation), k.device, k.stream, k.start);
@@ -254,10 +277,16 @@ struct Writer {
       threads.emplace(m.device, m.stream);
       const double seconds = static_cast<double>(m.end > m.start ? m.end - m.start : 0) / 1e9;
       begin_event();
-      fmt::format_to(o,
-                     R"j({{"ph":"X","cat":"gpu_memcpy","name":"Memcpy {}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"device":{},"stream":{},"correlation":{},"bytes":{},"memory bandwidth (GB/s)":{:.3f})j",
-                     to_string(m.kind), m.device, m.stream, rel(m.start), dur(m.start, m.end), m.device, m.stream,
-                     m.correlation, m.bytes, seconds > 0 ? static_cast<double>(m.bytes) / seconds / 1e9 : 0.0);
+      begin_complete(EventCategory::memcpy);
+      put(R"("Memcpy )");
+      put(to_string(m.kind));
+      put("\"");
+      put_track(m.device, m.stream, rel(m.start));
+      put_duration_and_open_args(dur(m.start, m.end));
+      gpu_args(m.device, m.stream, m.correlation);
+      arg_id(EventArg::bytes, m.bytes);
+      key(EventArg::bandwidth);
+      fmt::format_to(std::back_inserter(out), "{:.3f}", seconds > 0 ? static_cast<double>(m.bytes) / seconds / 1e9 : 0.0);
       external(m.external_id);
       out += "}}";
       flow(launch_of(m.correlation), m.device, m.stream, m.start);
@@ -265,9 +294,12 @@ struct Writer {
     for (const auto& m : trace.memsets) {
       threads.emplace(m.device, m.stream);
       begin_event();
-      fmt::format_to(o,
-                     R"({{"ph":"X","cat":"gpu_memset","name":"Memset","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"device":{},"stream":{},"correlation":{},"bytes":{})",
-                     m.device, m.stream, rel(m.start), dur(m.start, m.end), m.device, m.stream, m.correlation, m.bytes);
+      begin_complete(EventCategory::memset);
+      put(R"("Memset")");
+      put_track(m.device, m.stream, rel(m.start));
+      put_duration_and_open_args(dur(m.start, m.end));
+      gpu_args(m.device, m.stream, m.correlation);
+      arg_id(EventArg::bytes, m.bytes);
       external(m.external_id);
       out += "}}";
       flow(launch_of(m.correlation), m.device, m.stream, m.start);
@@ -276,22 +308,34 @@ struct Writer {
       const std::int64_t tid = s.stream == no_stream ? sync_track_base - 1 : sync_track_base + s.stream;
       threads.emplace(s.device, tid);
       begin_event();
-      fmt::format_to(o,
-                     R"({{"ph":"X","cat":"cuda_sync","name":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"device":{},"stream":{},"correlation":{}}}}})",
-                     to_string(s.kind), s.device, tid, rel(s.start), dur(s.start, s.end), s.device,
-                     s.stream == no_stream ? -1 : static_cast<std::int64_t>(s.stream), s.correlation);
+      begin_complete(EventCategory::sync);
+      put("\"");
+      put(to_string(s.kind));
+      put("\"");
+      put_track(s.device, tid, rel(s.start));
+      put_duration_and_open_args(dur(s.start, s.end));
+      gpu_args(s.device, s.stream == no_stream ? -1 : static_cast<std::int64_t>(s.stream), s.correlation);
+      out += "}}";
     }
     for (const auto& r : trace.ranges) {
       const std::int64_t pid = pid_of_process(r.process);
       threads.emplace(pid, r.thread);
       begin_event();
-      if (r.marker)
-        fmt::format_to(o, R"({{"ph":"i","s":"t","cat":"user_annotation","name":{},"pid":{},"tid":{},"ts":{}}})",
-                       names[r.name], pid, r.thread, rel(r.start));
-      else
-        fmt::format_to(o,
-                       R"({{"ph":"X","cat":"user_annotation","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"depth":{}}}}})",
-                       names[r.name], pid, r.thread, rel(r.start), dur(r.start, r.end), r.depth);
+      if (r.marker) {
+        put(R"({"ph":"i","s":"t","cat":")");
+        put(name_of(EventCategory::nvtx));
+        put(R"(","name":)");
+        put(names[r.name]);
+        put_track(pid, r.thread, rel(r.start));
+        put("}");
+      } else {
+        begin_complete(EventCategory::nvtx);
+        put(names[r.name]);
+        put_track(pid, r.thread, rel(r.start));
+        put_duration_and_open_args(dur(r.start, r.end));
+        arg_signed(EventArg::depth, r.depth, true);
+        out += "}}";
+      }
     }
   }
 
@@ -341,10 +385,10 @@ struct Writer {
     out += "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",";
     // The key Holistic Trace Analysis reads to know which rank a file is.
     if (d.known())
-      fmt::format_to(std::back_inserter(out), "\"distributedInfo\":{},\n",
+      fmt::format_to(std::back_inserter(out), "\"{}\":{},\n", name_of(EventArg::distributed),
                      json_text(detail::distributed_info_json(d), -1));
-    fmt::format_to(std::back_inserter(out), "\"baseTimeNanoseconds\":{},\n\"ridge\":{},\n\"traceEvents\":[\n", origin,
-                   json_text(meta, -1));
+    fmt::format_to(std::back_inserter(out), "\"baseTimeNanoseconds\":{},\n\"{}\":{},\n\"traceEvents\":[\n", origin,
+                   name_of(EventArg::ridge), json_text(meta, -1));
     write_events();
     write_metadata();
     out += "\n]}\n";
@@ -365,7 +409,8 @@ void write_chrome_trace(const Trace& trace, const std::string& path) { write_tex
 
 namespace {
 
-Dim3 dim3_of(const nlohmann::json& args, const char* key) {
+Dim3 dim3_of(const nlohmann::json& args, detail::DimsArg arg) {
+  const char* key = arg.name();
   Dim3 d;
   auto it = args.find(key);
   if (it == args.end() || !it->is_array() || it->size() != 3) return d;
@@ -399,12 +444,17 @@ std::string shown(const nlohmann::json& j) {
   return text.size() > 40 ? text.substr(0, 37) + "..." : text;
 }
 
+/// Whether `cat` is the category of events the reader reads (any but the metadata's).
+bool is_event_category(std::string_view cat) {
+  const EventCategory c = detail::event_category_named(cat);
+  return c != EventCategory::count && c != EventCategory::ridge;
+}
+
 /// The categories the reader turns into events; every other event is skipped unread.
 bool read_by_ridge(std::string_view ph, std::string_view cat) {
-  if (ph == "i" || ph == "I") return cat == "user_annotation";
+  if (ph == "i" || ph == "I") return cat == name_of(EventCategory::nvtx);
   if (ph != "X") return false;
-  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_runtime" ||
-         cat == "cuda_driver" || cat == "cuda_sync" || cat == "user_annotation";
+  return is_event_category(cat);
 }
 
 /// Reads one event's times: validates "ts" and "dur" (microseconds) and returns [start, end) in
@@ -472,21 +522,22 @@ void fields_from_json(const nlohmann::json& e, EventFields& f, std::string& name
   const nlohmann::json& args = args_it != e.end() && args_it->is_object() ? *args_it : no_args;
   f.pid = detail::id_field(e, "pid", 0);
   f.tid = detail::id_field(e, "tid", 0);
-  f.correlation = detail::id_field(args, "correlation", 0);
-  f.external = detail::id_field(args, "External id", 0);
-  f.device = detail::id_field(args, "device", f.pid);
-  f.stream = detail::id_field(args, "stream", f.tid);
-  if (f.cat == "kernel") {
-    f.grid = dim3_of(args, "grid");
-    f.block = dim3_of(args, "block");
-    f.registers = detail::id_field(args, "registers per thread", 0);
-    f.shared_memory = detail::id_field(args, "shared memory", 0);
-    f.graph = detail::id_field(args, "graph id", 0);
-    f.queued_before = detail::id_field(args, "queued ns before start", -1);
-  } else if (f.cat == "gpu_memcpy" || f.cat == "gpu_memset") {
-    f.bytes = detail::id_field(args, "bytes", 0);
-  } else if (f.cat == "cuda_sync") {
-    f.sync_stream = detail::id_field(args, "stream", -1);
+  auto id = [&](detail::IdArg arg, std::int64_t fallback) { return detail::id_field(args, arg.name(), fallback); };
+  f.correlation = id(EventArg::correlation, 0);
+  f.external = id(EventArg::external_id, 0);
+  f.device = id(EventArg::device, f.pid);
+  f.stream = id(EventArg::stream, f.tid);
+  if (f.cat == name_of(EventCategory::kernel)) {
+    f.grid = dim3_of(args, EventArg::grid);
+    f.block = dim3_of(args, EventArg::block);
+    f.registers = id(EventArg::registers, 0);
+    f.shared_memory = id(EventArg::shared_memory, 0);
+    f.graph = id(EventArg::graph_id, 0);
+    f.queued_before = id(EventArg::queued_before, -1);
+  } else if (f.cat == name_of(EventCategory::memcpy) || f.cat == name_of(EventCategory::memset)) {
+    f.bytes = id(EventArg::bytes, 0);
+  } else if (f.cat == name_of(EventCategory::sync)) {
+    f.sync_stream = id(EventArg::stream, -1);
   }
 }
 
@@ -523,7 +574,10 @@ bool fields_from_tokens(const detail::EventTokens& t, EventFields& f, double& ts
     out = Dim3{v[0], v[1], v[2]};
     return true;
   };
-  // Each field the reader uses may appear once (the DOM keeps the last of repeated keys).
+  // Each field the reader uses may appear once (the DOM keeps the last of repeated keys): bits
+  // 0-7 of `seen` are the event's own fields, the ones from first_arg_field up its arguments.
+  constexpr int first_arg_field = 8;
+  static_assert(first_arg_field + static_cast<int>(EventArg::count) <= 32);
   std::uint32_t seen = 0;
   auto first_time = [&](int field) { return !(std::exchange(seen, seen | (1u << field)) & (1u << field)); };
   std::optional<std::int64_t> device, stream;
@@ -549,21 +603,25 @@ bool fields_from_tokens(const detail::EventTokens& t, EventFields& f, double& ts
       if (tokens[v].kind != Kind::open_object || !first_time(7)) return false;
       const std::size_t args_end = t.skip_value(v) - 1;
       for (std::size_t a = v + 1; a < args_end && ok; a = t.skip_value(a + 1)) {
-        const std::string_view arg = t.text(tokens[a]);
+        const EventArg arg = detail::event_arg_named(t.text(tokens[a]));
         const std::size_t w = a + 1;
-        auto id = [&](int field, std::int64_t& out) { return first_time(field) && integer(w, out); };
-        auto optional_id = [&](int field, std::optional<std::int64_t>& out) { return id(field, out.emplace()); };
-        if (arg == "correlation") ok = id(8, f.correlation);
-        else if (arg == "External id") ok = id(9, f.external);
-        else if (arg == "device") ok = optional_id(10, device);
-        else if (arg == "stream") ok = optional_id(11, stream);
-        else if (arg == "registers per thread") ok = id(12, f.registers);
-        else if (arg == "shared memory") ok = id(13, f.shared_memory);
-        else if (arg == "graph id") ok = id(14, f.graph);
-        else if (arg == "queued ns before start") ok = id(15, f.queued_before);
-        else if (arg == "bytes") ok = id(16, f.bytes);
-        else if (arg == "grid") ok = first_time(17) && dim3(w, f.grid);
-        else if (arg == "block") ok = first_time(18) && dim3(w, f.block);
+        const int field = first_arg_field + static_cast<int>(arg);  // a bit of `seen`
+        auto id = [&](std::int64_t& out) { return first_time(field) && integer(w, out); };
+        auto optional_id = [&](std::optional<std::int64_t>& out) { return id(out.emplace()); };
+        switch (arg) {
+          case EventArg::correlation: ok = id(f.correlation); break;
+          case EventArg::external_id: ok = id(f.external); break;
+          case EventArg::device: ok = optional_id(device); break;
+          case EventArg::stream: ok = optional_id(stream); break;
+          case EventArg::registers: ok = id(f.registers); break;
+          case EventArg::shared_memory: ok = id(f.shared_memory); break;
+          case EventArg::graph_id: ok = id(f.graph); break;
+          case EventArg::queued_before: ok = id(f.queued_before); break;
+          case EventArg::bytes: ok = id(f.bytes); break;
+          case EventArg::grid: ok = first_time(field) && dim3(w, f.grid); break;
+          case EventArg::block: ok = first_time(field) && dim3(w, f.block); break;
+          default: break;  // not read
+        }
       }
     }
     if (!ok) return false;
@@ -592,7 +650,7 @@ void add_event(Trace& trace, const EventFields& f, Nanoseconds start, Nanosecond
     activity.correlation = correlation;
     activity.external_id = external;
   };
-  if (cat == "kernel") {
+  if (cat == name_of(EventCategory::kernel)) {
     Kernel k;
     k.name = trace.strings.intern(name);
     place_on_gpu(k);
@@ -604,7 +662,7 @@ void add_event(Trace& trace, const EventFields& f, Nanoseconds start, Nanosecond
     if (const std::int64_t before = f.queued_before; before >= 0)
       k.queued = k.start > static_cast<Nanoseconds>(before) ? k.start - static_cast<Nanoseconds>(before) : 0;
     trace.kernels.push_back(k);
-  } else if (cat == "gpu_memcpy") {
+  } else if (cat == name_of(EventCategory::memcpy)) {
     Memcpy m;
     // "Memcpy HtoD" (ours) or "Memcpy HtoD (Pageable -> Device)" (PyTorch).
     const std::string_view kind = name.starts_with("Memcpy ") ? name.substr(7, 4) : std::string_view();
@@ -612,14 +670,14 @@ void add_event(Trace& trace, const EventFields& f, Nanoseconds start, Nanosecond
     m.bytes = static_cast<std::uint64_t>(f.bytes);
     place_on_gpu(m);
     trace.memcpys.push_back(m);
-  } else if (cat == "gpu_memset") {
+  } else if (cat == name_of(EventCategory::memset)) {
     Memset m;
     m.bytes = static_cast<std::uint64_t>(f.bytes);
     place_on_gpu(m);
     trace.memsets.push_back(m);
-  } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+  } else if (cat == name_of(EventCategory::runtime) || cat == name_of(EventCategory::driver)) {
     ApiCall a;
-    a.domain = cat == "cuda_runtime" ? ApiDomain::runtime : ApiDomain::driver;
+    a.domain = cat == name_of(EventCategory::runtime) ? ApiDomain::runtime : ApiDomain::driver;
     a.name = trace.strings.intern(name);
     a.process = process_of(pid, host_pid, trace);
     a.thread = static_cast<std::uint32_t>(tid);
@@ -628,7 +686,7 @@ void add_event(Trace& trace, const EventFields& f, Nanoseconds start, Nanosecond
     a.correlation = correlation;
     a.external_id = external;
     trace.api_calls.push_back(a);
-  } else if (cat == "cuda_sync") {
+  } else if (cat == name_of(EventCategory::sync)) {
     Sync s;
     s.kind = sync_kind_from_string(name);
     s.device = device;
@@ -732,8 +790,7 @@ class StreamingReader {
   /// Whether an event whose "ph" or "cat" is `value` may be one read_by_ridge reads.
   static bool may_be_read(EventKey key, const std::string& value) {
     if (key == EventKey::ph) return value == "X" || value == "i" || value == "I";
-    return value == "kernel" || value == "gpu_memcpy" || value == "gpu_memset" || value == "cuda_runtime" ||
-           value == "cuda_driver" || value == "cuda_sync" || value == "user_annotation";
+    return is_event_category(value);
   }
 
   /// A scalar goes to the event being read (`to_event`), to a kept value (`to_capture`), or nowhere.
@@ -774,9 +831,9 @@ class StreamingReader {
       if (key_ == "traceEvents" && !object && !saw_events_) {
         if (metadata_only_) return false;  // stops the parser: the metadata comes first
         enter_events(2);
-      } else if (key_ == "ridge") {
+      } else if (key_ == name_of(EventArg::ridge)) {
         begin_capture(Capture::ridge, object);
-      } else if (key_ == "distributedInfo") {
+      } else if (key_ == name_of(EventArg::distributed)) {
         begin_capture(Capture::distributed, object);
       }
     }

@@ -19,6 +19,7 @@
 #include "ridge/writers.hpp"
 #include "trace/model/chrome_metadata.hpp"
 #include "trace/model/chunked_file.hpp"
+#include "trace/model/event_fields.hpp"
 #include "trace/model/protobuf_wire.hpp"
 
 namespace ridge::trace {
@@ -53,20 +54,11 @@ constexpr std::uint32_t incremental_state_cleared = 1, needs_incremental_state =
 /// The one packet sequence ridge writes (Perfetto interns per sequence).
 constexpr std::uint32_t sequence_id = 1;
 
-/// Event categories, as the Chrome trace names them (PyTorch's profiler's).
-enum class Category : std::uint8_t { kernel, memcpy, memset, runtime, driver, sync, nvtx, ridge, count };
-constexpr const char* category_names[] = {"kernel",     "gpu_memcpy", "gpu_memset",      "cuda_runtime",
-                                          "cuda_driver", "cuda_sync",  "user_annotation", "ridge"};
-
-/// Argument (debug annotation) names, as the Chrome trace's args.
-enum class Arg : std::uint8_t {
-  device, stream, correlation, external_id, grid, block, registers, shared_memory, graph_id, queued_before,
-  bytes, profiled, ridge, distributed, count
-};
-constexpr const char* arg_names[] = {"device",  "stream",        "correlation", "External id", "grid",
-                                     "block",   "registers per thread", "shared memory", "graph id",
-                                     "queued ns before start", "bytes", "profiled", "ridge", "distributedInfo"};
-constexpr std::uint64_t first_counter_arg_iid = static_cast<std::uint64_t>(Arg::count) + 1;
+/// Event categories and argument (debug annotation) names: the Chrome trace's
+/// (src/trace/model/event_fields.hpp). Their interned ids are their index + 1.
+using Category = detail::EventCategory;
+using Arg = detail::EventArg;
+constexpr std::uint64_t first_counter_arg_iid = detail::perfetto_arg_count + 1;
 
 std::uint64_t iid_of(Category c) { return static_cast<std::uint64_t>(c) + 1; }
 std::uint64_t iid_of(Arg a) { return static_cast<std::uint64_t>(a) + 1; }
@@ -127,9 +119,9 @@ class PerfettoWriter {
       w.end_nested(m);
     };
     for (std::size_t c = 0; c < static_cast<std::size_t>(Category::count); ++c)
-      entry(pf::interned_event_categories, c + 1, category_names[c]);
-    for (std::size_t a = 0; a < static_cast<std::size_t>(Arg::count); ++a)
-      entry(pf::interned_debug_annotation_names, a + 1, arg_names[a]);
+      entry(pf::interned_event_categories, c + 1, detail::event_category_names[c]);
+    for (std::size_t a = 0; a < detail::perfetto_arg_count; ++a)
+      entry(pf::interned_debug_annotation_names, a + 1, detail::event_arg_fields[a].name);
     for (std::size_t i = 0; i < trace_.counters.metrics.size(); ++i)
       entry(pf::interned_debug_annotation_names, first_counter_arg_iid + i, trace_.counters.metrics[i]);
     // Event names: the trace's strings, then the names ridge gives copies, memsets, waits and metadata.
@@ -333,15 +325,15 @@ class PerfettoWriter {
   }
 
   // ---- events ----
-  void annotation_uint(MessageWriter& w, Arg name, std::uint64_t v) {
+  void annotation_uint(MessageWriter& w, detail::IdArg name, std::uint64_t v) {
     const std::size_t m = w.begin_nested(pf::event_debug_annotations);
-    w.uint_field(pf::annotation_name_iid, iid_of(name));
+    w.uint_field(pf::annotation_name_iid, iid_of(name.arg));
     w.uint_field(pf::annotation_uint, v);
     w.end_nested(m);
   }
-  void annotation_int(MessageWriter& w, Arg name, std::int64_t v) {
+  void annotation_int(MessageWriter& w, detail::IdArg name, std::int64_t v) {
     const std::size_t m = w.begin_nested(pf::event_debug_annotations);
-    w.uint_field(pf::annotation_name_iid, iid_of(name));
+    w.uint_field(pf::annotation_name_iid, iid_of(name.arg));
     w.int_field(pf::annotation_int, v);
     w.end_nested(m);
   }
@@ -351,6 +343,7 @@ class PerfettoWriter {
     w.bytes_field(pf::annotation_string, v);
     w.end_nested(m);
   }
+  void annotation_dims(MessageWriter& w, detail::DimsArg name, Dim3 d) { annotation_string(w, iid_of(name.arg), dim3_text(d)); }
   void annotation_double(MessageWriter& w, std::uint64_t name_iid, double v) {
     const std::size_t m = w.begin_nested(pf::event_debug_annotations);
     w.uint_field(pf::annotation_name_iid, name_iid);
@@ -407,8 +400,8 @@ class PerfettoWriter {
         const Kernel& k = trace_.kernels[r.index];
         head(Category::kernel, k.name + 1);
         gpu_args(w, k.device, k.stream, k.correlation, k.external_id);
-        annotation_string(w, iid_of(Arg::grid), dim3_text(k.grid));
-        annotation_string(w, iid_of(Arg::block), dim3_text(k.block));
+        annotation_dims(w, Arg::grid, k.grid);
+        annotation_dims(w, Arg::block, k.block);
         annotation_uint(w, Arg::registers, k.registers_per_thread);
         annotation_uint(w, Arg::shared_memory, k.shared_memory_bytes);
         if (k.graph_id != 0) annotation_uint(w, Arg::graph_id, k.graph_id);
@@ -567,12 +560,9 @@ class PerfettoReader {
       if (f.number == pf::interned_event_names) {
         names_[iid] = trace_.strings.intern(name);
       } else if (f.number == pf::interned_event_categories) {
-        const auto* c = std::find_if(std::begin(category_names), std::end(category_names),
-                                     [&](const char* n) { return name == n; });
-        categories_[iid] = static_cast<Category>(c - std::begin(category_names));  // Category::count: unknown
+        categories_[iid] = detail::event_category_named(name);  // Category::count: unknown
       } else if (f.number == pf::interned_debug_annotation_names) {
-        const auto* a = std::find_if(std::begin(arg_names), std::end(arg_names), [&](const char* n) { return name == n; });
-        args_[iid] = static_cast<Arg>(a - std::begin(arg_names));
+        args_[iid] = detail::event_arg_named(name);  // Arg::count: unknown
       }
     }
     check(r, "InternedData");
@@ -678,8 +668,8 @@ class PerfettoReader {
       read_metadata(args);
       return;
     }
-    auto arg = [&](Arg a, std::int64_t fallback) {
-      const ArgValue& v = args[static_cast<std::size_t>(a)];
+    auto arg = [&](detail::IdArg a, std::int64_t fallback) {
+      const ArgValue& v = args[static_cast<std::size_t>(a.arg)];
       return v.present ? v.integer : fallback;
     };
     const auto correlation = static_cast<std::uint32_t>(arg(Arg::correlation, 0));
@@ -701,8 +691,8 @@ class PerfettoReader {
         Kernel k;
         k.name = name;
         place(k);
-        k.grid = dim3_arg(args[static_cast<std::size_t>(Arg::grid)], "grid");
-        k.block = dim3_arg(args[static_cast<std::size_t>(Arg::block)], "block");
+        k.grid = dim3_arg(args, Arg::grid);
+        k.block = dim3_arg(args, Arg::block);
         k.registers_per_thread = static_cast<std::uint32_t>(arg(Arg::registers, 0));
         k.shared_memory_bytes = static_cast<std::uint32_t>(arg(Arg::shared_memory, 0));
         k.graph_id = static_cast<std::uint32_t>(arg(Arg::graph_id, 0));
@@ -800,7 +790,9 @@ class PerfettoReader {
     if (name != Arg::count) args[static_cast<std::size_t>(name)] = v;
   }
 
-  Dim3 dim3_arg(const ArgValue& v, const char* key) const {
+  Dim3 dim3_arg(const ArgValue* args, detail::DimsArg arg) const {
+    const ArgValue& v = args[static_cast<std::size_t>(arg.arg)];
+    const char* key = arg.name();
     if (!v.present) return {};
     // "[x,y,z]", as the writer spells it.
     std::int32_t d[3] = {};
@@ -818,8 +810,8 @@ class PerfettoReader {
 
   void read_metadata(const ArgValue* args) {
     metadata_read_ = true;
-    auto json_of = [&](Arg a) {
-      return parse_json(args[static_cast<std::size_t>(a)].text, source_ + " (" + arg_names[static_cast<std::size_t>(a)] + ")");
+    auto json_of = [&](detail::JsonArg a) {
+      return parse_json(args[static_cast<std::size_t>(a.arg)].text, source_ + " (" + a.name() + ")");
     };
     if (args[static_cast<std::size_t>(Arg::ridge)].present) {
       try {

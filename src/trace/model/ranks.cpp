@@ -25,6 +25,7 @@
 #include "ridge/trace/ranks.hpp"
 #include "ridge/version.hpp"
 #include "ridge/writers.hpp"
+#include "trace/model/event_fields.hpp"
 #include "trace/model/json_fields.hpp"
 #include "trace/model/rank_finish.hpp"
 
@@ -137,8 +138,14 @@ std::string merged_trace_path(const std::string& output) {
 
 namespace {
 
+using detail::EventArg;
+using detail::EventCategory;
+using detail::name_of;
+
 bool is_gpu_category(const std::string& cat) {
-  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_sync" || cat == "gpu_user_annotation";
+  return cat == name_of(EventCategory::kernel) || cat == name_of(EventCategory::memcpy) ||
+         cat == name_of(EventCategory::memset) || cat == name_of(EventCategory::sync) ||
+         cat == "gpu_user_annotation";  // PyTorch's NVTX-like ranges on a GPU track
 }
 
 /// A rank trace parsed and checked, ready to merge.
@@ -162,7 +169,7 @@ RankSource read_rank_source(const std::string& file, const std::string& text) {
     throw UsageError(fmt::format("{} is not a Chrome trace: no \"traceEvents\" array", file));
   if (s.doc.contains("ridge_merged"))
     throw UsageError(fmt::format("{} is already a merged trace: merge the rank files it was made from", file));
-  const auto d = s.doc.find("distributedInfo");
+  const auto d = s.doc.find(name_of(EventArg::distributed));
   if (d == s.doc.end() || !d->is_object() || !d->contains("rank") || !(*d)["rank"].is_number_integer())
     throw UsageError(fmt::format("{} has no \"distributedInfo\" with a rank: it was not traced as one rank of a job "
                                  "(run `ridge trace` under mpirun, srun or torchrun)",
@@ -172,8 +179,8 @@ RankSource read_rank_source(const std::string& file, const std::string& text) {
   if (s.info.rank < 0) throw UsageError(fmt::format("{}: distributedInfo.rank is negative ({})", file, s.info.rank));
   s.info.world_size = integer_field(*d, "world_size", 0, "distributedInfo");
   s.info.backend = d->value("backend", std::string("nccl"));
-  if (s.doc.contains("ridge") && s.doc["ridge"].is_object()) {
-    s.ridge_meta = s.doc["ridge"];
+  if (const auto r = s.doc.find(name_of(EventArg::ridge)); r != s.doc.end() && r->is_object()) {
+    s.ridge_meta = *r;
     s.origin = integer_field(s.ridge_meta, "origin_ns", Nanoseconds{0}, "ridge");
     const nlohmann::json dist = s.ridge_meta.value("distributed", nlohmann::json::object());
     s.info.host = dist.value("host", std::string());
@@ -278,8 +285,8 @@ MergedRank append_rank(const RankSource& s, Nanoseconds global_origin, std::uint
 
   nlohmann::json meta{{"rank", m.rank},       {"file", m.file},       {"host", m.host},
                       {"process_id", m.process_id}, {"command", m.command}, {"shift_ns", m.shift_ns},
-                      {"distributedInfo", s.doc["distributedInfo"]}};
-  if (!s.ridge_meta.is_null()) meta["ridge"] = s.ridge_meta;
+                      {name_of(EventArg::distributed), s.doc[name_of(EventArg::distributed)]}};
+  if (!s.ridge_meta.is_null()) meta[name_of(EventArg::ridge)] = s.ridge_meta;
   ranks_meta.push_back(std::move(meta));
   return m;
 }
@@ -569,12 +576,13 @@ std::vector<Trace> load_rank_traces(const std::vector<std::string>& files) {
       }
     for (const auto& rank_meta : meta.value("ranks", nlohmann::json::array())) {
       const int rank = integer_field(rank_meta, "rank", 0, "ridge_merged.ranks[]");
-      nlohmann::json ridge = rank_meta.value("ridge", nlohmann::json::object());
+      nlohmann::json ridge = rank_meta.value(name_of(EventArg::ridge), nlohmann::json::object());
       ridge["origin_ns"] = origin;  // the merged file's times are relative to the merged origin
       ridge["host_pid"] = rank;     // host threads sit in the rank's process track
       ridge["process_id"] = integer_field(rank_meta, "process_id", std::uint32_t{0}, "ridge_merged.ranks[]");
-      nlohmann::json sub{{"ridge", ridge}, {"traceEvents", events_by_rank[rank].is_null() ? nlohmann::json::array() : events_by_rank[rank]},
-                         {"distributedInfo", rank_meta.value("distributedInfo", nlohmann::json::object())}};
+      nlohmann::json sub{{name_of(EventArg::ridge), ridge},
+                         {"traceEvents", events_by_rank[rank].is_null() ? nlohmann::json::array() : events_by_rank[rank]},
+                         {name_of(EventArg::distributed), rank_meta.value(name_of(EventArg::distributed), nlohmann::json::object())}};
       traces.push_back(parse_chrome_json(sub.dump()));
       traces.back().distributed.rank = rank;
       traces.back().distributed.world_size = integer_field(meta, "world_size", 0, "ridge_merged");
