@@ -130,14 +130,14 @@ void annotate_stream_record(Record& r, double empty_ms, const CeilingsLookup& ce
   const double rate = r.bytes_per_s();
   const double working_set = stream_working_set_bytes(stream_point(r).op, stream_point(r).n);
   const bool cache_resident = !cold && l2 > 0 && working_set <= l2;
-  r.extra[extra_key::gb_per_s] = rate / 1e9;
+  extra_key::gb_per_s.set(r, rate / 1e9);
   const double datasheet_bw = datasheet_memory_bytes_per_s(ceilings), measured_bw = measured_memory_bytes_per_s(ceilings);
-  if (measured_bw > 0) r.extra[extra_key::fraction_of_measured_hbm] = rate / measured_bw;
-  if (datasheet_bw > 0) r.extra[extra_key::fraction_of_datasheet] = rate / datasheet_bw;
-  r.extra[extra_key::l2_bytes] = l2;
-  r.extra[extra_key::cache_resident] = cache_resident;
-  r.extra[extra_key::empty_launch_ms] = empty_ms;
-  r.extra[extra_key::launch_bound] = r.summary.median <= launch_bound_factor * empty_ms;
+  if (measured_bw > 0) extra_key::fraction_of_measured_hbm.set(r, rate / measured_bw);
+  if (datasheet_bw > 0) extra_key::fraction_of_datasheet.set(r, rate / datasheet_bw);
+  extra_key::l2_bytes.set(r, l2);
+  extra_key::cache_resident.set(r, cache_resident);
+  extra_key::empty_launch_ms.set(r, empty_ms);
+  extra_key::launch_bound.set(r, r.summary.median <= launch_bound_factor * empty_ms);
   // The roofline floor holds for HBM traffic; a hot, cache-resident working set may beat it.
   std::optional<DeviceCeilings> roof;
   const double floor_bw = std::max(datasheet_bw, measured_bw);
@@ -183,7 +183,7 @@ std::vector<BandwidthCurve> group_curves(const std::vector<Record>& records) {
 // Fills the curve's range, largest point and knees, and records them in its records' extra.
 void analyze_curve(BandwidthCurve& c, std::vector<Record>& records, const CeilingsLookup& ceilings) {
   for (std::size_t i : c.records) {
-    if (!records[i].extra.value(extra_key::launch_bound, false)) break;
+    if (!extra_key::launch_bound.get(records[i])) break;
     c.launch_bound_up_to = stream_point(records[i]).n;
   }
   std::vector<RatePoint> rates;
@@ -196,12 +196,11 @@ void analyze_curve(BandwidthCurve& c, std::vector<Record>& records, const Ceilin
   c.fraction_of_datasheet = datasheet_bw > 0 ? c.largest_bytes_per_s / datasheet_bw : unknown;
   c.fraction_of_measured = measured_bw > 0 ? c.largest_bytes_per_s / measured_bw : unknown;
   for (std::size_t i : c.records) {
-    auto& extra = records[i].extra;
-    extra[extra_key::launch_bound_up_to_elements] =
-        c.launch_bound_up_to ? nlohmann::json(*c.launch_bound_up_to) : nlohmann::json(nullptr);
+    Record& r = records[i];
+    extra_key::launch_bound_up_to_elements.set_or_null(r, c.launch_bound_up_to);
     for (const auto& k : c.knees)
-      extra[extra_key::knee_elements(k.fraction)] = k.size ? nlohmann::json(*k.size) : nlohmann::json(nullptr);
-    if (!c.knees.empty()) extra[extra_key::knee_ceiling] = knee_reference_name(ceilings);
+      r.extra[extra_key::knee_elements(k.fraction)] = k.size ? nlohmann::json(*k.size) : nlohmann::json(nullptr);
+    if (!c.knees.empty()) extra_key::knee_ceiling.set(r, knee_reference_name(ceilings));
   }
 }
 
@@ -217,11 +216,11 @@ void op_findings(const BandwidthSweep& s, const BandwidthCurve& c, std::vector<F
     line += fmt::format(", {} of the {} datasheet", format_percent(c.fraction_of_datasheet),
                         format_bytes_per_s(datasheet_memory_bytes_per_s(ceilings)));
   if (measured_memory_bytes_per_s(ceilings) > 0) line += fmt::format(" ({} of measured)", format_percent(c.fraction_of_measured));
-  if (top.extra.value(extra_key::cache_resident, false))
+  if (extra_key::cache_resident.get(top))
     line += "; its working set fits in the L2, so this is a cache figure";
   out.push_back({line + ".", 0});
   const Record& smallest = s.records[c.records.front()];
-  const double empty_ms = smallest.extra.value(extra_key::empty_launch_ms, 0.0);
+  const double empty_ms = extra_key::empty_launch_ms.get(smallest);
   if (c.launch_bound_up_to)
     out.push_back({fmt::format("Launch overhead dominates up to {} elements: those calls take within {:.0f}x of an empty "
                                "launch ({} at {}), so the kernel's own work is hidden behind launching it.",

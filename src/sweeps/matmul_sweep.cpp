@@ -105,13 +105,13 @@ GemmPlacement annotate_gemm_record(Record& r, const CeilingsLookup& ceilings, do
   GemmPlacement p;
   p.intensity_flop_per_byte = r.intensity_flop_per_byte();
   const bool cache_resident = !cold && l2 > 0 && r.bytes <= l2;  // the working set is A, B and C once
-  r.extra[extra_key::tflop_per_s] = rate / 1e12;
-  r.extra[extra_key::empty_launch_ms] = empty_ms;
-  r.extra[extra_key::cache_resident] = cache_resident;
-  r.extra[extra_key::l2_bytes] = l2;
+  extra_key::tflop_per_s.set(r, rate / 1e12);
+  extra_key::empty_launch_ms.set(r, empty_ms);
+  extra_key::cache_resident.set(r, cache_resident);
+  extra_key::l2_bytes.set(r, l2);
   // Each roof's three numbers, under its own three keys.
   struct Keys {
-    const char *attainable, *of_attainable, *of_peak;
+    ExtraField<double> attainable, of_attainable, of_peak;
   };
   auto place = [&](const DeviceCeilings* c, double& attainable, double& of_attainable, double& of_peak, Keys keys) {
     if (!has_roof(c, dtype)) {
@@ -122,9 +122,9 @@ GemmPlacement annotate_gemm_record(Record& r, const CeilingsLookup& ceilings, do
     attainable = attainable_flops(p.intensity_flop_per_byte, peak, bandwidth);
     of_attainable = rate / attainable;
     of_peak = rate / peak;
-    r.extra[keys.attainable] = attainable;
-    r.extra[keys.of_attainable] = of_attainable;
-    r.extra[keys.of_peak] = of_peak;
+    keys.attainable.set(r, attainable);
+    keys.of_attainable.set(r, of_attainable);
+    keys.of_peak.set(r, of_peak);
     if (p.bound.empty())
       p.bound = to_string(classify(p.intensity_flop_per_byte, peak, bandwidth));
   };
@@ -134,7 +134,7 @@ GemmPlacement annotate_gemm_record(Record& r, const CeilingsLookup& ceilings, do
   place(me, p.measured_attainable_flops_per_s, p.fraction_of_measured_attainable, p.fraction_of_measured_peak,
         {extra_key::measured_attainable_flops_per_s, extra_key::fraction_of_measured_attainable,
          extra_key::fraction_of_measured_peak});
-  if (!p.bound.empty()) r.extra[extra_key::bound] = p.bound;
+  if (!p.bound.empty()) extra_key::bound.set(r, p.bound);
   // A cache-resident working set can beat the HBM floor honestly; the compute floor always holds.
   double floor_peak = std::max(peak_of(ds, dtype), peak_of(me, dtype));
   if (floor_peak <= 0) floor_peak = fastest_known_peak_flops(dtype);

@@ -999,7 +999,7 @@ TEST(HistoryCheck, ReadingColumnsGivesTheSameCheckAsReadingWholeRuns) {
       }
       EXPECT_EQ(a.clocks_start.sm_mhz, b.clocks_start.sm_mhz);
       EXPECT_EQ(a.clocks_end.sm_mhz, b.clocks_end.sm_mhz);
-      for (const char* key : {extra_key::bound, extra_key::sample_sm_mhz})
+      for (const char* key : {extra_key::bound.name, extra_key::sample_sm_mhz.name})
         EXPECT_EQ(a.extra.contains(key) ? a.extra[key] : nlohmann::json(), b.extra.contains(key) ? b.extra[key] : nlohmann::json());
     }
   }

@@ -45,15 +45,15 @@ void print_setup(std::FILE* out, const BandwidthSetup& setup) {
 
 void print_record(std::FILE* out, const Record& r) {
   std::string notes;
-  if (r.extra.value(extra_key::launch_bound, false)) notes += "launch-bound ";
-  if (r.extra.value(extra_key::cache_resident, false)) notes += "L2-resident ";
+  if (extra_key::launch_bound.get(r)) notes += "launch-bound ";
+  if (extra_key::cache_resident.get(r)) notes += "L2-resident ";
   notes += warning_tags(r);
   const StreamPoint p = stream_point(r);
   fmt::print(out, "{:<6} {:<12} {:>6} {:>9} {:>10} {:>10.1f} {:>7} {:>7} {:>9}  {}\n", to_string(p.op),
              to_string(p.variant), size_label(p.n), format_bytes(r.bytes), format_ms(r.summary.median),
-             r.bytes_per_s() / 1e9, format_percent(extra_fraction(r, extra_key::fraction_of_measured_hbm)),
-             format_percent(extra_fraction(r, extra_key::fraction_of_datasheet)),
-             format_ms(r.extra.value(extra_key::empty_launch_ms, 0.0)), notes);
+             r.bytes_per_s() / 1e9, format_percent(extra_key::fraction_of_measured_hbm.get(r)),
+             format_percent(extra_key::fraction_of_datasheet.get(r)),
+             format_ms(extra_key::empty_launch_ms.get(r)), notes);
   std::fflush(out);
 }
 

@@ -16,8 +16,8 @@ void print_row(std::FILE* out, const Record& r) {
   fmt::print(out, "{:<15} {:<5} {:<13} {:>10} {:>8} {:>11} {:>10} {:>10}  {} {}\n", r.params.value(param_key::op, ""),
              to_string(r.dtype), r.params.value(param_key::placement, ""), format_bytes(r.bytes),
              r.method == Method::graph_replay ? "graph" : "events", format_ms(r.summary.median),
-             fmt::format("{:.2f}", r.extra.value(extra_key::algbw_bytes_per_s, 0.0) / 1e9),
-             fmt::format("{:.2f}", r.extra.value(extra_key::busbw_bytes_per_s, 0.0) / 1e9),
+             fmt::format("{:.2f}", extra_key::algbw_bytes_per_s.get(r) / 1e9),
+             fmt::format("{:.2f}", extra_key::busbw_bytes_per_s.get(r) / 1e9),
              r.verification == "passed" ? "ok" : r.verification, warning_tags(r));
   std::fflush(out);
 }

@@ -46,7 +46,7 @@ void print_ready(const gpt2::DecodeRun& run, std::FILE* out) {
 }
 
 void print_record(const Record& r, const gpt2::DecodeConfiguration& point, bool pdl, std::FILE* out) {
-  const double tokens_per_s = r.extra.value(extra_key::tokens_per_s, 0.0);
+  const double tokens_per_s = extra_key::tokens_per_s.get(r);
   fmt::print(out, "{:>5} {:>7} {:>5} {:<11} {:>10.4f} {:>10.0f} {:>10} {:>9.1f} {:>10.0f} {:>6.1f}%  {}, {} {}{}\n",
              point.batch, point.context, r.params.value(param_key::mode, ""), to_string(r.method), r.summary.median,
              tokens_per_s, format_bytes(point.cost.bytes()), point.cost.intensity(), point.ceiling_tokens_per_s,

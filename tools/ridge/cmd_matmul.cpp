@@ -51,17 +51,17 @@ void print_setup(std::FILE* out, const MatmulSetup& setup) {
 
 void print_record(std::FILE* out, const Record& r) {
   std::string notes;
-  if (r.extra.value(extra_key::cache_resident, false)) notes += "L2-resident ";
-  if (r.summary.median <= launch_bound_factor * r.extra.value(extra_key::empty_launch_ms, 0.0)) notes += "launch-bound ";
+  if (extra_key::cache_resident.get(r)) notes += "L2-resident ";
+  if (r.summary.median <= launch_bound_factor * extra_key::empty_launch_ms.get(r)) notes += "launch-bound ";
   notes += warning_tags(r);
-  const double att = r.extra.value(extra_key::datasheet_attainable_flops_per_s,
-                                   r.extra.value(extra_key::measured_attainable_flops_per_s, 0.0));
+  const double att = extra_key::datasheet_attainable_flops_per_s.find(r).value_or(
+      extra_key::measured_attainable_flops_per_s.get(r));
   fmt::print(out, "{:<5} {:>16} {:>10} {:>9.1f} {:>8.0f} {:>11} {:>7} {:>7} {:>8}  {}\n", to_string(r.dtype),
              shape_label(gemm_shape(r)), format_ms(r.summary.median), r.flops_per_s() / 1e12,
              r.intensity_flop_per_byte(), att > 0 ? format_flops(att) : "-",
-             format_percent(extra_fraction(r, extra_key::fraction_of_datasheet_attainable)),
-             format_percent(extra_fraction(r, extra_key::fraction_of_measured_attainable)),
-             r.extra.value(extra_key::bound, std::string("-")), notes);
+             format_percent(extra_key::fraction_of_datasheet_attainable.get(r)),
+             format_percent(extra_key::fraction_of_measured_attainable.get(r)),
+             extra_key::bound.find(r).value_or("-"), notes);
   std::fflush(out);
 }
 

@@ -1,7 +1,6 @@
 #include "sweep_support.hpp"
 
 #include <filesystem>
-#include <limits>
 
 #include <fmt/format.h>
 
@@ -30,12 +29,6 @@ std::string warning_tags(const Record& r) {
     if (w.rfind("impossible", 0) == 0 || w.rfind("high spread", 0) == 0 || w.rfind("clocks moved", 0) == 0)
       tags += w.substr(0, w.find(':')) + " ";
   return tags;
-}
-
-double extra_fraction(const Record& r, const std::string& key) {
-  const auto it = r.extra.find(key);
-  if (it == r.extra.end() || !it->is_number()) return std::numeric_limits<double>::quiet_NaN();
-  return it->get<double>();
 }
 
 void print_findings(std::FILE* out, const std::vector<Finding>& findings) {

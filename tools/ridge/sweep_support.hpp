@@ -27,9 +27,6 @@ SweepCallbacks sweep_callbacks(const std::string& label, std::FILE* out,
 /// each followed by a space, for a table's notes column.
 std::string warning_tags(const Record& record);
 
-/// A fraction stored in record.extra[key]; NaN when absent (format_percent prints "-").
-double extra_fraction(const Record& record, const std::string& key);
-
 /// Findings, details indented under their headline.
 void print_findings(std::FILE* out, const std::vector<Finding>& findings);
 

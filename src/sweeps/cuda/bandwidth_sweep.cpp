@@ -62,11 +62,11 @@ BandwidthSweep run_bandwidth_sweep(const BandwidthSetup& setup, const SweepCallb
     r.clocks_start = start;
     r.clocks_end = read_clocks(o.device);
     r.verification = "passed";
-    r.extra[extra_key::check] = check.summary();
-    r.extra[extra_key::variant] = describe(point.variant);
-    r.extra[extra_key::method_choice] = o.method ? "user" : "auto";
+    extra_key::check.set(r, check.summary());
+    extra_key::variant.set(r, describe(point.variant));
+    extra_key::method_choice.set(r, o.method ? "user" : "auto");
     if (point.variant == StreamVariant::grid_stride)
-      r.extra[extra_key::grid_blocks] = bench.grid_stride_blocks(point.op);
+      extra_key::grid_blocks.set(r, bench.grid_stride_blocks(point.op));
     annotate_stream_record(r, empty_ms, ceilings, l2, o.cold);
     return r;
   };

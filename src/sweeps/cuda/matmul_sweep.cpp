@@ -65,10 +65,10 @@ MatmulSweep run_matmul_sweep(const MatmulSetup& setup, const SweepCallbacks& cal
     r.clocks_start = start;
     r.clocks_end = read_clocks(o.device);
     r.verification = "passed";
-    r.extra[extra_key::algorithm] = gemm.algorithm();
-    if (!gemm.tuning().empty()) r.extra[extra_key::tuning] = gemm.tuning();
-    r.extra[extra_key::check] = check.summary();
-    r.extra[extra_key::method_choice] = o.method ? "user" : "auto";
+    extra_key::algorithm.set(r, gemm.algorithm());
+    if (!gemm.tuning().empty()) extra_key::tuning.set(r, gemm.tuning());
+    extra_key::check.set(r, check.summary());
+    extra_key::method_choice.set(r, o.method ? "user" : "auto");
     sweep.placements.push_back(annotate_gemm_record(r, setup.ceilings, empty_ms, l2, o.cold));
     return r;
   };
