@@ -22,19 +22,19 @@ struct CarriedOver {
 /// not an object (a damaged file) still counts as carried over, with an unknown source: a record
 /// that says it was not measured is never judged.
 inline std::optional<CarriedOver> carried_over(const Record& r) {
-  const auto it = r.extra.find(extra_key::carried_over);
-  if (it == r.extra.end() || it->is_null()) return std::nullopt;
+  const std::optional<nlohmann::json> marker = extra_key::carried_over.find(r);
+  if (!marker) return std::nullopt;
   CarriedOver from;
-  if (it->is_object()) {
-    from.source = it->value("source", std::string());
-    from.measured_at_utc = it->value("measured_at_utc", std::string());
+  if (marker->is_object()) {
+    from.source = marker->value("source", std::string());
+    from.measured_at_utc = marker->value("measured_at_utc", std::string());
   }
   return from;
 }
 
 /// Marks `r` as carried over from `from`.
 inline void mark_carried_over(Record& r, const CarriedOver& from) {
-  r.extra[extra_key::carried_over] = {{"source", from.source}, {"measured_at_utc", from.measured_at_utc}};
+  extra_key::carried_over.set(r, {{"source", from.source}, {"measured_at_utc", from.measured_at_utc}});
 }
 
 }  // namespace ridge

@@ -342,13 +342,12 @@ std::unordered_map<std::int64_t, std::vector<Record>> History::records_for_detec
     // Of `extra`, only what compare_results reads: the per-sample clocks, the bound and the
     // carried-over marker.
     if (const std::string_view extra_text = records.text_view(10); extra_text != "{}") {
-      const nlohmann::json extra = parse_json(extra_text, where);
-      if (const auto it = extra.find(extra_key::sample_sm_mhz); it != extra.end() && it->is_array())
-        r.extra[extra_key::sample_sm_mhz] = *it;
-      if (const auto it = extra.find(extra_key::bound); it != extra.end() && it->is_string())
-        r.extra[extra_key::bound] = *it;
-      if (const auto it = extra.find(extra_key::carried_over); it != extra.end() && !it->is_null())
-        r.extra[extra_key::carried_over] = *it;
+      Record stored;  // read through the typed fields, so a value of the wrong type is named
+      stored.name = r.name;
+      stored.extra = parse_json(extra_text, where);
+      if (auto v = extra_key::sample_sm_mhz.find(stored)) extra_key::sample_sm_mhz.set(r, *v);
+      if (auto v = extra_key::bound.find(stored)) extra_key::bound.set(r, *v);
+      if (auto v = extra_key::carried_over.find(stored)) extra_key::carried_over.set(r, *v);
     }
     if (const auto blob = records.blob(11); !history_detail::decode_samples(blob, r.samples_ms))
       throw history_detail::damaged_samples(fmt::format("{} run {} record {}", state_->path.string(), run_id, r.name),

@@ -31,10 +31,7 @@ RowClocks analyze_row_clocks(const std::vector<double>& sample_sm_mhz, double ra
 }
 
 RowClocks record_clocks(const Record& r, double rated_sm_mhz, const ClockDropOptions& o) {
-  const auto it = r.extra.find(extra_key::sample_sm_mhz);
-  if (it == r.extra.end() || !it->is_array()) return {};
-  std::vector<double> mhz;
-  for (const auto& v : *it) mhz.push_back(v.is_number() ? v.get<double>() : -1.0);
+  const std::vector<double> mhz = extra_key::sample_sm_mhz.get(r);  // a sample without a reading: NaN
   if (mhz.size() != r.samples_ms.size()) return {};  // not one per sample: cannot attribute them
   return analyze_row_clocks(mhz, rated_sm_mhz, o);
 }
@@ -50,14 +47,14 @@ std::optional<double> median_at_full_clocks(const Record& r, const RowClocks& c)
 
 std::optional<std::string> annotate_clocks(Record& r, const RowClocks& c) {
   if (!c.known()) return std::nullopt;
-  r.extra[extra_key::sm_mhz_median] = c.median_sm_mhz;
-  r.extra[extra_key::reduced_clock_samples] = c.reduced_count;
+  extra_key::sm_mhz_median.set(r, c.median_sm_mhz);
+  extra_key::reduced_clock_samples.set(r, c.reduced_count);
   if (c.reduced_count == 0) return std::nullopt;
   std::string warning =
       fmt::format("measured at reduced clocks: {} of {} samples ran below {:.0f} MHz (SM clock {:.0f}-{:.0f} MHz)",
                   c.reduced_count, c.sample_sm_mhz.size(), c.reduced_below_mhz, c.min_sm_mhz, c.max_sm_mhz);
   if (const auto full = median_at_full_clocks(r, c)) {
-    r.extra[extra_key::median_ms_at_full_clocks] = *full;
+    extra_key::median_ms_at_full_clocks.set(r, *full);
     warning += fmt::format("; the median without them is {}", format_ms(*full));
   } else {
     warning += "; every sample was, so the median is a reduced-clock number";

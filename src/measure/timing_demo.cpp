@@ -87,8 +87,8 @@ void analyze_timing_demo(TimingDemo& d) {
   add_plausibility_warnings(events, std::nullopt);
   d.wall_over_naive = wall.summary.median / naive.summary.median;
   d.wall_vs_events_relative_difference = std::abs(wall.summary.median - events.summary.median) / events.summary.median;
-  events.extra[extra_key::wall_sync_vs_events_relative_difference] = d.wall_vs_events_relative_difference;
-  naive.extra[extra_key::wall_sync_over_naive] = d.wall_over_naive;
+  extra_key::wall_sync_vs_events_relative_difference.set(events, d.wall_vs_events_relative_difference);
+  extra_key::wall_sync_over_naive.set(naive, d.wall_over_naive);
 
   Record& small_events = reading(d.small, Method::cuda_events, "small");
   Record& spin = reading(d.small, Method::spin_hold, "small");

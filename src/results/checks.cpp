@@ -26,17 +26,17 @@ Record to_record(const Measurement& m, const std::string& name, std::optional<DT
   r.l2_flushed = m.l2_flushed;
   r.bytes = bytes;
   r.flops = flops;
-  if (!m.stop_reason.empty()) r.extra[extra_key::stop_reason] = m.stop_reason;
-  if (!m.sample_sm_mhz.empty()) r.extra[extra_key::sample_sm_mhz] = m.sample_sm_mhz;
-  if (m.throttled_samples_dropped > 0) r.extra[extra_key::throttled_samples_dropped] = m.throttled_samples_dropped;
-  if (m.rest_before_sample_s > 0) r.extra[extra_key::rest_before_sample_s] = m.rest_before_sample_s;
+  if (!m.stop_reason.empty()) extra_key::stop_reason.set(r, m.stop_reason);
+  if (!m.sample_sm_mhz.empty()) extra_key::sample_sm_mhz.set(r, m.sample_sm_mhz);
+  if (m.throttled_samples_dropped > 0) extra_key::throttled_samples_dropped.set(r, m.throttled_samples_dropped);
+  if (m.rest_before_sample_s > 0) extra_key::rest_before_sample_s.set(r, m.rest_before_sample_s);
   if (m.settle_ms > 0) {
-    r.extra[extra_key::settle_ms] = m.settle_ms;
-    r.extra[extra_key::settled_sm_mhz] = m.settled_sm_mhz;
+    extra_key::settle_ms.set(r, m.settle_ms);
+    extra_key::settled_sm_mhz.set(r, m.settled_sm_mhz);
   }
   r.warnings = measurement_warnings(m);
   if (m.counted) {
-    r.extra[extra_key::counters] = to_json(*m.counted);
+    extra_key::counters.set(r, to_json(*m.counted));
     for (const auto& f : compare_counted_work(bytes, flops, *m.counted)) r.warnings.push_back(f.text);
   }
   return r;
@@ -208,8 +208,7 @@ std::vector<std::string> add_plausibility_warnings(Record& r, const std::optiona
                                   format_bytes(ws), format_bytes(l2_bytes)));
   }
   const double a = r.clocks_start.sm_mhz, b = r.clocks_end.sm_mhz;
-  if (r.extra.contains(extra_key::clocks_during) && r.extra[extra_key::clocks_during].value("readings", 0) > 0) {
-    const auto& d = r.extra[extra_key::clocks_during];
+  if (const nlohmann::json d = extra_key::clocks_during.get(r); d.is_object() && d.value("readings", 0) > 0) {
     const double lo = d.value("sm_mhz_min", -1.0), hi = d.value("sm_mhz_max", -1.0);
     if (lo > 0 && hi > 0 && (hi - lo) / hi > 0.05)
       added.push_back(fmt::format("clocks moved during sampling: SM clock {:.0f}-{:.0f} MHz{}", lo, hi,

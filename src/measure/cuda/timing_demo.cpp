@@ -68,12 +68,12 @@ std::vector<TimedMethod> timed_interleaved(int device, detail::Gemm& gemm, const
     nlohmann::json params = gemm_params(gemm.shape());
     params[param_key::timing_case] = which;
     Record r = to_record(m, "timing", gemm.dtype(), params, gemm.bytes(), gemm.flops());
-    r.extra[extra_key::clocks_during] = clocks.to_json();
-    r.extra[extra_key::interleaved] = true;
+    extra_key::clocks_during.set(r, clocks.to_json());
+    extra_key::interleaved.set(r, true);
     r.verification = check.passed ? "passed" : "failed";
-    r.extra[extra_key::algorithm] = gemm.algorithm();
-    r.extra[extra_key::check] = check.summary();
-    r.extra[extra_key::meaning] = describe(m.method);
+    extra_key::algorithm.set(r, gemm.algorithm());
+    extra_key::check.set(r, check.summary());
+    extra_key::meaning.set(r, describe(m.method));
     r.clocks_start = start;
     r.clocks_end = end;
     rows.push_back(TimedMethod{std::move(r), std::move(plan[i].meaning), {}});
