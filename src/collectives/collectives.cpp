@@ -235,7 +235,7 @@ Record combine_rank_records(const std::vector<Record>& per_rank, CollectiveOp op
   if (per_rank.empty()) throw Error("combine_rank_records: no rank's record to combine");
   Record out = per_rank.front();
   const std::size_t samples = out.samples_ms.size();
-  nlohmann::json medians = nlohmann::json::array();
+  std::vector<double> medians;
   for (const auto& r : per_rank) {
     if (r.samples_ms.size() != samples)
       throw Error(fmt::format("ranks measured {} and {} samples of {}: every rank must take the same samples",
@@ -253,12 +253,12 @@ Record combine_rank_records(const std::vector<Record>& per_rank, CollectiveOp op
   }
   finalize(out);
   const CollectiveRates rates = collective_rates(op, out.bytes, out.median_s(), ranks);
-  out.extra[extra_key::rank_median_ms] = medians;
-  out.extra[extra_key::time_over_ranks] = "mean of the ranks' samples, as nccl-tests averages";
-  out.extra[extra_key::algbw_bytes_per_s] = rates.algbw_bytes_per_s;
-  out.extra[extra_key::busbw_bytes_per_s] = rates.busbw_bytes_per_s;
-  out.extra[extra_key::bus_factor] = bus_factor(op, ranks);
-  out.extra[extra_key::bus_factor_formula] = bus_factor_formula(op);
+  extra_key::rank_median_ms.set(out, medians);
+  extra_key::time_over_ranks.set(out, "mean of the ranks' samples, as nccl-tests averages");
+  extra_key::algbw_bytes_per_s.set(out, rates.algbw_bytes_per_s);
+  extra_key::busbw_bytes_per_s.set(out, rates.busbw_bytes_per_s);
+  extra_key::bus_factor.set(out, bus_factor(op, ranks));
+  extra_key::bus_factor_formula.set(out, bus_factor_formula(op));
   return out;
 }
 
@@ -322,8 +322,8 @@ void analyze_collectives(CollectivesRun& run) {
                               c.placement == Placement::in_place ? "in-place" : "out-of-place");
     for (auto idx : c.records) {
       const Record& r = run.records[idx];
-      const double alg = r.extra.value(extra_key::algbw_bytes_per_s, 0.0);
-      const double bus = r.extra.value(extra_key::busbw_bytes_per_s, 0.0);
+      const double alg = extra_key::algbw_bytes_per_s.get(r);
+      const double bus = extra_key::busbw_bytes_per_s.get(r);
       c.peak_algbw_bytes_per_s = std::max(c.peak_algbw_bytes_per_s, alg);
       c.peak_busbw_bytes_per_s = std::max(c.peak_busbw_bytes_per_s, bus);
       const double rate = c.knees_on_algbw ? alg : bus;

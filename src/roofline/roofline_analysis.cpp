@@ -186,10 +186,10 @@ RooflineAnalysis analyze_roofline(const std::optional<DeviceDescription>& device
   if (measured)
     for (Record r : measured->records) {
       if (sheet) {
-        if (r.name.rfind("ceiling.hbm.", 0) == 0) r.extra[extra_key::datasheet_bytes_per_s] = sheet->memory_bytes_per_s;
+        if (r.name.rfind("ceiling.hbm.", 0) == 0) extra_key::datasheet_bytes_per_s.set(r, sheet->memory_bytes_per_s);
         if (r.name == "ceiling.fp32_fma" || r.name == "ceiling.tensor")
           if (const auto s = r.dtype ? sheet->peak(*r.dtype) : std::nullopt)
-            r.extra[extra_key::datasheet_flops_per_s] = *s;
+            extra_key::datasheet_flops_per_s.set(r, *s);
       }
       a.records.push_back(r);
     }

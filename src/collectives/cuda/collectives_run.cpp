@@ -119,8 +119,8 @@ class RankRunner {
     Record r = to_record(m, "collectives." + to_string(p.op), p.dtype,
                          collective_params(p.op, p.shape, p.placement, ranks_), p.shape.bytes);
     r.verification = "passed";
-    r.extra[extra_key::check] = check.summary();
-    r.extra[extra_key::method_auto] = !plan_.options.method.has_value();
+    extra_key::check.set(r, check.summary());
+    extra_key::method_auto.set(r, !plan_.options.method.has_value());
     return r;
   }
 
@@ -423,7 +423,7 @@ CollectivesRun run_collectives(const CollectivesOptions& options, const SweepCal
   // Every record carries every rank's GPU and clocks, so a result file alone says where it ran.
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& info : run.rank_info) ranks.push_back(to_json(info));
-  for (auto& r : run.records) r.extra[extra_key::ranks] = ranks;
+  for (auto& r : run.records) extra_key::ranks.set(r, ranks);
   if (run.root) analyze_collectives(run);
   run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return run;

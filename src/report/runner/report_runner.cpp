@@ -249,7 +249,7 @@ std::string files_markdown(const ReportResult& r, const std::map<std::string, st
   for (const auto& [file, _] : svgs) md += fmt::format("- `{}`\n", file);
   if (trace) md += "- `trace.json`: open in Perfetto (ui.perfetto.dev) or chrome://tracing\n";
   double settle_ms = 0;
-  for (const auto& record : r.results.records) settle_ms += record.extra.value(extra_key::settle_ms, 0.0);
+  for (const auto& record : r.results.records) settle_ms += extra_key::settle_ms.get(record);
   md += fmt::format("\nThe report took {:.1f} s{}{}. Command: `{}`\n", r.wall_seconds, quick ? " (quick)" : "",
                     settle_ms > 0 ? fmt::format(", of which {:.1f} s ran the work until the SM clock settled, before "
                                                 "launch-free sampling",

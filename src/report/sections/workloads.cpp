@@ -129,15 +129,15 @@ SectionOutput decode_section(ReportContext& ctx) {
   double best_fraction = 0, best_tokens = 0;
   for (const auto& r : run.records) {
     if (r.name != "decode") continue;
-    const double f = r.extra.value(extra_key::fraction_of_ceiling, 0.0);
+    const double f = extra_key::fraction_of_ceiling.get(r);
     md += fmt::format("| {} | {} | {} | `{}` | {:.4f} | {:.0f} | {:.0f} | {:.1f}% |\n",
                       r.params.value(param_key::batch, 0), r.params.value(param_key::context, 0),
                       r.params.value(param_key::mode, std::string()), to_string(r.method), r.summary.median,
-                      r.extra.value(extra_key::tokens_per_s, 0.0),
-                      r.extra.value(extra_key::decode_ceiling_tokens_per_s, 0.0), 100 * f);
+                      extra_key::tokens_per_s.get(r),
+                      extra_key::decode_ceiling_tokens_per_s.get(r), 100 * f);
     if (r.params.value(param_key::batch, 0) == 1 && f > best_fraction) {
       best_fraction = f;
-      best_tokens = r.extra.value(extra_key::tokens_per_s, 0.0);
+      best_tokens = extra_key::tokens_per_s.get(r);
     }
   }
   md += "\n";

@@ -155,7 +155,7 @@ class Prober {
     r.verification = "passed";
     r.clocks_start = start;
     r.clocks_end = read_clocks(device_);
-    r.extra[extra_key::meaning] = describe(m.method);
+    extra_key::meaning.set(r, describe(m.method));
     add_plausibility_warnings(r, std::nullopt);
     return r;
   }
@@ -166,13 +166,13 @@ class Prober {
     Measurement spin = measure_spin(empty, timing(20, 10, 64));
     Record r = record(spin, "ceiling.launch.empty", std::nullopt, {{param_key::kernel, "empty, 1 block x 1 thread"}}, 0,
                       0, start);
-    r.extra[extra_key::per_launch_us] = spin.summary.median * 1e3;
+    extra_key::per_launch_us.set(r, spin.summary.median * 1e3);
     c_.ceilings.empty_launch_us = spin.summary.median * 1e3;
     c_.records.push_back(r);
     Measurement graph = measure_graph(empty, timing(20, 10, 100));
     Record g = record(graph, "ceiling.launch.empty_graph", std::nullopt,
                       {{param_key::kernel, "empty, 1 block x 1 thread"}}, 0, 0, start);
-    g.extra[extra_key::per_launch_us] = graph.summary.median * 1e3;
+    extra_key::per_launch_us.set(g, graph.summary.median * 1e3);
     c_.empty_launch_graph_us = graph.summary.median * 1e3;
     c_.records.push_back(g);
   }
@@ -304,9 +304,9 @@ class Prober {
     // The shape the tuner kept can change from process to process: it is in extra, not in params,
     // which are the record's identity when runs are compared.
     Record r = record(m, name, DType::fp32, params, bytes_moved, 0, start);
-    r.extra[extra_key::counting] = counting;
-    r.extra[extra_key::variants_tried] = tried;
-    r.extra[extra_key::variant] = variant_json(best, best_blocks);
+    extra_key::counting.set(r, counting);
+    extra_key::variants_tried.set(r, tried);
+    extra_key::variant.set(r, variant_json(best, best_blocks));
     c_.records.push_back(r);
   }
 
@@ -360,10 +360,9 @@ class Prober {
     const double bytes = best_params[param_key::bytes_counted].get<double>();
     // The kept shape sets the working set and passes too, and can change between processes: in extra.
     Record r = record(best_m, "ceiling.l2.read", DType::fp32, {{param_key::l2_bytes, l2}}, bytes, 0, start);
-    r.extra[extra_key::variant] = best_params;
-    r.extra[extra_key::counting] =
-        "a working set of about L2/4 read `passes` times with L2-only loads: bytes = passes x set";
-    r.extra[extra_key::variants_tried] = tried;
+    extra_key::variant.set(r, best_params);
+    extra_key::counting.set(r, "a working set of about L2/4 read `passes` times with L2-only loads: bytes = passes x set");
+    extra_key::variants_tried.set(r, tried);
     c_.ceilings.l2_bytes_per_s = r.bytes_per_s();
     c_.records.push_back(r);
   }
@@ -414,11 +413,11 @@ class Prober {
       }
     // The kept shape and the clock it ran at change between processes: in extra, not the identity.
     Record r = record(best_m, "ceiling.fp32_fma", DType::fp32, nlohmann::json::object(), 0, best_flops, start);
-    r.extra[extra_key::variant] = best_params;
-    r.extra[extra_key::counting] = "2 FLOP per FMA; chains x iterations FMAs per thread";
-    r.extra[extra_key::observed_sm_mhz] = best_mhz;
-    r.extra[extra_key::max_sm_clock_mhz] = d_.max_sm_clock_mhz;
-    r.extra[extra_key::variants_tried] = tried;
+    extra_key::variant.set(r, best_params);
+    extra_key::counting.set(r, "2 FLOP per FMA; chains x iterations FMAs per thread");
+    extra_key::observed_sm_mhz.set(r, best_mhz);
+    extra_key::max_sm_clock_mhz.set(r, d_.max_sm_clock_mhz);
+    extra_key::variants_tried.set(r, tried);
     c_.ceilings.peak_flops_per_s["fp32"] = r.flops_per_s();
     c_.fp32_observed_sm_mhz = best_mhz;
     c_.records.push_back(r);
@@ -467,8 +466,8 @@ class Prober {
       const Measurement m = measure_spin([&](cuda_stream s) { gemm->run(s); }, timing(12, 3));
       Record r = record(m, "ceiling.tensor", dtype, gemm_params(GemmShape{n, n, n}), gemm->bytes(),
                         gemm->flops(), start);
-      r.extra[extra_key::algorithm] = gemm->algorithm();
-      r.extra[extra_key::check] = check.summary();
+      extra_key::algorithm.set(r, gemm->algorithm());
+      extra_key::check.set(r, check.summary());
       c_.ceilings.peak_flops_per_s[to_string(dtype)] = r.flops_per_s();
       c_.records.push_back(r);
     }

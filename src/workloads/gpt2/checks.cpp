@@ -146,12 +146,12 @@ Record to_record(const ReferenceLogitsCheck& check, DType dtype) {
   r.samples_ms = {0.0};
   finalize(r);
   r.verification = check.comparison.passed ? "passed" : "failed";
-  r.extra = {{extra_key::relative_l2_error, check.comparison.relative_l2_error},
-             {extra_key::tolerance, check.comparison.tolerance},
-             {extra_key::max_abs_error, check.comparison.max_abs_error},
-             {extra_key::argmax_agree, check.comparison.argmax_agree}};
+  extra_key::relative_l2_error.set(r, check.comparison.relative_l2_error);
+  extra_key::tolerance.set(r, check.comparison.tolerance);
+  extra_key::max_abs_error.set(r, check.comparison.max_abs_error);
+  extra_key::argmax_agree.set(r, check.comparison.argmax_agree);
   if (check.error_vs_reference_bf16)
-    r.extra[extra_key::relative_l2_error_vs_reference_bf16] = *check.error_vs_reference_bf16;
+    extra_key::relative_l2_error_vs_reference_bf16.set(r, *check.error_vs_reference_bf16);
   return r;
 }
 

@@ -149,13 +149,13 @@ Plot decode_tokens_plot(const DecodeRun& run) {
     const double batch = r.params.value(param_key::batch, 1);
     auto& s = measured[series_key(r)];
     s.name = series_key(r);
-    s.points.push_back({batch, r.extra.value(extra_key::tokens_per_s, 0.0), ""});
+    s.points.push_back({batch, extra_key::tokens_per_s.get(r), ""});
     const std::string ckey = fmt::format("decode_ceiling, context {}", r.params.value(param_key::context, 0));
     auto& c = ceilings[ckey];
     c.name = ckey;
     c.dashed = true;
     c.markers = false;
-    c.points.push_back({batch, r.extra.value(extra_key::decode_ceiling_tokens_per_s, 0.0), ""});
+    c.points.push_back({batch, extra_key::decode_ceiling_tokens_per_s.get(r), ""});
   }
   for (auto& [key, s] : measured) {
     sort_by_x(s);

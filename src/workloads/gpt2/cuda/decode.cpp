@@ -106,18 +106,19 @@ Record decode_record(const Measurement& m, Mode mode, const DecodeConfiguration&
   const double tokens_per_s = point.batch / r.median_s();
   const double ceiling = point.ceiling_tokens_per_s;
   const DeviceCeilings& bw = sweep.run.ceilings;
-  r.extra = {{extra_key::tokens_per_s, tokens_per_s},
-             {extra_key::ms_per_step, r.summary.median},
-             {extra_key::decode_ceiling_tokens_per_s, ceiling},
-             {extra_key::fraction_of_ceiling, tokens_per_s / ceiling},
-             {extra_key::weight_bytes, cost.weight_bytes},
-             {extra_key::kv_bytes_per_sequence, cost.kv_bytes_per_sequence},
-             {extra_key::intensity_flop_per_byte, cost.intensity()},
-             {extra_key::bandwidth_bytes_per_s, bw.memory_bytes_per_s},
-             {extra_key::bandwidth_source, bw.source_text},
-             {extra_key::kernels_per_step, point.kernels_per_step},
-             {extra_key::check, point.check.summary()},
-             {extra_key::meaning, describe(m.method)}};
+  r.extra = nlohmann::json::object();  // replaces what to_record put there (sample clocks, stop reason)
+  extra_key::tokens_per_s.set(r, tokens_per_s);
+  extra_key::ms_per_step.set(r, r.summary.median);
+  extra_key::decode_ceiling_tokens_per_s.set(r, ceiling);
+  extra_key::fraction_of_ceiling.set(r, tokens_per_s / ceiling);
+  extra_key::weight_bytes.set(r, cost.weight_bytes);
+  extra_key::kv_bytes_per_sequence.set(r, cost.kv_bytes_per_sequence);
+  extra_key::intensity_flop_per_byte.set(r, cost.intensity());
+  extra_key::bandwidth_bytes_per_s.set(r, bw.memory_bytes_per_s);
+  extra_key::bandwidth_source.set(r, bw.source_text);
+  extra_key::kernels_per_step.set(r, point.kernels_per_step);
+  extra_key::check.set(r, point.check.summary());
+  extra_key::meaning.set(r, describe(m.method));
   r.clocks_end = read_clocks(sweep.options.device);
   // The roofline floor needs the dtype's peak: only measured ceilings have one.
   std::optional<DeviceCeilings> ceilings;

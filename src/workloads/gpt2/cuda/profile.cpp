@@ -132,8 +132,8 @@ ProfileRun run_profile(const ProfileOptions& o) {
     r.gate = RecordGate{.informational = true,
                         .reason = "one traced step: a breakdown of where the time goes, not a timing (the decode "
                                   "records time the step)"};
-    r.extra[extra_key::analysis] = trace::to_json(p.analysis);
-    r.extra[extra_key::trace_path] = p.trace_path;
+    extra_key::analysis.set(r, trace::to_json(p.analysis));
+    extra_key::trace_path.set(r, p.trace_path);
     run.records.push_back(std::move(r));
   }
   return run;
