@@ -69,15 +69,8 @@ std::optional<trace::CounterOptions> counter_options(const std::string& counters
     if (!counters_steps.empty()) throw UsageError("counters_steps chooses the launches counters profiles: give counters too");
     return std::nullopt;
   }
-  trace::CounterOptions o;
-  o.metric_set = counters == "raw" ? std::string() : counters;
-  o.metrics = metrics;
-  o.first_launches_per_kernel = counters_first;
-  o.step_range = step_range;
-  if (!counters_steps.empty()) o.steps = trace::parse_step_window(counters_steps);
-  if (!counters_replay.empty()) o.replay = trace::counter_replay_from_string(counters_replay);
-  o.validate();
-  return o;
+  return trace::counter_options(
+      trace::CounterRequest{counters, metrics, counters_steps, counters_first, counters_replay, step_range});
 }
 
 /// The trace at `path` when it holds counters (ridge's metadata says so before the events).

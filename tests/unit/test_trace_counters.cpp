@@ -121,6 +121,30 @@ TEST(TraceCounters, TheMemorySetReadsBytesInOnePassAndNoFlops) {
   EXPECT_LT(memory.size(), counter_set_metrics("roofline").size());
 }
 
+TEST(TraceCounters, ARequestGetsTheLibrarysDefaultsForTheCommandLineAndPythonAlike) {
+  const CounterOptions plain = counter_options(CounterRequest{"roofline"});
+  EXPECT_EQ(plain.metric_set, "roofline");
+  EXPECT_EQ(plain.first_launches_per_kernel, CounterOptions::default_first_launches);
+  EXPECT_EQ(plain.replay_mode(), CounterReplay::kernel);
+  // A step window profiles every launch in it, replayed by the program's own steps.
+  const CounterOptions window = counter_options(CounterRequest{"memory", {}, "10..12", std::nullopt, "", "step"});
+  EXPECT_EQ(window.steps, (std::pair<std::uint64_t, std::uint64_t>{10, 12}));
+  EXPECT_EQ(window.first_launches_per_kernel, 0u);
+  EXPECT_EQ(window.replay_mode(), CounterReplay::steps);
+  // The first N launches of each kernel inside it are replayed per kernel, unless asked otherwise.
+  EXPECT_EQ(counter_options(CounterRequest{"memory", {}, "10..12", 2, "", "step"}).replay_mode(), CounterReplay::kernel);
+  EXPECT_EQ(counter_options(CounterRequest{"memory", {}, "10..12", 2, "steps", "step"}).replay_mode(), CounterReplay::steps);
+  // raw: the metrics alone.
+  const CounterOptions raw = counter_options(CounterRequest{raw_counter_set, {"dram__bytes_read.sum"}});
+  EXPECT_EQ(raw.metric_set, "");
+  EXPECT_EQ(raw.metric_names(), std::vector<std::string>{"dram__bytes_read.sum"});
+  // The checks are the library's.
+  EXPECT_THROW(counter_options(CounterRequest{"roofline", {}, "10..12"}), ridge::UsageError);  // no step range
+  EXPECT_THROW(counter_options(CounterRequest{"no_such_set"}), ridge::UsageError);
+  EXPECT_THROW(counter_options(CounterRequest{"roofline", {}, "", std::nullopt, "sideways"}), ridge::UsageError);
+  EXPECT_THROW(counter_options(CounterRequest{raw_counter_set}), ridge::UsageError);  // raw without metrics
+}
+
 TEST(TraceCounters, StepWindowsParse) {
   EXPECT_EQ(parse_step_window("10..12"), (std::pair<std::uint64_t, std::uint64_t>{10, 12}));
   EXPECT_EQ(parse_step_window("7"), (std::pair<std::uint64_t, std::uint64_t>{7, 7}));

@@ -47,24 +47,16 @@ struct TraceCommand {
   std::string schedule;  // "wait=9,active=1", "" = record everything
 };
 
-/// The counter options the flags ask for (none without --counters or --metrics).
+/// The counter options the flags ask for (none without --counters or --metrics), with the library's defaults.
 std::optional<trace::CounterOptions> counter_options(const TraceCommand& c) {
   if (c.counters.empty() && c.metrics.empty()) {
     if (!c.counter_steps.empty()) throw UsageError("--counters-steps chooses the launches --counters profiles: give --counters too");
     return std::nullopt;
   }
-  trace::CounterOptions o;
-  o.metric_set = c.counters == "raw" ? std::string() : c.counters;
-  o.metrics = c.metrics;
-  o.first_launches_per_kernel = c.counters_first;
-  o.step_range = c.options.analysis.step_range;  // --step-range marks the steps of both
-  if (!c.counter_steps.empty()) {
-    o.steps = trace::parse_step_window(c.counter_steps);
-    if (!c.counters_first_given) o.first_launches_per_kernel = 0;  // every launch of the window
-    else if (c.counters_replay.empty()) o.replay = trace::CounterReplay::kernel;  // the first N: kernel replay
-  }
-  if (!c.counters_replay.empty()) o.replay = trace::counter_replay_from_string(c.counters_replay);
-  return o;
+  trace::CounterRequest request{c.counters, c.metrics, c.counter_steps, std::nullopt, c.counters_replay,
+                                c.options.analysis.step_range};  // --step-range marks the steps of both
+  if (c.counters_first_given) request.first_launches = c.counters_first;
+  return trace::counter_options(request);
 }
 
 /// What the measured-roofline output of a trace is asked for.
@@ -274,7 +266,7 @@ RIDGE_REGISTER_COMMAND(Command{
                      "the measured roofline of every profiled kernel")
           ->check(CLI::IsMember([] {
             std::vector<std::string> names = trace::counter_set_names();
-            names.push_back("raw");
+            names.push_back(trace::raw_counter_set);
             return names;
           }()));
       app.add_option("--metrics", c->metrics, "extra CUPTI metrics to collect, with their rollup (e.g. dram__bytes_read.sum)")

@@ -73,6 +73,28 @@ struct CounterOptions {
   std::pair<std::uint64_t, std::uint64_t> steps_taken(std::size_t passes) const;
 };
 
+/// The counters a user asks for, as the command line and Python take them: counter_options turns
+/// a request into CounterOptions with ridge's defaults, so that both front ends mean the same.
+struct CounterRequest {
+  /// A metric set (counter_set_names()), or raw_counter_set for `metrics` alone.
+  std::string set;
+  std::vector<std::string> metrics;  ///< raw metrics added to the set
+  std::string steps;                 ///< "FIRST..LAST" (or "N"): profile every launch of these steps; "" = none
+  /// At most this many launches of each kernel name (0 = no limit). Unset: every launch of a step
+  /// window, else CounterOptions::default_first_launches.
+  std::optional<std::uint64_t> first_launches;
+  std::string replay;      ///< "steps", "kernel", "" = the default
+  std::string step_range;  ///< the NVTX range marking a step
+};
+
+/// The name that asks for a request's `metrics` alone, without a set.
+inline constexpr const char* raw_counter_set = "raw";
+
+/// The options `request` asks for, validated (UsageError naming the field). A limit of launches
+/// per kernel inside a step window profiles the first launches of each kernel, so it is replayed
+/// per kernel unless `replay` says otherwise.
+CounterOptions counter_options(const CounterRequest& request);
+
 /// "a|b" -> {"a", "b"}; a plain name -> {name}.
 std::vector<std::string> metric_alternatives(const std::string& entry);
 

@@ -147,6 +147,20 @@ void CounterOptions::validate() const {
     throw UsageError("replay: replaying by steps needs a step window (steps) of the program's own repeated steps");
 }
 
+CounterOptions counter_options(const CounterRequest& request) {
+  CounterOptions o;
+  o.metric_set = request.set == raw_counter_set ? std::string() : request.set;
+  o.metrics = request.metrics;
+  o.step_range = request.step_range;
+  if (!request.steps.empty()) o.steps = parse_step_window(request.steps);
+  if (request.first_launches) o.first_launches_per_kernel = *request.first_launches;
+  else if (o.steps) o.first_launches_per_kernel = 0;  // every launch of the window
+  if (!request.replay.empty()) o.replay = counter_replay_from_string(request.replay);
+  else if (o.steps && o.first_launches_per_kernel > 0) o.replay = CounterReplay::kernel;  // the first N of each kernel
+  o.validate();
+  return o;
+}
+
 CounterReplay CounterOptions::replay_mode() const {
   if (replay) return *replay;
   return steps ? CounterReplay::steps : CounterReplay::kernel;
