@@ -43,9 +43,9 @@ enum class Verdict {
   within_threshold,    ///< a significant difference, but smaller than the threshold
   no_significant_change,
   informational,       ///< compared but never judged (e.g. the deliberately wrong wall_naive method)
-  /// Beyond the record's band from its baselines' own spread but within the fixed resolution
-  /// (CompareOptions::spread_sets_band_from): re-measure it in a fresh process to confirm
-  /// (confirm_suspects); not a regression by itself, since one process in sixteen can jump.
+  /// Beyond the record's band (from its baselines' own spread, or its method's measured resolution)
+  /// but within CompareOptions::min_change_us, the most one process was seen to jump: re-measure it
+  /// in a fresh process to confirm (confirm_suspects); not a regression by itself.
   suspect,
   missing_in_base,
   missing_in_new,
@@ -64,14 +64,21 @@ struct CompareOptions {
   /// With several baselines (repeated runs of the same code), a change must also exceed this many
   /// times the record's run-to-run spread (RecordComparison::run_to_run_spread).
   double spread_factor = 3;
-  /// Resolution: a change smaller than this many microseconds is never a regression. Between
-  /// processes, kernels of a few microseconds move by tens to a few hundred nanoseconds (cuBLAS
-  /// heuristics, where buffers land in L2), even with the SM clock settled: in ten reports in a
-  /// row on the H200 a 1.6 us add kernel read 0.47 us slower in one run, and a 5 us GEMM up to
-  /// 0.36 us (results/h200/gate). 0.2 us raised false alarms in 8 of those 45 pairs; 0.5 none.
+  /// The fixed resolution, microseconds: the absolute term of a record's band where its timing
+  /// method's resolution on its GPU family was never measured (resolution.hpp), and the most one
+  /// process was seen to jump. Between processes, kernels of a few microseconds move by tens to a
+  /// few hundred nanoseconds (cuBLAS heuristics, where buffers land in L2), even with the SM clock
+  /// settled: in ten reports in a row on the H200 a 1.6 us add kernel read 0.47 us slower in one
+  /// run, and a 5 us GEMM up to 0.36 us (results/h200/gate). A significant change beyond a
+  /// narrower band (a measured method, or several baselines' spread) but within this is
+  /// Verdict::suspect: confirmed in a fresh process before it is called.
   double min_change_us = 0.5;
+  /// The absolute term of the band from the record's timing method on the base's GPU family
+  /// (spread_factor x measured_resolution()'s run-to-run sd) where that was measured; false: always
+  /// min_change_us.
+  bool per_method_resolution = true;
   /// With at least this many baselines holding a record, their measured spread sets its band and
-  /// the fixed resolution no longer does: a significant change beyond the band but within
+  /// the resolution no longer does: a significant change beyond the band but within
   /// min_change_us is Verdict::suspect (re-measure), not a pass and not yet a regression.
   std::size_t spread_sets_band_from = 3;
   /// Clock: when a record's SM clocks differ between the runs, its band widens by that difference
@@ -113,6 +120,10 @@ struct RecordComparison {
   /// max(threshold, min_threshold, spread_factor x run_to_run_spread); 0 for rows never judged.
   double noise_band = 0;
   std::string noise_band_source;  ///< which term set it: "threshold", "producer", "run-to-run", "resolution" or "clock"
+  /// The resolution term, microseconds (0 where the baselines' spread replaced it), and what it rests
+  /// on: "Hopper graph_replay" for a measured method, "fixed" for CompareOptions::min_change_us.
+  double resolution_us = 0;
+  std::string resolution_basis;
   std::string gate_reason;        ///< the producer's reason, when a gate set the verdict or the band
   /// The smallest slowdown this comparison could have flagged for the record: its noise band, or
   /// the half-width of the ratio's 95% interval when that is wider (a change inside the sampling
@@ -145,6 +156,7 @@ struct Comparison {
   std::string ratio_ci_method = "bootstrap";
   std::string base_label, new_label;  ///< e.g. file names
   std::size_t baselines = 1;          ///< baseline result sets compared against
+  std::string gpu_family;             ///< the first baseline's GPU family (gpu_family()), "" unknown
   /// Records of the first baseline that compare judges (is_judged) but the new run lacks.
   std::size_t missing_judged = 0;
 

@@ -18,6 +18,7 @@
 #include "ridge/plot.hpp"
 #include "ridge/record_keys.hpp"
 #include "ridge/report.hpp"
+#include "ridge/resolution.hpp"
 #include "ridge/result.hpp"
 #include "ridge/roofline.hpp"
 #include "ridge/stats.hpp"

@@ -159,6 +159,12 @@ class Comparison:
         return bool(self.data.get("allow_missing", False))
 
     @property
+    def suspects(self) -> list[dict]:
+        """Rows beyond their band but within the 0.5 us one process can jump: not regressions yet.
+        Measure those records again in a fresh process and compare that run too (the CLI's --confirm)."""
+        return [r for r in self.rows if r.get("verdict") == "suspect: re-measure"]
+
+    @property
     def regressions(self) -> list:
         return [r for r in self.rows if r.get("verdict") == "REGRESSION"]
 
@@ -189,7 +195,7 @@ def _as_json(results) -> str:
 
 
 def compare(base, new, threshold: float = 0.05, alpha: float = 0.01, spread_factor: float = 3.0,
-            allow_missing: bool = False) -> Comparison:
+            allow_missing: bool = False, per_method_resolution: bool = True) -> Comparison:
     """Compares two result sets (Results objects or paths): ratio of medians, Mann-Whitney U,
     bootstrap interval, a verdict per record. `threshold` is the relative change that matters.
 
@@ -199,12 +205,18 @@ def compare(base, new, threshold: float = 0.05, alpha: float = 0.01, spread_fact
     ``noise_band``). A record the base judges that `new` lacks makes ``.ok`` False (``.missing``
     lists them) unless `allow_missing`.
 
+    A record's band also has an absolute term, the resolution between processes: its timing method's,
+    measured on its GPU family (graph replay and spin hold on Hopper), or 0.5 us where none was
+    measured (`per_method_resolution=False`: always 0.5 us). A change beyond a band narrower than
+    0.5 us but within 0.5 us is a suspect (``.suspects``): measure it again in a fresh process.
+
     Raises :class:`NothingComparedError` when no record could be judged (the CLI's exit 6), so
     ``assert not c.regressions`` can never pass on two unrelated files; ``c.ok`` is the CI check.
     Raises FileNotFoundError (also a ridge.UsageError) for a path that does not exist."""
     baselines = list(base) if isinstance(base, (list, tuple)) else [base]
     *texts, nothing_compared_reason = _ridge.compare_results([_as_json(b) for b in baselines], _as_json(new),
-                                                             threshold, alpha, spread_factor, allow_missing)
+                                                             threshold, alpha, spread_factor, allow_missing,
+                                                             per_method_resolution)
     comparison = Comparison(*texts)
     if nothing_compared_reason:
         raise NothingComparedError(nothing_compared_reason, comparison)

@@ -55,9 +55,10 @@ void bind_results(nb::module_& m) {
   m.def(
       "compare_results",
       [](const std::vector<std::string>& baselines_json, const std::string& next, double threshold, double alpha,
-         double spread_factor, bool allow_missing) {
+         double spread_factor, bool allow_missing, bool per_method_resolution) {
         CompareOptions options;
         options.allow_missing = allow_missing;
+        options.per_method_resolution = per_method_resolution;
         options.threshold = threshold;
         options.alpha = alpha;
         options.spread_factor = spread_factor;
@@ -67,10 +68,11 @@ void bind_results(nb::module_& m) {
         return nb::make_tuple(to_json(c).dump(), to_markdown(c), to_text(c), nothing_compared_reason(c));
       },
       "baselines_json"_a, "new_json"_a, "threshold"_a = 0.05, "alpha"_a = 0.01, "spread_factor"_a = 3.0,
-      "allow_missing"_a = false,
+      "allow_missing"_a = false, "per_method_resolution"_a = CompareOptions{}.per_method_resolution,
       "Matches records of the new run with the baselines' (one, or repeated runs of the same code); ratio of "
       "medians, Mann-Whitney U test, bootstrap interval, each record's noise band (threshold, the producer's "
-      "gate, spread_factor x the baselines' run-to-run spread), verdicts. Returns (json_text, markdown, text, "
+      "gate, spread_factor x the baselines' run-to-run spread, the resolution between processes of the record's "
+      "timing method on its GPU family), verdicts. Returns (json_text, markdown, text, "
       "nothing_compared_reason): the reason is empty when some record was judged.");
 
   m.def("device_count", &device_count, "Number of usable CUDA devices (0 without a driver or GPU).");

@@ -13,6 +13,7 @@
 #include "ridge/checks.hpp"
 #include "ridge/compare.hpp"
 #include "ridge/errors.hpp"
+#include "ridge/resolution.hpp"
 #include "ridge/writers.hpp"
 
 using namespace ridge;
@@ -916,4 +917,100 @@ TEST(CompareBaselines, OneBaselineThatJumpedDoesNotWidenTheBand) {
   const auto& row = row_for(c, 4096);
   EXPECT_LT(row.run_to_run_spread, 0.01);
   EXPECT_EQ(row.verdict, Verdict::regression) << to_text(c);
+}
+
+// The resolution term of the band comes from the record's timing method on its GPU family where that
+// was measured (results/h100/gate/resolution.md), and from the fixed min_change_us elsewhere.
+TEST(CompareResolution, TheTableNamesFamiliesAndOnlyMeasuredPairs) {
+  EXPECT_EQ(gpu_family(9, 0), "Hopper");
+  EXPECT_EQ(gpu_family(8, 0), "Ampere");
+  EXPECT_EQ(gpu_family(8, 9), "Ada");
+  EXPECT_EQ(gpu_family(10, 0), "Blackwell");
+  EXPECT_EQ(gpu_family(0, 0), "");
+  const MethodResolution* graph = measured_resolution(Method::graph_replay, "Hopper");
+  ASSERT_NE(graph, nullptr);
+  EXPECT_GT(graph->run_to_run_sd_us, 0);
+  EXPECT_LT(CompareOptions{}.spread_factor * graph->run_to_run_sd_us, CompareOptions{}.min_change_us);
+  EXPECT_FALSE(graph->evidence.empty());
+  EXPECT_EQ(measured_resolution(Method::graph_replay, "Ampere"), nullptr);  // never measured: the fixed term
+  EXPECT_EQ(measured_resolution(Method::cuda_events, "Hopper"), nullptr);
+  for (const MethodResolution& r : measured_resolutions()) EXPECT_LE(r.largest_jump_us, CompareOptions{}.min_change_us);
+}
+
+namespace {
+
+// small_kernel_run on a Hopper GPU (compute capability 9.0).
+ResultSet hopper_kernel_run(double level_us, unsigned seed, const std::string& method = "graph_replay") {
+  ResultSet s;
+  DeviceDescription d = h200();
+  d.compute_capability_major = 9;
+  s.context.device = d;
+  s.records.push_back(record("bandwidth.add", method, 1024, noisy(level_us * 1e-3, 0.003, 30, seed)));
+  return s;
+}
+
+}  // namespace
+
+TEST(CompareResolution, AMeasuredMethodCatchesATenPercentStepOfA1p5UsKernelAgainstOneBaseline) {
+  const ResultSet base = hopper_kernel_run(1.5, 40);
+  // Identical code: no suspect, no regression.
+  const Comparison same = compare_results(base, hopper_kernel_run(1.5, 41));
+  EXPECT_EQ(same.suspects + same.regressions, 0u) << to_text(same);
+  // 10% slower (0.15 us): beyond 3 x graph replay's measured spread on Hopper, within the 0.5 us one
+  // process can jump: a suspect, confirmed by a fresh process that is slower again.
+  const Comparison slower = compare_results(base, hopper_kernel_run(1.65, 42));
+  const RecordComparison& row = slower.rows.at(0);
+  EXPECT_EQ(slower.gpu_family, "Hopper");
+  EXPECT_EQ(row.noise_band_source, "resolution");
+  EXPECT_EQ(row.resolution_basis, "Hopper graph_replay");
+  EXPECT_NEAR(row.resolution_us, 3 * measured_resolution(Method::graph_replay, "Hopper")->run_to_run_sd_us, 1e-12);
+  EXPECT_NE(noise_band_text(row).find("Hopper graph_replay"), std::string::npos) << noise_band_text(row);
+  EXPECT_LT(row.smallest_flagged_slowdown, 0.1);
+  ASSERT_EQ(row.verdict, Verdict::suspect) << to_text(slower);
+  EXPECT_NE(row.note.find("re-measure"), std::string::npos) << row.note;
+  EXPECT_EQ(confirm_suspects(slower, compare_results(base, hopper_kernel_run(1.66, 43))).regressions, 1u);
+  EXPECT_EQ(to_json(slower)["rows"][0]["resolution_basis"], "Hopper graph_replay");
+  // Beyond the 0.5 us jump as well (+40%): a regression at once.
+  EXPECT_EQ(compare_results(base, hopper_kernel_run(2.1, 44)).rows.at(0).verdict, Verdict::regression);
+  // The fixed resolution (--fixed-resolution), an unmeasured method or an unknown GPU: 0.5 us hides the 10%.
+  CompareOptions fixed;
+  fixed.per_method_resolution = false;
+  EXPECT_EQ(compare_results(base, hopper_kernel_run(1.65, 42), fixed).rows.at(0).verdict, Verdict::within_threshold);
+  const Comparison events = compare_results(hopper_kernel_run(1.5, 40, "cuda_events"), hopper_kernel_run(1.65, 42, "cuda_events"));
+  EXPECT_EQ(events.rows.at(0).resolution_basis, "fixed");
+  EXPECT_EQ(events.rows.at(0).verdict, Verdict::within_threshold);
+  EXPECT_EQ(compare_results(small_kernel_run(1.5, 40), small_kernel_run(1.65, 42)).rows.at(0).resolution_basis, "fixed");
+}
+
+TEST(CompareStoredH200Runs, GraphReplayedKernelsOfAFewUsTenPercentSlowerAreSuspects) {
+  // The stored H200 pair (compute capability 9.0): identical code raises no suspect, and nine in ten
+  // graph-replayed records under 3 us made 10% slower are flagged (suspect or regression), where the
+  // fixed 0.5 us resolution let all of them pass. (The rest are the shortest, about 1 us: their 10%
+  // is near 3x graph replay's spread between processes, 0.105 us, and the pair's own drift.)
+  const std::filesystem::path gate = std::filesystem::path(RIDGE_SOURCE_DIR) / "results" / "h200" / "gate";
+  const ResultSet base = load_result_file(gate / "run-1.results.json.gz");
+  ResultSet next = load_result_file(gate / "run-2.results.json.gz");
+  const Comparison same = compare_results(base, next);
+  EXPECT_EQ(same.gpu_family, "Hopper");
+  EXPECT_EQ(same.regressions + same.suspects, 0u) << to_text(same);
+  std::set<std::string> slowed;
+  for (Record& r : next.records)
+    if (r.method == Method::graph_replay && r.summary.median < 3e-3 && is_judged(r)) {
+      for (double& v : r.samples_ms) v *= 1.10;
+      finalize(r);
+      slowed.insert(record_match_key(r));
+    }
+  ASSERT_GE(slowed.size(), 20u);
+  std::size_t flagged = 0, flagged_fixed = 0;
+  CompareOptions fixed;
+  fixed.per_method_resolution = false;
+  const Comparison c = compare_results(base, next), before = compare_results(base, next, fixed);
+  for (const auto& row : c.rows) {
+    const bool is_flagged = row.verdict == Verdict::suspect || row.verdict == Verdict::regression;
+    flagged += is_flagged;
+    if (is_flagged) EXPECT_EQ(row.method, "graph_replay") << row.name;
+  }
+  for (const auto& row : before.rows) flagged_fixed += row.verdict == Verdict::suspect || row.verdict == Verdict::regression;
+  EXPECT_GE(flagged * 10, slowed.size() * 9) << to_text(c);
+  EXPECT_EQ(flagged_fixed, 0u);
 }

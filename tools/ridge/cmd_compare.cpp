@@ -23,6 +23,7 @@ struct CompareCommand {
   double spread_factor = CompareOptions{}.spread_factor;
   double min_change_us = CompareOptions{}.min_change_us;
   bool ignore_clocks = false;
+  bool fixed_resolution = !CompareOptions{}.per_method_resolution;
   bool allow_missing = CompareOptions{}.allow_missing;
   double alpha = CompareOptions{}.alpha;
   std::string clock_tolerance = "10%";
@@ -46,6 +47,7 @@ int run_compare(const CompareCommand& c) {
     throw UsageError(fmt::format("--min-change-us must be a number >= 0, got {}", c.min_change_us));
   options.min_change_us = c.min_change_us;
   options.widen_by_clock = !c.ignore_clocks;
+  options.per_method_resolution = !c.fixed_resolution;
   options.allow_missing = c.allow_missing;
   if (c.files.size() < 2)
     throw UsageError("compare needs BASE [BASE...] NEW: at least one baseline and the new run (got one file)");
@@ -80,7 +82,7 @@ int run_compare(const CompareCommand& c) {
   }
   if (comparison.suspects > 0)
     fmt::print(stderr,
-               "ridge compare: {} suspect(s) beyond their baselines' spread but within the {:g} us resolution: measure "
+               "ridge compare: {} suspect(s) beyond their band but within the {:g} us one process can jump: measure "
                "them again in a fresh process and pass that run with --confirm FILE\n",
                comparison.suspects, options.min_change_us);
   if (comparison.fails_on_missing()) {
@@ -105,9 +107,12 @@ RIDGE_REGISTER_COMMAND(Command{
           "of the same code: BASE1 BASE2 ... NEW), --spread-factor x the spread of their medians. Records timed with\n"
           "wall_naive, and records their producer marked informational (host-latency-dominated numbers, method\n"
           "demonstrations), and records carried over from a cache (the measured ceilings) are shown but never\n"
-          "judged. Different GPUs or SM clocks (> clock tolerance) are reported. With 3 or more baselines their\n"
-          "spread replaces the 0.5 us resolution: a change beyond it but within 0.5 us is a suspect to measure again\n"
-          "in a fresh process (--confirm NEW2 makes it a regression when it is seen again).\n"
+          "judged. Different GPUs or SM clocks (> clock tolerance) are reported. A band's absolute term is the\n"
+          "resolution between processes: 3x (--spread-factor) the spread of the record's timing method, measured on\n"
+          "its GPU family (graph replay and spin hold on Hopper), else --min-change-us; with 3 or more baselines\n"
+          "their own spread replaces it. A change\n"
+          "beyond a band narrower than --min-change-us but within it is a suspect to measure again in a fresh\n"
+          "process (--confirm NEW2 makes it a regression when it is seen again).\n"
           "Exit codes: 0 no significant regression beyond a record's noise band, 5 at least one,\n"
           "6 no record was compared (none matched, or only records that are never judged), 9 a record the base\n"
           "judges is missing from the new run (unless --allow-missing), 2 a file is missing or malformed (or a bad\n"
@@ -126,8 +131,8 @@ RIDGE_REGISTER_COMMAND(Command{
                      "of their medians")
           ->capture_default_str();
       app.add_option("--min-change-us", c->min_change_us,
-                     "a change smaller than this many microseconds is never a regression (kernels of a few "
-                     "microseconds move this much between processes)")
+                     "the resolution where the timing method's was never measured on the GPU family, and the most "
+                     "one process was seen to jump: a change within it is at most a suspect")
           ->capture_default_str();
       app.add_option("--confirm", c->confirm,
                      "a second new run (the suspects measured again in a fresh process): a suspect beyond its band "
@@ -135,6 +140,8 @@ RIDGE_REGISTER_COMMAND(Command{
           ->type_name("FILE");
       app.add_flag("--allow-missing", c->allow_missing,
                    "pass when records the base judges are missing from the new run (default: exit 9)");
+      app.add_flag("--fixed-resolution", c->fixed_resolution,
+                   "use --min-change-us for every record, not the timing method's measured resolution");
       app.add_flag("--ignore-clocks", c->ignore_clocks,
                    "do not widen a record's noise band by its SM clock change between the runs");
       app.add_option("--clock-tolerance", c->clock_tolerance, "SM clock difference reported as a warning")
