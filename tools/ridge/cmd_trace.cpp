@@ -34,35 +34,9 @@ struct TraceCommand {
   bool no_sync = false;  // the default since sync records became opt-in; accepted for old scripts
   bool no_nvtx = false;
   bool steady_state = false;
-  std::string counters;       // metric set name, "" = none
-  std::string counter_steps;  // "10..12"
-  std::string counters_replay;  // "steps", "kernel", "" = the library's default
-  std::string counters_plan;    // a chip name: print the pass plan and stop
-  std::uint64_t counters_first = trace::CounterOptions::default_first_launches;
-  bool counters_first_given = false;
-  std::vector<std::string> metrics;
-  std::string ceilings = "auto";
-  std::string counters_by = trace::to_string(trace::CounterRooflineOptions{}.by);
-  std::string counters_svg, counters_records;  // files of the measured roofline ("" = none)
+  CounterFlags counters;
   std::string schedule;  // "wait=9,active=1", "" = record everything
 };
-
-/// The counter options the flags ask for (none without --counters or --metrics), with the library's defaults.
-std::optional<trace::CounterOptions> counter_options(const TraceCommand& c) {
-  if (c.counters.empty() && c.metrics.empty()) {
-    if (!c.counter_steps.empty()) throw UsageError("--counters-steps chooses the launches --counters profiles: give --counters too");
-    return std::nullopt;
-  }
-  trace::CounterRequest request{c.counters, c.metrics, c.counter_steps, std::nullopt, c.counters_replay,
-                                c.options.analysis.step_range};  // --step-range marks the steps of both
-  if (c.counters_first_given) request.first_launches = c.counters_first;
-  return trace::counter_options(request);
-}
-
-/// What the measured-roofline output of a trace is asked for.
-CounterOutput counter_output(const TraceCommand& c) {
-  return {c.ceilings, c.counters_by, c.options.analysis.step_range, c.counters_svg, c.counters_records};
-}
 
 /// Several rank traces, or one merged trace: communication against computation per rank, slowest rank per step.
 int analyze_ranks(const TraceCommand& c, std::FILE* out) {
@@ -93,7 +67,7 @@ int analyze_file(const TraceCommand& c, std::FILE* out) {
   const trace::TraceFileAnalysis f = trace::analyze_trace_file(c.analyze.front(), c.options.window, c.options.analysis);
   fmt::print(out, "{}: {}\n", f.file, f.command.empty() ? std::string("(command not recorded)") : f.command);
   fmt::print(out, "{}", trace::format_analysis(f.analysis));
-  const auto roofline = print_counter_roofline(c.analyze.front(), counter_output(c), out);
+  const auto roofline = print_counter_roofline(c.analyze.front(), c.counters.output(c.options.analysis.step_range), out);
   if (!c.json.empty()) {
     nlohmann::json j = trace::to_json(f);
     if (roofline) j["counter_roofline"] = trace::to_json(*roofline);
@@ -149,29 +123,21 @@ int run_trace(TraceCommand c) {
       throw UsageError("--steady-state starts at the first step: name the step's NVTX range with --step-range NAME");
     o.window.from_range = o.analysis.step_range;
   }
-  o.counters = counter_options(c);
+  o.counters = counter_options(c.counters, o.analysis.step_range);  // --step-range marks the steps of both
   if (!c.schedule.empty()) {
     if (o.analysis.step_range.empty())
       throw UsageError("--schedule counts steps by the pushes of an NVTX range: name it with --step-range NAME");
     o.schedule = parse_schedule(c.schedule);
   }
   o.validate();  // also before --analyze: the flags contradict each other either way
-  if (!c.counters_plan.empty()) {
-    if (!o.counters) throw UsageError("--counters-plan plans the passes of a metric set: give --counters too");
-    fmt::print(out, "{}", trace::to_text(counter_pass_plan(*o.counters, c.counters_plan), *o.counters));
-    return 0;
-  }
+  if (!c.counters.plan.empty()) return print_counter_plan(o.counters, c.counters.plan, out);
   if (!c.merge.empty()) return merge_files(c, out);
   if (!c.analyze.empty()) return analyze_file(c, out);
   if (o.command.empty())
     throw UsageError("nothing to trace: give the program after --, e.g. `ridge trace -- python3 train.py`, or "
                      "--analyze FILE");
 
-  if (o.counters) {
-    require_counters_permitted(0);  // before the program runs: nothing is half-written
-    fmt::print(out, "{}", trace::to_text(counter_pass_plan(*o.counters, counter_chip(0)), *o.counters));
-    std::fflush(out);
-  }
+  if (o.counters) print_counter_plan_before_the_run(*o.counters, out);
   const trace::ProgramTrace t = trace::trace_program(o);
   std::fflush(stdout);
   fmt::print(out, "\n");
@@ -188,7 +154,7 @@ int run_trace(TraceCommand c) {
     return t.exit_code();
   }
   fmt::print(out, "{}", trace::format_analysis(t.analysis));
-  if (o.counters && !t.trace_file.empty()) print_counter_roofline(t.trace_file, counter_output(c), out);
+  if (o.counters && !t.trace_file.empty()) print_counter_roofline(t.trace_file, c.counters.output(o.analysis.step_range), out);
   print_collection(t, out);
   if (json_to_stdout) std::printf("%s\n", t.summary.dump(2).c_str());
   else if (!c.json.empty()) write_json(c.json, t.summary);  // only after the run: never a half-made file
@@ -257,57 +223,16 @@ RIDGE_REGISTER_COMMAND(Command{
       app.add_flag("--no-nvtx", c->no_nvtx, "do not record NVTX ranges (cannot be combined with --nvtx-range or --step-range)");
       app.add_option("--buffer-mb", o.buffer_mb, "size of each CUPTI activity buffer in MiB (CUPTI takes as many as it needs)")
           ->default_val(32)->check(CLI::Range(1, 1024));
-      app.add_option("--counters", c->counters,
-                     "hardware counters per kernel (CUPTI range profiler): the metric set to collect "
-                     "(roofline: DRAM and L2 bytes, FP64/FP32/FP16 and tensor FLOPs, time and clock of the profiled "
-                     "pass, 2 passes on Hopper; roofline-full: also the FP64 and INT8 tensor paths; memory: bytes, "
-                     "time and clock alone, in one pass), or raw for --metrics alone. "
-                     "Profiled launches are replayed, serialized; their times never enter the timing analysis. Prints "
-                     "the measured roofline of every profiled kernel")
-          ->check(CLI::IsMember([] {
-            std::vector<std::string> names = trace::counter_set_names();
-            names.push_back(trace::raw_counter_set);
-            return names;
-          }()));
-      app.add_option("--metrics", c->metrics, "extra CUPTI metrics to collect, with their rollup (e.g. dram__bytes_read.sum)")
-          ->delimiter(',');
-      app.add_option("--counters-steps", c->counter_steps,
-                     "profile every launch in these steps, FIRST..LAST (0-based, counted by the --step-range NVTX range). "
-                     "Replayed by steps, each profiled step takes one program step per pass: the window takes "
-                     "(LAST-FIRST+1) x passes steps from FIRST (the plan printed first says which). Default: the first "
-                     "launches of each kernel name, replayed per kernel");
-      auto* counters_first = app.add_option("--counters-first", c->counters_first,
-                     "profile at most the first N launches of each kernel name (0 = no limit)")
-          ->default_val(trace::CounterOptions::default_first_launches);
-      app.add_option("--counters-replay", c->counters_replay,
-                     "how a metric set of several passes is replayed: steps (pass p of a profiled step runs on the "
-                     "p-th step after it: the program's own steps replay it, nothing saved or restored; the default "
-                     "with --counters-steps) or kernel (each profiled kernel replayed inside its launch, its memory "
-                     "saved and restored each pass; the default otherwise)")
-          ->check(CLI::IsMember({"steps", "kernel"}));
-      app.add_option("--counters-plan", c->counters_plan,
-                     "print the pass plan of the --counters set on this CUPTI chip (e.g. GH100: no GPU needed) and "
-                     "stop: the metrics the chip offers, the passes, and the steps a --counters-steps window takes");
-      app.add_option("--counters-by", c->counters_by,
-                     "rows of the measured roofline: kernel (each kernel name), nvtx_range (the innermost NVTX range a "
-                     "kernel was launched in: an operator) or step (each --step-range step)")
-          ->capture_default_str()->check(CLI::IsMember({"kernel", "nvtx_range", "nvtx", "operator", "step"}));
-      app.add_option("--counters-svg", c->counters_svg, "draw the measured roofline (one point per row, area by time share) to FILE.svg");
-      app.add_option("--counters-records", c->counters_records,
-                     "write the measured roofline's rows as ridge records to FILE: .json (a result file), .csv or .md");
+      add_counter_flags(app, c->counters);
       app.add_option("--schedule", c->schedule,
                      "record only some steps (counted by the --step-range NVTX range), like torch.profiler's schedule: "
                      "KEY=N,... with skip_first (steps left out first), then cycles of wait (collection off), warmup "
                      "(collected, dropped) and active (recorded) steps, repeated repeat times (0 = to the end). "
                      "Defaults skip_first=0,wait=0,warmup=0,active=1,repeat=0; e.g. wait=9,active=1 records 1 step in 10");
-      app.add_option("--ceilings", c->ceilings,
-                     "ceilings of the measured roofline: auto (measured and cached, else datasheet), measure, refresh, none")
-          ->default_val("auto")->check(CLI::IsMember({"auto", "measure", "refresh", "none"}));
       app.add_option("command", o.command, "the program and its arguments (after --)");
       app.positionals_at_end();
-      return std::function<int()>([c, output, counters_first] {
+      return std::function<int()>([c, output] {
         c->output_given = output->count() > 0;
-        c->counters_first_given = counters_first->count() > 0;
         return run_trace(*c);
       });
     },
