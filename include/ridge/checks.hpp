@@ -18,6 +18,19 @@ Record to_record(const Measurement& m, const std::string& name, std::optional<DT
 /// physically impossible on any device.
 double fastest_known_peak_flops(DType dtype);
 
+/// Datasheet ceilings are rounded and clocks boost a little above them: a time or rate within this
+/// factor of a ceiling is not called impossible.
+inline constexpr double ceiling_slack = 1.05;
+/// Caches serve bytes faster than device memory, but never more than this many times the fastest
+/// memory bandwidth of any GPU ridge knows.
+inline constexpr double cache_bandwidth_multiple = 10.0;
+
+/// Why a rate is physically impossible on every GPU ridge knows (built-in catalog and a user's):
+/// above the fastest dense peak of any dtype (with ceiling_slack), or above cache_bandwidth_multiple
+/// x the fastest memory bandwidth. "impossible: ..." findings; empty when neither is. A rate <= 0
+/// is not given.
+std::vector<std::string> impossible_rate_findings(double flops_per_s, double bytes_per_s);
+
 /// Plausibility warnings for a record, appended to record.warnings and returned:
 ///  - "impossible": faster than the roofline floor for its bytes and FLOPs under `ceilings`: their
 ///    memory bandwidth and the peak of the record's dtype (the highest peak when that dtype has none);

@@ -152,36 +152,10 @@ class ImpossibleRateWarning(UserWarning):
     work's (``measure_naive`` times the launch queue), or the stated bytes or FLOPs are too high."""
 
 
-# Bytes/s above this multiple of the fastest memory bandwidth in the catalog are beyond any GPU's caches too.
-_CACHE_BANDWIDTH_MULTIPLE = 10.0
-# Datasheet peaks are rounded and clocks boost a little above them (as the record checks allow).
-_PEAK_SLACK = 1.05
-
-
-def _fastest_known_rates() -> Tuple[float, float]:
-    """The highest dense peak (FLOP/s, any dtype) and memory bandwidth (bytes/s) of any catalog device."""
-    flops = bandwidth = 0.0
-    for key in _ridge.devices():
-        ceilings = _ridge.device(key).ceilings
-        flops = max([flops, *ceilings.peak_flops_per_s.values()])
-        bandwidth = max(bandwidth, ceilings.memory_bytes_per_s)
-    return flops, bandwidth
-
-
 def impossible_rate_findings(flops_per_s: Optional[float], bytes_per_s: Optional[float]) -> List[str]:
-    """Why a rate is physically impossible on every GPU ridge knows (empty when it is not)."""
-    fastest_flops, fastest_bandwidth = _fastest_known_rates()
-    findings = []
-    if flops_per_s is not None and fastest_flops > 0 and flops_per_s > fastest_flops * _PEAK_SLACK:
-        findings.append(f"impossible: {flops_per_s / 1e12:.4g} TFLOP/s is above the fastest peak of any GPU in ridge's "
-                        f"catalog ({fastest_flops / 1e12:.4g} TFLOP/s): the time is not the work's (measure_naive "
-                        "times the launch queue), or the FLOPs are overstated")
-    limit = fastest_bandwidth * _CACHE_BANDWIDTH_MULTIPLE
-    if bytes_per_s is not None and limit > 0 and bytes_per_s > limit:
-        findings.append(f"impossible: {bytes_per_s / 1e9:.4g} GB/s is above {_CACHE_BANDWIDTH_MULTIPLE:g}x the fastest "
-                        f"memory bandwidth in ridge's catalog ({fastest_bandwidth / 1e9:.4g} GB/s), beyond any cache: "
-                        "the time is not the work's, or the bytes are overstated")
-    return findings
+    """Why a rate is physically impossible on every GPU ridge knows (empty when it is not): the
+    library's check (``ridge::impossible_rate_findings``), with its slack and cache multiple."""
+    return list(_ridge.impossible_rate_findings(flops_per_s or 0.0, bytes_per_s or 0.0))
 
 
 class Rate(Tuple[Optional[float], Optional[float]]):

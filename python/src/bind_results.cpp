@@ -11,6 +11,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "ridge/checks.hpp"
 #include "ridge/compare.hpp"
 #include "ridge/device.hpp"
 #include "ridge/errors.hpp"
@@ -75,6 +76,9 @@ void bind_results(nb::module_& m) {
       "timing method on its GPU family), verdicts. Returns (json_text, markdown, text, "
       "nothing_compared_reason): the reason is empty when some record was judged.");
 
+  m.def("impossible_rate_findings", &impossible_rate_findings, "flops_per_s"_a, "bytes_per_s"_a,
+        "Why a rate is physically impossible on every GPU in ridge's catalog: above the fastest dense peak "
+        "(with 5% slack) or 10x the fastest memory bandwidth. Empty when neither; a rate <= 0 is not given.");
   m.def("device_count", &device_count, "Number of usable CUDA devices (0 without a driver or GPU).");
   m.def("no_gpu_reason", &no_gpu_reason, "Why no GPU is usable, in words (empty when one is).");
   m.def("require_gpu", &require_gpu, "index"_a = 0, "Raises NoGpuError when device `index` is not usable.");

@@ -182,6 +182,28 @@ double fastest_known_peak_flops(DType dtype) {
   return best;
 }
 
+std::vector<std::string> impossible_rate_findings(double flops_per_s, double bytes_per_s) {
+  double fastest_flops = 0, fastest_bandwidth = 0;
+  for (const auto* entries : {&builtin_catalog(), &catalog()})
+    for (const auto& e : *entries) {
+      fastest_flops = std::max(fastest_flops, e.ceilings.highest_peak_flops());
+      fastest_bandwidth = std::max(fastest_bandwidth, e.ceilings.memory_bytes_per_s);
+    }
+  std::vector<std::string> findings;
+  if (flops_per_s > 0 && fastest_flops > 0 && flops_per_s > fastest_flops * ceiling_slack)
+    findings.push_back(fmt::format(
+        "impossible: {:.4g} TFLOP/s is above the fastest peak of any GPU in ridge's catalog ({:.4g} TFLOP/s): the "
+        "time is not the work's (a naive wall clock times the launch queue), or the FLOPs are overstated",
+        flops_per_s / 1e12, fastest_flops / 1e12));
+  const double bandwidth_limit = fastest_bandwidth * cache_bandwidth_multiple;
+  if (bytes_per_s > 0 && bandwidth_limit > 0 && bytes_per_s > bandwidth_limit)
+    findings.push_back(fmt::format(
+        "impossible: {:.4g} GB/s is above {:g}x the fastest memory bandwidth in ridge's catalog ({:.4g} GB/s), "
+        "beyond any cache: the time is not the work's, or the bytes are overstated",
+        bytes_per_s / 1e9, cache_bandwidth_multiple, fastest_bandwidth / 1e9));
+  return findings;
+}
+
 std::vector<std::string> add_plausibility_warnings(Record& r, const std::optional<DeviceCeilings>& ceilings,
                                                    double l2_bytes, double cv_limit) {
   std::vector<std::string> added;
@@ -192,8 +214,7 @@ std::vector<std::string> add_plausibility_warnings(Record& r, const std::optiona
   if (ceilings && ceilings->memory_bytes_per_s > 0 && peak > 0 && r.summary.median > 0 &&
       (r.bytes > 0 || r.flops > 0)) {
     const double floor_s = roofline_floor_s(r.bytes, r.flops, peak, ceilings->memory_bytes_per_s);
-    // 5% slack: datasheet ceilings are rounded, and clocks can boost a little above them.
-    if (r.median_s() < floor_s * 0.95)
+    if (r.median_s() < floor_s / ceiling_slack)
       added.push_back(fmt::format(
           "impossible: {} is faster than the roofline floor {} ({}); you timed the launch queue, not the work",
           format_ms(r.summary.median), format_ms(floor_s * 1e3), ceilings->source_text));

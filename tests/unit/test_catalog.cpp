@@ -224,3 +224,22 @@ TEST(Catalog, FastestKnownPeakIsTheCatalogMaximum) {
   EXPECT_DOUBLE_EQ(fastest_known_peak_flops(DType::fp32), fp32);
   EXPECT_GE(fastest_known_peak_flops(DType::fp8_e4m3), fastest_known_peak_flops(DType::bf16));
 }
+
+TEST(Catalog, ImpossibleRatesAreJudgedAgainstTheFastestPartWithSlack) {
+  double flops = 0, bandwidth = 0;
+  for (const auto& e : builtin_catalog()) {
+    flops = std::max(flops, e.ceilings.highest_peak_flops());
+    bandwidth = std::max(bandwidth, e.ceilings.memory_bytes_per_s);
+  }
+  ASSERT_GT(flops, 0);
+  ASSERT_GT(bandwidth, 0);
+  EXPECT_TRUE(impossible_rate_findings(flops, bandwidth).empty());  // the fastest part at its datasheet
+  EXPECT_TRUE(impossible_rate_findings(flops * 1.04, bandwidth * 9.9).empty());  // within the slack; a cache
+  EXPECT_TRUE(impossible_rate_findings(0, 0).empty());  // not given
+  const auto both = impossible_rate_findings(9.5e18, bandwidth * cache_bandwidth_multiple * 1.01);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].rfind("impossible: ", 0), 0u);
+  EXPECT_NE(both[0].find("TFLOP/s"), std::string::npos);
+  EXPECT_NE(both[1].find("GB/s"), std::string::npos);
+  EXPECT_EQ(impossible_rate_findings(flops * ceiling_slack * 1.01, 0).size(), 1u);
+}
