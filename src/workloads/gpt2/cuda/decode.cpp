@@ -106,7 +106,8 @@ Record decode_record(const Measurement& m, Mode mode, const DecodeConfiguration&
   const double tokens_per_s = point.batch / r.median_s();
   const double ceiling = point.ceiling_tokens_per_s;
   const DeviceCeilings& bw = sweep.run.ceilings;
-  r.extra = nlohmann::json::object();  // replaces what to_record put there (sample clocks, stop reason)
+  // Added to what to_record put there: the samples' SM clocks and the stop reason stay, so compare
+  // can judge a decode step at its samples' clocks as it does every other record.
   extra_key::tokens_per_s.set(r, tokens_per_s);
   extra_key::ms_per_step.set(r, r.summary.median);
   extra_key::decode_ceiling_tokens_per_s.set(r, ceiling);
