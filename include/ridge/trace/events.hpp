@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ridge/trace/counters.hpp"
+#include "ridge/trace/kernel_counters.hpp"
 #include "ridge/trace/schedule.hpp"
 
 namespace ridge::trace {
