@@ -5,6 +5,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -95,6 +96,21 @@ struct CompareOptions {
   /// `ridge compare` exit 9): a report section that crashed must not pass. True where dropping
   /// records is intended.
   bool allow_missing = false;
+};
+
+/// The band a change of a record's level must exceed: the widest of its terms, and which term set
+/// it. compare (a new run against its baselines) and history (windows of runs around a commit)
+/// build theirs the same way, each adding the terms it can measure.
+struct NoiseBand {
+  double relative = 0;  ///< relative change of the level (0.05 = 5%)
+  std::string source;   ///< the term that set it: "threshold", "producer", "clock", "run-to-run" or "resolution"
+  /// The band every gate starts from: the threshold, widened to the producer's minimum
+  /// (RecordGate::min_threshold) when that is larger.
+  static NoiseBand from_threshold(double threshold, double producer_minimum);
+  /// Widens the band to `band` when that is wider, and names `term` its source.
+  void widen(double band, std::string_view term);
+  /// Whether a level that moved by `ratio` (after / before) left the band, either way.
+  bool excludes(double ratio) const { return ratio > 1 + relative || ratio < 1 - relative; }
 };
 
 /// One record matched (or not) between the two files. Times in milliseconds.

@@ -140,28 +140,22 @@ WindowJudgement judge_window(std::span<const SeriesPoint> points, const SeriesNo
     const double b = median_of_values(clocks_before), a = median_of_values(clocks_after);
     w.clock_difference = std::abs(a - b) / std::max(a, b);
   }
-  const auto widen = [&](double band, const char* source) {
-    if (band > w.noise_band) {
-      w.noise_band = band;
-      w.noise_band_source = source;
-    }
-  };
-  w.noise_band = options.compare.threshold;
-  w.noise_band_source = "threshold";
-  widen(w.min_threshold, "producer");
+  // The band is built as compare builds a row's (NoiseBand), from the terms a window can measure.
+  NoiseBand band = NoiseBand::from_threshold(options.compare.threshold, w.min_threshold);
   if (options.compare.widen_by_clock && !noise.clock_scaled && w.clock_difference > 0)
-    widen(w.clock_difference, "clock");
+    band.widen(w.clock_difference, "clock");
   if (noise.sigma >= 0) {
     w.standard_error = noise.sigma * std::sqrt(median_variance_factor(before.size()) + median_variance_factor(after.size()));
-    widen(std::exp(noise.z * w.standard_error) - 1, "run-to-run");
+    band.widen(std::exp(noise.z * w.standard_error) - 1, "run-to-run");
   } else {
     // Too few runs to learn the series' noise: the resolution between processes, which a window's
     // median averages down as 1/sqrt(runs).
     const double runs = double(std::min(before.size(), after.size()));
-    widen(options.compare.min_change_us * 1e-3 / w.median_before_ms / std::sqrt(runs), "resolution");
+    band.widen(options.compare.min_change_us * 1e-3 / w.median_before_ms / std::sqrt(runs), "resolution");
   }
-  const double ratio = std::exp(w.log_ratio);
-  w.change = ratio > 1 + w.noise_band || ratio < 1 - w.noise_band;
+  w.noise_band = band.relative;
+  w.noise_band_source = band.source;
+  w.change = band.excludes(std::exp(w.log_ratio));
   // Where the split is cleanest: the difference of the windows' means over its standard error's
   // shape. The medians decide; the means place the change (a median of five runs is the same one
   // or two runs either side of a step, the mean peaks at it).

@@ -411,25 +411,19 @@ std::pair<double, std::string> resolution_term(Method method, const std::string&
 // record's relative SM clock difference between the runs (-1 when unknown).
 void set_noise_band(RecordComparison& row, const CompareOptions& options, double clock_difference,
                     const std::string& family, Method method) {
-  auto widen = [&](double band, const char* source) {
-    if (band > row.noise_band) {
-      row.noise_band = band;
-      row.noise_band_source = source;
-    }
-  };
-  row.noise_band = options.threshold;
-  row.noise_band_source = "threshold";
-  widen(row.min_threshold, "producer");
-  if (row.run_to_run_spread > 0) widen(options.spread_factor * row.run_to_run_spread, "run-to-run");
+  NoiseBand band = NoiseBand::from_threshold(options.threshold, row.min_threshold);
+  if (row.run_to_run_spread > 0) band.widen(options.spread_factor * row.run_to_run_spread, "run-to-run");
   // The clock scales the relative terms; the resolution is an absolute time between processes,
   // whatever the clock, so it stands beside them rather than being widened too.
-  if (options.widen_by_clock && clock_difference > 0) widen(row.noise_band + clock_difference, "clock");
+  if (options.widen_by_clock && clock_difference > 0) band.widen(band.relative + clock_difference, "clock");
   // Enough baselines measure the record's own spread between processes: the resolution then only
   // marks a change inside min_change_us as suspect (judge), it does not hide it.
   if (row.base_median_ms > 0 && !spread_sets_band(row, options)) {
     std::tie(row.resolution_us, row.resolution_basis) = resolution_term(method, family, options);
-    widen(row.resolution_us * 1e-3 / row.base_median_ms, "resolution");
+    band.widen(row.resolution_us * 1e-3 / row.base_median_ms, "resolution");
   }
+  row.noise_band = band.relative;
+  row.noise_band_source = band.source;
 }
 
 // A band widened by a clock change lets a slowdown of that size through: never silent. Names the
@@ -585,6 +579,19 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
 }
 
 }  // namespace
+
+NoiseBand NoiseBand::from_threshold(double threshold, double producer_minimum) {
+  NoiseBand band{threshold, "threshold"};
+  band.widen(producer_minimum, "producer");
+  return band;
+}
+
+void NoiseBand::widen(double band, std::string_view term) {
+  if (band > relative) {
+    relative = band;
+    source = term;
+  }
+}
 
 double median_sample_clock_mhz(const Record& r) { return sample_clock_median(r); }
 
