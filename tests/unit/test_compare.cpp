@@ -1008,7 +1008,9 @@ TEST(CompareStoredH200Runs, GraphReplayedKernelsOfAFewUsTenPercentSlowerAreSuspe
   for (const auto& row : c.rows) {
     const bool is_flagged = row.verdict == Verdict::suspect || row.verdict == Verdict::regression;
     flagged += is_flagged;
-    if (is_flagged) EXPECT_EQ(row.method, "graph_replay") << row.name;
+    if (is_flagged) {
+      EXPECT_EQ(row.method, "graph_replay") << row.name;
+    }
   }
   for (const auto& row : before.rows) flagged_fixed += row.verdict == Verdict::suspect || row.verdict == Verdict::regression;
   EXPECT_GE(flagged * 10, slowed.size() * 9) << to_text(c);
