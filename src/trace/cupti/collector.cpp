@@ -1,6 +1,8 @@
-// The CUPTI activity collector: enables the activity kinds, hands CUPTI buffers, turns records
-// into ridge's trace model as buffers complete, and flushes at stop and at exit.
+// The CUPTI activity collector: enables the activity kinds and the callbacks (API calls, NVTX,
+// --profiler-range, --schedule, counters), and flushes at stop and at exit. The state it shares
+// is collector_state.hpp; CUPTI's activity records become trace events in collector_activity.cpp.
 #include "trace/cupti/collector.hpp"
+#include "trace/cupti/collector_state.hpp"
 
 #include <cupti.h>
 #include <generated_nvtx_meta.h>
@@ -52,14 +54,21 @@ std::string status_text(CUptiResult status) {
 
 namespace ridge::detail {
 
+namespace collector {
+
+/// Never destroyed: CUPTI may deliver buffers during static destruction at exit.
+State& state() {
+  static State* s = new State;
+  return *s;
+}
+
+}  // namespace collector
+
+using namespace collector;  // the collector's state and activity records (collector_state.hpp)
+
 namespace {
 
 using trace::Nanoseconds;
-
-struct PendingRange {
-  std::uint32_t name = 0, process = 0, thread = 0;
-  Nanoseconds start = 0;
-};
 
 /// Driver and runtime calls recorded by default are everything except these trivial queries,
 /// which frameworks issue thousands of times per step: recording them would only add overhead.
@@ -139,11 +148,6 @@ std::vector<CUpti_ActivityKind> collection_kinds(const CollectorOptions& o) {
   return kinds;
 }
 
-bool is_profiler_call(bool runtime, std::uint32_t cbid) {
-  return runtime ? (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 || cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)
-                 : (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart || cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
-}
-
 bool is_profiler_start(bool runtime, std::uint32_t cbid) {
   return runtime ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
 }
@@ -161,290 +165,6 @@ const char* kind_name(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_DEVICE: return "DEVICE";
     default: return "?";
   }
-}
-
-struct State {
-  std::mutex control;  // start/stop
-  std::mutex data;     // the trace being filled by buffer callbacks
-  trace::Trace trace;
-  std::unordered_map<const char*, std::uint32_t> kernel_names;  // CUPTI shares one name pointer per kernel
-  std::vector<std::string> runtime_names, driver_names;         // by callback id
-  std::unordered_map<std::uint32_t, std::uint32_t> runtime_ids, driver_ids;  // cbid -> string id, this trace
-  std::unordered_map<std::uint32_t, PendingRange> open_ranges;
-  std::unordered_map<std::uint32_t, std::uint32_t> context_device;
-  std::vector<std::uint32_t> sync_contexts;  // parallel to trace.syncs until stop resolves devices
-  std::atomic<std::size_t> buffer_bytes{32u << 20};
-  CollectorOptions options;                       // this trace's
-  std::vector<CUpti_ActivityKind> kinds;          // collection_kinds(options)
-  bool device_kind = false;                       // CUPTI_ACTIVITY_KIND_DEVICE enabled this session
-  // Per-call enables, worked out once per session so switching collection on stays cheap.
-  std::vector<std::uint32_t> selected_runtime_calls, selected_driver_calls;  // ApiCalls::selected
-  std::vector<std::uint32_t> trivial_runtime_calls, trivial_driver_calls;    // ApiCalls::most: switched off
-  // Gated from before the first context: the selected calls are switched on once, at the start,
-  // and stay on through the windows (switched on again later, CUPTI would record none of them).
-  bool sticky_calls = false;
-  // ApiCalls::selected after the first context: the selected calls are recorded by the
-  // collector's own enter/exit callbacks, one hook per selected call and none on any other.
-  std::atomic<bool> callback_calls{false};
-  std::atomic<Nanoseconds> session_start{0};  // a call entered before it is not recorded
-  // Gating (--profiler-range): `gate` serializes switching; control -> gate -> data is the lock order.
-  std::mutex gate;
-  std::atomic<bool> gated{false};
-  std::atomic<std::uint64_t> session{0};  // counts collector_start calls
-  bool collecting = false;  // the collection kinds are on
-  ProfilerWindows windows;
-  std::uint64_t gate_ns = 0, cupti_errors = 0;
-  std::string last_cupti_error;
-  std::atomic<bool> running{false};
-  bool callbacks_registered = false;
-  bool exit_hook = false;
-  pid_t pid = 0;  // the process that started tracing (a fork()ed child must not touch CUPTI)
-  pid_t start_thread = 0;
-  bool fork_hook = false;  // refresh_process_id registered with pthread_atfork
-  CUpti_SubscriberHandle subscriber = nullptr;
-  // Steps (pushes of the step range): one count for the schedule and the counters' step window.
-  StepCounter steps;
-  std::atomic<bool> scheduled{false};
-  bool marker_only = false;  // scheduled: the NVTX records alone are on, for the next step's push (gate held)
-  std::vector<trace::RecordedStep> recorded_steps;  // scheduled: the active steps so far (gate held)
-  bool step_open = false;    // the last recorded step has not ended yet
-  /// Hardware counters: per driver callback id, 1 for a kernel launch, 2 for a graph launch; per
-  /// runtime callback id, 1 for a kernel launch (its correlation id is the one its kernel carries).
-  std::vector<std::uint8_t> counted_launch, counted_runtime_launch;
-  std::vector<trace::Kernel> replayed_kernels;  ///< kernel records without GPU times, counters on
-  std::atomic<std::uint64_t> buffers_requested{0}, buffers_completed{0}, records{0}, completions_on_start_thread{0};
-  std::atomic<std::uint64_t> completion_ns{0};
-};
-
-/// Never destroyed: CUPTI may deliver buffers during static destruction at exit.
-State& state() {
-  static State* s = new State;
-  return *s;
-}
-
-void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  const std::size_t bytes = state().buffer_bytes.load();
-  state().buffers_requested.fetch_add(1, std::memory_order_relaxed);
-  // Zeroed memory (fresh pages from calloc), so CUPTI need not clear it on the traced thread.
-  *buffer = static_cast<uint8_t*>(std::calloc(1, bytes));
-  *size = *buffer != nullptr ? bytes : 0;  // a zero-size buffer makes CUPTI count drops, never crash
-  *max_records = 0;
-}
-
-std::uint32_t api_name(State& s, bool runtime, std::uint32_t cbid) {
-  auto& ids = runtime ? s.runtime_ids : s.driver_ids;
-  auto it = ids.find(cbid);
-  if (it != ids.end()) return it->second;
-  const auto& names = runtime ? s.runtime_names : s.driver_names;
-  std::string name = cbid < names.size() && !names[cbid].empty() ? names[cbid]
-                                                                  : fmt::format("{}_api_{}", runtime ? "cuda" : "cu", cbid);
-  const std::uint32_t id = s.trace.strings.intern(name);
-  ids.emplace(cbid, id);
-  return id;
-}
-
-trace::MemcpyKind memcpy_kind(std::uint8_t kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return trace::MemcpyKind::host_to_device;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return trace::MemcpyKind::device_to_host;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return trace::MemcpyKind::device_to_device;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return trace::MemcpyKind::host_to_host;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return trace::MemcpyKind::peer_to_peer;
-    default: return trace::MemcpyKind::unknown;
-  }
-}
-
-trace::SyncKind sync_kind(CUpti_ActivitySynchronizationType type) {
-  switch (type) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return trace::SyncKind::event_synchronize;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return trace::SyncKind::stream_wait_event;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return trace::SyncKind::stream_synchronize;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return trace::SyncKind::context_synchronize;
-    default: return trace::SyncKind::unknown;
-  }
-}
-
-/// Whether a GPU record's times make a span; a record without them is counted as incomplete, one
-/// that ends before it begins as rejected.
-bool complete(trace::Trace& t, Nanoseconds start, Nanoseconds end) {
-  switch (classify_record_times(start, end)) {
-    case RecordTimes::complete: return true;
-    case RecordTimes::missing: ++t.incomplete_records; return false;
-    case RecordTimes::reversed: t.count_rejected(reversed_gpu_records); return false;
-  }
-  return false;
-}
-
-/// A host record's end; one before its start is counted and kept with zero duration (its
-/// correlation id still joins a launch to its kernel).
-Nanoseconds host_record_end(trace::Trace& t, Nanoseconds start, Nanoseconds end) {
-  if (end >= start) return end;
-  t.count_rejected(reversed_host_records);
-  return start;
-}
-
-/// The fields a copy or fill record shares; false (counted as incomplete) when CUPTI left it
-/// without timestamps.
-template <typename Record, typename Event>
-bool read_transfer(State& s, const Record* r, Event& e) {
-  if (!complete(s.trace, r->start, r->end)) return false;
-  e.bytes = r->bytes;
-  e.device = r->deviceId;
-  e.stream = r->streamId;
-  e.start = r->start;
-  e.end = r->end;
-  e.correlation = r->correlationId;
-  s.context_device[r->contextId] = r->deviceId;
-  return true;
-}
-
-void add_record(State& s, const CUpti_Activity* record) {
-  trace::Trace& t = s.trace;
-  switch (record->kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    case CUPTI_ACTIVITY_KIND_KERNEL: {
-      // Later CUPTI versions only append fields, so the CUDA 13.0 layout reads newer records too.
-      const auto* r = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      // A kernel replayed for its counters comes without GPU times: collector_stop places it.
-      const bool replayed = s.options.counters && classify_record_times(r->start, r->end) == RecordTimes::missing;
-      if (!replayed && !complete(t, r->start, r->end)) return;
-      trace::Kernel k;
-      auto it = s.kernel_names.find(r->name);
-      if (it == s.kernel_names.end()) it = s.kernel_names.emplace(r->name, t.strings.intern(trace::demangle(r->name))).first;
-      k.name = it->second;
-      k.device = r->deviceId;
-      k.stream = r->streamId;
-      k.start = r->start;
-      k.end = r->end;
-      k.grid = {r->gridX, r->gridY, r->gridZ};
-      k.block = {r->blockX, r->blockY, r->blockZ};
-      k.correlation = r->correlationId;
-      k.registers_per_thread = r->registersPerThread;
-      k.shared_memory_bytes = static_cast<std::uint32_t>(r->staticSharedMemory + r->dynamicSharedMemory);
-      k.graph_id = r->graphId;
-      // Host and GPU times share CUPTI's clock; a queue time after the start would be a bad record.
-      if (r->queued != 0 && r->queued != CUPTI_TIMESTAMP_UNKNOWN && r->queued <= r->start) k.queued = r->queued;
-      s.context_device[r->contextId] = r->deviceId;
-      (replayed ? s.replayed_kernels : t.kernels).push_back(k);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      trace::Memcpy m;
-      if (!read_transfer(s, r, m)) return;
-      m.kind = memcpy_kind(r->copyKind);
-      t.memcpys.push_back(m);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      trace::Memset m;
-      if (!read_transfer(s, r, m)) return;
-      t.memsets.push_back(m);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const auto* r = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-      const bool runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-      // Gated, the collector records the profiler calls itself (on_callback): CUPTI's own record
-      // of them depends on when in the call collection was switched, so it is left out.
-      if (s.gated.load(std::memory_order_relaxed) && is_profiler_call(runtime, r->cbid)) return;
-      trace::ApiCall a;
-      a.domain = runtime ? trace::ApiDomain::runtime : trace::ApiDomain::driver;
-      a.name = api_name(s, runtime, r->cbid);
-      a.process = r->processId;
-      a.thread = r->threadId;
-      a.start = r->start;
-      a.end = host_record_end(t, r->start, r->end);
-      a.correlation = r->correlationId;
-      t.api_calls.push_back(a);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const auto* r = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-      trace::Sync y;
-      y.kind = sync_kind(r->type);
-      y.stream = r->streamId;
-      y.start = r->start;
-      y.end = host_record_end(t, r->start, r->end);
-      y.correlation = r->correlationId;
-      t.syncs.push_back(y);
-      s.sync_contexts.push_back(r->contextId);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-      const auto* r = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
-      std::uint32_t process = 0, thread = 0;
-      if (r->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || r->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-        process = r->objectId.pt.processId;
-        thread = r->objectId.pt.threadId;
-      }
-      if (r->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
-        trace::NvtxRange m;
-        m.name = t.strings.intern(r->name ? r->name : "(unnamed)");
-        m.process = process;
-        m.thread = thread;
-        m.start = m.end = r->timestamp;
-        m.marker = true;
-        t.ranges.push_back(m);
-      } else if (r->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-        s.open_ranges[r->id] = PendingRange{t.strings.intern(r->name ? r->name : "(unnamed)"), process, thread, r->timestamp};
-      } else if (r->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-        auto it = s.open_ranges.find(r->id);
-        if (it == s.open_ranges.end()) return;  // began before the trace started
-        trace::NvtxRange range;
-        range.name = it->second.name;
-        range.process = it->second.process;
-        range.thread = it->second.thread;
-        range.start = it->second.start;
-        range.end = host_record_end(t, range.start, r->timestamp);
-        t.ranges.push_back(range);
-        s.open_ranges.erase(it);
-      }
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-      const auto* r = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-      t.external_correlations.push_back({r->correlationId, r->externalId, static_cast<std::uint32_t>(r->externalKind)});
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-      const auto* r = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
-      if (r->name != nullptr) t.device_names[r->id] = r->name;
-      return;
-    }
-    default:
-      return;
-  }
-}
-
-void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
-  State& s = state();
-  const auto t0 = std::chrono::steady_clock::now();
-  std::uint64_t records = 0;
-  {
-    std::lock_guard<std::mutex> lock(s.data);
-    CUpti_Activity* record = nullptr;
-    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
-      add_record(s, record);
-      ++records;
-    }
-    std::size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) s.trace.dropped_records += dropped;
-  }
-  std::free(buffer);
-  s.records.fetch_add(records, std::memory_order_relaxed);
-  s.buffers_completed.fetch_add(1, std::memory_order_relaxed);
-  if (static_cast<pid_t>(syscall(SYS_gettid)) == s.start_thread) s.completions_on_start_thread.fetch_add(1, std::memory_order_relaxed);
-  s.completion_ns.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - t0).count()),
-                            std::memory_order_relaxed);
 }
 
 void load_api_names(State& s) {
