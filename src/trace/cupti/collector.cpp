@@ -1,11 +1,12 @@
-// The CUPTI activity collector: enables the activity kinds and the callbacks (API calls, NVTX,
-// --profiler-range, --schedule, counters), and flushes at stop and at exit. The state it shares
-// is collector_state.hpp; CUPTI's activity records become trace events in collector_activity.cpp.
+// The CUPTI activity collector's session: start and stop, the activity kinds and per-call enables
+// switched on and off, the settings and the flushes. Its parts share collector_state.hpp: CUPTI's
+// activity records become trace events in collector_activity.cpp; CUPTI's callback subscriber is
+// collector_callbacks.cpp, --profiler-range collector_gating.cpp, steps and --schedule
+// collector_steps.cpp, and the hardware counters' callbacks collector_counters.cpp.
 #include "trace/cupti/collector.hpp"
 #include "trace/cupti/collector_state.hpp"
 
 #include <cupti.h>
-#include <generated_nvtx_meta.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/stat.h>
@@ -15,8 +16,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -60,6 +59,13 @@ namespace collector {
 State& state() {
   static State* s = new State;
   return *s;
+}
+
+/// A call that launches a kernel (not a graph, host function or copy): the calls whose records
+/// CollectorOptions::launch_calls = false replaces with the kernels' queue times.
+bool kernel_launch_call(std::string_view name) {
+  return name.find("LaunchKernel") != std::string_view::npos || name.find("LaunchCooperativeKernel") != std::string_view::npos ||
+         name == "cudaLaunch" || name == "cuLaunch" || name.starts_with("cuLaunchGrid");
 }
 
 }  // namespace collector
@@ -108,13 +114,6 @@ bool selected_api_call(std::string_view name) {
   return false;
 }
 
-/// A call that launches a kernel (not a graph, host function or copy): the calls whose records
-/// CollectorOptions::launch_calls = false replaces with the kernels' queue times.
-bool kernel_launch_call(std::string_view name) {
-  return name.find("LaunchKernel") != std::string_view::npos || name.find("LaunchCooperativeKernel") != std::string_view::npos ||
-         name == "cudaLaunch" || name == "cuLaunch" || name.starts_with("cuLaunchGrid");
-}
-
 /// Whether the selected calls (ApiCalls::selected) are recorded from the collector's own callbacks
 /// on them: after the first context (CUPTI then records no single call switched on alone), and
 /// under a schedule, whose waiting steps must not pay for records that are dropped anyway.
@@ -146,10 +145,6 @@ std::vector<CUpti_ActivityKind> collection_kinds(const CollectorOptions& o) {
   if (o.nvtx) kinds.push_back(CUPTI_ACTIVITY_KIND_MARKER);
   kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   return kinds;
-}
-
-bool is_profiler_start(bool runtime, std::uint32_t cbid) {
-  return runtime ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
 }
 
 const char* kind_name(CUpti_ActivityKind kind) {
@@ -211,8 +206,6 @@ void plan_api_calls(State& s, const CollectorOptions& o) {
   throw Error(fmt::format("cannot start the CUDA tracer: {} failed: {}", what, detail::status_text(r)));
 }
 
-std::string disable_collection(State& s);
-
 template <typename Check>
 void disable_selected_calls(State& s, Check&& check) {
   for (std::uint32_t cbid : s.selected_runtime_calls) check(cuptiActivityEnableRuntimeApi(cbid, 0), "cuptiActivityEnableRuntimeApi");
@@ -231,6 +224,41 @@ void switch_call_callbacks(State& s, bool on, Check&& check) {
       if (!(gated && is_profiler_call(domain == CUPTI_CB_DOMAIN_RUNTIME_API, cbid)))
         check(cuptiEnableCallback(on ? 1 : 0, s.subscriber, domain, cbid), "cuptiEnableCallback");
 }
+
+/// Best-effort settings that lower the cost on the traced threads; older CUPTIs may lack some.
+void configure_cupti(const CollectorOptions& o) {
+  std::uint8_t zeroed = 1;  // our buffers come zeroed (calloc)
+  std::size_t size = sizeof(zeroed);
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
+  // Queue times replace the launch calls' records where those are not recorded (launch_calls): then
+  // they are needed, so a failure is an error; off is CUPTI's default.
+  if (queue_times(o))
+    RIDGE_CHECK(cuptiActivityEnableLatencyTimestamps(1));
+  else
+    cuptiActivityEnableLatencyTimestamps(0);
+  cuptiActivityEnableAllSyncRecords(0);     // no records for event/stream queries that found work pending
+  if (o.device_buffer_bytes > 0) {
+    std::size_t bytes = o.device_buffer_bytes, bytes_size = sizeof(bytes);
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &bytes_size, &bytes);
+  }
+  if (o.flush_period_ms > 0) cuptiActivityFlushPeriod(o.flush_period_ms);
+}
+
+/// Must precede cuptiActivityRegisterCallbacks (CUPTI's rule for this attribute).
+void configure_buffers_per_thread(const CollectorOptions& o) {
+  if (o.per_thread_buffers < 0) return;
+  std::uint8_t per_thread = o.per_thread_buffers > 0 ? 1 : 0;
+  std::size_t size = sizeof(per_thread);
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
+}
+
+void flush_at_exit() {
+  if (state().running.load() && state().pid == getpid()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+}  // namespace
+
+namespace collector {
 
 /// Switches the collection kinds and per-call enables on. On failure switches off what it had
 /// switched on and throws ridge::Error.
@@ -291,343 +319,7 @@ void note_cupti_error(State& s, const std::string& message) {
   std::fprintf(stderr, "ridge trace: %s\n", message.c_str());
 }
 
-// ---- gating: --profiler-range ------------------------------------------------------------------
-
-/// A profiler start call returned at `now` (gate held by the caller): collection on.
-void gate_open(State& s, Nanoseconds now) {
-  if (!s.windows.open(now)) return;  // already collecting
-  try {
-    enable_collection(s);
-  } catch (const std::exception& e) {
-    note_cupti_error(s, fmt::format("could not switch tracing on at a profiler start call: {}", e.what()));
-  }
-}
-
-/// cuCtxSynchronize from the driver already in the process (the injection library links no
-/// driver stub); returns the CUresult, or -1 when the driver has no such symbol.
-int synchronize_current_context() {
-  using Fn = int (*)();
-  static const Fn fn = [] {
-    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);  // loaded with RTLD_LOCAL: not in RTLD_DEFAULT
-    return reinterpret_cast<Fn>(driver ? dlsym(driver, "cuCtxSynchronize") : nullptr);
-  }();
-  return fn ? fn() : -1;
-}
-
-/// A profiler stop call was entered at `now` (gate held by the caller): collection off, and the
-/// completed buffers handed over now, outside the program's untraced work.
-void gate_close(State& s, Nanoseconds now) {
-  if (!s.windows.close(now)) return;  // not collecting
-  // CUPTI drops the records of kernels still queued or running when their kind is switched off
-  // (2 of 3 in the H200 test): the stop first waits for the work launched so far.
-  if (s.options.sync_at_gate_stop)
-    if (const int r = synchronize_current_context(); r != 0)
-      note_cupti_error(s, fmt::format("cuCtxSynchronize at a profiler stop call returned {}: kernels still running "
-                                      "may be missing from the trace", r));
-  if (std::string error = disable_collection(s); !error.empty())
-    note_cupti_error(s, fmt::format("could not switch tracing off at a profiler stop call: {}", error));
-  if (!s.options.flush_at_gate_stop) return;
-  if (const CUptiResult r = cuptiActivityFlushAll(0); r != CUPTI_SUCCESS)
-    note_cupti_error(s, fmt::format("cuptiActivityFlushAll at a profiler stop call failed: {}", detail::status_text(r)));
-}
-
-/// The profiler call as an API record: CUPTI's own record of it cannot be relied on, since
-/// collection is switched inside the call.
-void record_profiler_call(State& s, const ProfilerCallNesting& call, Nanoseconds exit) {
-  trace::ApiCall a;
-  a.domain = call.runtime ? trace::ApiDomain::runtime : trace::ApiDomain::driver;
-  a.process = static_cast<std::uint32_t>(getpid());
-  a.thread = static_cast<std::uint32_t>(syscall(SYS_gettid));
-  a.start = call.enter_ns;
-  a.end = std::max(exit, call.enter_ns);
-  a.correlation = call.correlation;
-  std::lock_guard<std::mutex> lock(s.data);
-  a.name = api_name(s, call.runtime, call.cbid);
-  s.trace.api_calls.push_back(a);
-}
-
-/// This process's id without a system call: glibc's getpid() is one on every use (it no longer
-/// caches the id), and the callbacks ask once per recorded call. A fork()ed child updates it.
-std::atomic<pid_t> cached_process_id{0};
-void refresh_process_id() { cached_process_id.store(getpid(), std::memory_order_relaxed); }
-pid_t this_process() { return cached_process_id.load(std::memory_order_relaxed); }
-
-/// A selected call recorded from its enter and exit callbacks (switch_call_callbacks): the enter
-/// time travels to the exit in CUPTI's per-call slot. CUPTI's correlation id is the one its kernel,
-/// copy and memset records carry.
-void record_selected_call(State& s, bool runtime, std::uint32_t cbid, const CUpti_CallbackData& info) {
-  if (!s.callback_calls.load(std::memory_order_relaxed) || info.correlationData == nullptr) return;
-  if (info.callbackSite == CUPTI_API_ENTER) {
-    *info.correlationData = collector_now();
-    return;
-  }
-  const Nanoseconds start = *info.correlationData, end = collector_now();
-  // An exit whose enter came before collection began has no start of this session.
-  if (info.callbackSite != CUPTI_API_EXIT || start < s.session_start.load(std::memory_order_relaxed) || start > end) return;
-  if (s.pid != this_process()) return;  // a fork()ed child
-  static thread_local const auto thread = static_cast<std::uint32_t>(syscall(SYS_gettid));
-  trace::ApiCall a;
-  a.domain = runtime ? trace::ApiDomain::runtime : trace::ApiDomain::driver;
-  a.process = static_cast<std::uint32_t>(s.pid);
-  a.thread = thread;
-  a.start = start;
-  a.end = end;
-  a.correlation = info.correlationId;
-  std::lock_guard<std::mutex> lock(s.data);
-  a.name = api_name(s, runtime, cbid);
-  s.trace.api_calls.push_back(a);
-}
-
-/// The launch, NVTX and context callbacks the hardware counters need (kernel_counters.hpp).
-void route_to_counters(State& s, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (s.pid != this_process()) return;  // a fork()ed child
-  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-    counters_on_context_destroy(static_cast<const CUpti_ResourceData*>(data)->context);
-  } else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < s.counted_runtime_launch.size() &&
-             s.counted_runtime_launch[cbid] != 0) {
-    counters_on_runtime_launch(*static_cast<const CUpti_CallbackData*>(data));
-  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < s.counted_launch.size() && s.counted_launch[cbid] != 0) {
-    const auto& info = *static_cast<const CUpti_CallbackData*>(data);
-    if (s.counted_launch[cbid] == 1)
-      counters_on_launch(info, cbid);
-    else
-      counters_on_graph_launch(info);
-  }
-}
-
-/// Kernels replayed for their counters have no GPU times: each one is placed at its launch call,
-/// lasting its profiled pass (gpu__time_duration), and marked by its counter row. One without a
-/// row was not replayed but unfinished: incomplete, as without counters.
-void place_replayed_kernels(State& s) {
-  trace::Trace& t = s.trace;
-  const auto duration = t.counters.column("gpu__time_duration.sum");
-  for (trace::Kernel& k : s.replayed_kernels) {
-    const trace::CounterRow* row = t.counters.row_for(k.correlation);
-    if (row == nullptr || row->launch_ns == 0) {
-      ++t.incomplete_records;
-      continue;
-    }
-    const double ns = duration && std::isfinite(row->values[*duration]) ? row->values[*duration] : 0;
-    k.start = row->launch_ns;
-    k.end = k.start + static_cast<Nanoseconds>(std::max(ns, 1.0));
-    k.queued = 0;
-    t.kernels.push_back(k);
-  }
-  s.replayed_kernels.clear();
-}
-
-/// Whether a call's callback is on only for the hardware counters (a launch the trace does not record).
-bool only_counted(const State& s, bool runtime, std::uint32_t cbid) {
-  const auto& counted = runtime ? s.counted_runtime_launch : s.counted_launch;
-  if (cbid >= counted.size() || counted[cbid] == 0) return false;
-  const auto& selected = runtime ? s.selected_runtime_calls : s.selected_driver_calls;
-  return std::find(selected.begin(), selected.end(), cbid) == selected.end();
-}
-
-/// The callbacks of the hardware counters, on or off: every driver kernel and graph launch (the
-/// runtime's launches reach the driver's), context teardown. (Steps: switch_step_callbacks.)
-template <typename Check>
-void switch_counter_callbacks(State& s, bool on, Check&& check) {
-  const std::uint32_t enable = on ? 1 : 0;
-  s.counted_launch.assign(s.driver_names.size(), 0);
-  s.counted_runtime_launch.assign(s.runtime_names.size(), 0);
-  for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid) {
-    if (s.runtime_names[cbid].empty() || !kernel_launch_call(s.runtime_names[cbid])) continue;
-    s.counted_runtime_launch[cbid] = on ? 1 : 0;
-    check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid), "cuptiEnableCallback(runtime launch)");
-  }
-  for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid) {
-    const std::string& name = s.driver_names[cbid];
-    if (name.empty()) continue;
-    const std::uint8_t kind = kernel_launch_call(name) ? 1 : name.starts_with("cuGraphLaunch") ? 2 : 0;
-    if (kind == 0) continue;
-    s.counted_launch[cbid] = on ? kind : 0;
-    check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid), "cuptiEnableCallback(launch)");
-  }
-  check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
-        "cuptiEnableCallback(context destroy)");
-}
-
-// ---- steps and the schedule: --schedule ----------------------------------------------------------
-
-/// A step begins (gate held): the schedule's switch for it. The step before it ends here; the
-/// collection switches on (warmup, active) or off (wait, done: after waiting for the GPU, as at a
-/// profiler stop); the NVTX records alone go on one step before a collected one, so that its own
-/// range is recorded whole.
-void schedule_step(State& s, std::uint64_t step, Nanoseconds now) {
-  const trace::StepSwitch next = trace::step_switch(*s.options.schedule, step);
-  if (s.step_open) {
-    s.recorded_steps.back().end_ns = std::max(now, s.recorded_steps.back().start_ns);
-    s.step_open = false;
-  }
-  if (next.collect)
-    gate_open(s, now);  // nothing when collecting already
-  else if (s.collecting)
-    gate_close(s, now);
-  if (next.nvtx_only && !s.collecting && !s.marker_only && s.options.nvtx) {
-    if (const CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER); r == CUPTI_SUCCESS)
-      s.marker_only = true;
-    else
-      note_cupti_error(s, fmt::format("cuptiActivityEnable(MARKER) before step {} failed: {}: its NVTX range may be "
-                                      "missing", step + 1, detail::status_text(r)));
-  }
-  if (next.recorded()) {
-    s.recorded_steps.push_back({step, now, now});
-    s.step_open = true;
-  }
-}
-
-/// The name of a pushed NVTX range (nullptr when it has none CUPTI gives as ASCII).
-const char* pushed_range_name(CUpti_CallbackId cbid, const CUpti_NvtxData& info) {
-  if (info.functionParams == nullptr) return nullptr;
-  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) return static_cast<const nvtxRangePushA_params*>(info.functionParams)->message;
-  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx) {
-    const nvtxEventAttributes_t* a = static_cast<const nvtxRangePushEx_params*>(info.functionParams)->eventAttrib;
-    if (a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII) return a->message.ascii;
-  }
-  return nullptr;
-}
-
-/// An NVTX push: a step begins when it is the step range's, counted once for the schedule and the
-/// hardware counters' step window. Runs on the program's thread, inside the push: never throws.
-void on_nvtx_push(State& s, CUpti_CallbackId cbid, const CUpti_NvtxData& info) {
-  if (!s.running.load() || s.pid != this_process()) return;
-  const char* name = pushed_range_name(cbid, info);
-  if (name == nullptr) return;
-  std::optional<std::uint64_t> step;
-  if (s.scheduled.load()) {
-    const Nanoseconds now = collector_now();
-    const auto t0 = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lock(s.gate);
-    if (!s.running.load()) return;
-    step = s.steps.on_push(name);  // under the gate: steps switch in the order they are counted
-    if (!step) return;
-    schedule_step(s, *step, now);
-    s.gate_ns += static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-  } else {
-    step = s.steps.on_push(name);
-  }
-  if (step && counters_enabled()) counters_on_step(*step);
-}
-
-/// A session's steps (gate held): counted by the schedule's step range, else by the counters'
-/// step window's (none without either).
-void begin_steps(State& s, const CollectorOptions& options) {
-  s.scheduled = options.schedule.has_value();
-  s.marker_only = false;
-  s.recorded_steps.clear();
-  s.step_open = false;
-  s.steps.reset(options.schedule                              ? options.schedule->step_range
-                : options.counters && options.counters->steps ? options.counters->step_range
-                                                              : std::string());
-}
-
-/// A scheduled session ends at `stop` (gate held): the last recorded step and collection window
-/// end there, and the NVTX records on alone for a next step go off.
-void end_steps(State& s, Nanoseconds stop) {
-  if (s.step_open) s.recorded_steps.back().end_ns = std::max(stop, s.recorded_steps.back().start_ns);
-  s.step_open = false;
-  s.windows.close(stop);
-  if (!s.marker_only) return;
-  if (const CUptiResult r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER); r != CUPTI_SUCCESS)
-    note_cupti_error(s, fmt::format("cuptiActivityDisable(MARKER) failed at the end: {}", detail::status_text(r)));
-  s.marker_only = false;
-}
-
-/// The NVTX push callbacks that count steps, on or off.
-template <typename Check>
-void switch_step_callbacks(State& s, bool on, Check&& check) {
-  for (CUpti_CallbackId cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx})
-    check(cuptiEnableCallback(on ? 1 : 0, s.subscriber, CUPTI_CB_DOMAIN_NVTX, cbid), "cuptiEnableCallback(NVTX push)");
-}
-
-/// CUPTI's callback: the selected calls of an in-process trace (record_selected_call), and, gated,
-/// the four profiler calls (cudaProfilerStart/Stop, cuProfilerStart/Stop). Runs on the program's
-/// thread, inside the call: never throws.
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (data == nullptr) return;
-  State& s = state();
-  if (domain == CUPTI_CB_DOMAIN_NVTX) {
-    on_nvtx_push(s, cbid, *static_cast<const CUpti_NvtxData*>(data));
-    return;
-  }
-  if (counters_enabled()) route_to_counters(s, domain, cbid, data);
-  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
-  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  if (only_counted(s, runtime, cbid)) return;  // switched on for the counters alone: not a recorded call
-  const auto* info = static_cast<const CUpti_CallbackData*>(data);
-  if (!is_profiler_call(runtime, cbid) || !s.gated.load()) {
-    record_selected_call(s, runtime, cbid, *info);
-    return;
-  }
-  if (!s.running.load() || s.pid != this_process()) return;
-  thread_local ProfilerCallNesting nesting;  // cudaProfilerStart calls cuProfilerStart: act once
-  thread_local std::uint64_t nesting_session = 0;
-  if (const std::uint64_t current = s.session.load(); nesting_session != current) {
-    nesting = ProfilerCallNesting{};  // a call left open by an earlier session must not count
-    nesting_session = current;
-  }
-  const Nanoseconds now = collector_now();
-  const auto t0 = std::chrono::steady_clock::now();
-  if (info->callbackSite == CUPTI_API_ENTER) {
-    if (!nesting.enter(now, runtime, cbid, info->correlationId)) return;
-    if (is_profiler_start(runtime, cbid)) return;  // a start acts when it returns
-    std::lock_guard<std::mutex> lock(s.gate);
-    if (!s.running.load()) return;
-    gate_close(s, now);
-    s.gate_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-    return;
-  }
-  if (info->callbackSite != CUPTI_API_EXIT || !nesting.exit()) return;
-  std::lock_guard<std::mutex> lock(s.gate);
-  if (!s.running.load()) return;
-  record_profiler_call(s, nesting, now);
-  if (is_profiler_start(nesting.runtime, nesting.cbid)) gate_open(s, now);
-  s.gate_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-}
-
-/// The four profiler-call callbacks, on or off.
-void enable_profiler_callbacks(State& s, bool enable) {
-  const std::uint32_t on = enable ? 1 : 0;
-  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000));
-  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000));
-  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart));
-  RIDGE_CHECK(cuptiEnableCallback(on, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
-}
-
-/// Best-effort settings that lower the cost on the traced threads; older CUPTIs may lack some.
-void configure_cupti(const CollectorOptions& o) {
-  std::uint8_t zeroed = 1;  // our buffers come zeroed (calloc)
-  std::size_t size = sizeof(zeroed);
-  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
-  // Queue times replace the launch calls' records where those are not recorded (launch_calls): then
-  // they are needed, so a failure is an error; off is CUPTI's default.
-  if (queue_times(o))
-    RIDGE_CHECK(cuptiActivityEnableLatencyTimestamps(1));
-  else
-    cuptiActivityEnableLatencyTimestamps(0);
-  cuptiActivityEnableAllSyncRecords(0);     // no records for event/stream queries that found work pending
-  if (o.device_buffer_bytes > 0) {
-    std::size_t bytes = o.device_buffer_bytes, bytes_size = sizeof(bytes);
-    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &bytes_size, &bytes);
-  }
-  if (o.flush_period_ms > 0) cuptiActivityFlushPeriod(o.flush_period_ms);
-}
-
-/// Must precede cuptiActivityRegisterCallbacks (CUPTI's rule for this attribute).
-void configure_buffers_per_thread(const CollectorOptions& o) {
-  if (o.per_thread_buffers < 0) return;
-  std::uint8_t per_thread = o.per_thread_buffers > 0 ? 1 : 0;
-  std::size_t size = sizeof(per_thread);
-  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread);
-}
-
-void flush_at_exit() {
-  if (state().running.load() && state().pid == getpid()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-}
-
-}  // namespace
+}  // namespace collector
 
 Nanoseconds collector_now() {
   std::uint64_t t = 0;

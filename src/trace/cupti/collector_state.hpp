@@ -1,6 +1,8 @@
-// The CUPTI collector's state, shared by its parts: collector.cpp (start, stop, the callbacks)
-// and collector_activity.cpp (CUPTI's buffers and their records, into the trace model). Internal
-// to the collector: collector.hpp is its interface.
+// The CUPTI collector's state and the functions its parts share: collector.cpp (start, stop, the
+// activity kinds switched on and off), collector_activity.cpp (CUPTI's buffers and their records,
+// into the trace model), collector_callbacks.cpp (CUPTI's callback subscriber), collector_gating.cpp
+// (--profiler-range), collector_steps.cpp (steps, --schedule) and collector_counters.cpp (the
+// hardware counters' callbacks). Internal to the collector: collector.hpp is its interface.
 #pragma once
 #include <cupti.h>
 #include <sys/types.h>
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -96,5 +99,64 @@ std::uint32_t api_name(State& s, bool runtime, std::uint32_t cbid);
 /// filled one whose records are added to the trace.
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid);
+
+// collector.cpp: the collection switched on and off, and CUPTI failures kept for the summary.
+bool kernel_launch_call(std::string_view name);
+void enable_collection(State& s);
+std::string disable_collection(State& s);
+void note_cupti_error(State& s, const std::string& message);
+
+// collector_callbacks.cpp: CUPTI's callback (cuptiSubscribe), and this process's id as the
+// callbacks check it (refresh_process_id: at start, and in a fork()ed child).
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+void refresh_process_id();
+pid_t this_process();
+
+// collector_gating.cpp: --profiler-range (gate held by the callers).
+void gate_open(State& s, Nanoseconds now);
+void gate_close(State& s, Nanoseconds now);
+void record_profiler_call(State& s, const ProfilerCallNesting& call, Nanoseconds exit);
+void enable_profiler_callbacks(State& s, bool enable);
+
+// collector_steps.cpp: steps and --schedule.
+void on_nvtx_push(State& s, CUpti_CallbackId cbid, const CUpti_NvtxData& info);
+void begin_steps(State& s, const CollectorOptions& options);
+void end_steps(State& s, Nanoseconds stop);
+
+/// The NVTX push callbacks that count steps, on or off.
+template <typename Check>
+void switch_step_callbacks(State& s, bool on, Check&& check) {
+  for (CUpti_CallbackId cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx})
+    check(cuptiEnableCallback(on ? 1 : 0, s.subscriber, CUPTI_CB_DOMAIN_NVTX, cbid), "cuptiEnableCallback(NVTX push)");
+}
+
+// collector_counters.cpp: the hardware counters' callbacks and replayed kernels.
+void route_to_counters(State& s, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+void place_replayed_kernels(State& s);
+bool only_counted(const State& s, bool runtime, std::uint32_t cbid);
+
+/// The callbacks of the hardware counters, on or off: every driver kernel and graph launch (the
+/// runtime's launches reach the driver's), context teardown. (Steps: switch_step_callbacks.)
+template <typename Check>
+void switch_counter_callbacks(State& s, bool on, Check&& check) {
+  const std::uint32_t enable = on ? 1 : 0;
+  s.counted_launch.assign(s.driver_names.size(), 0);
+  s.counted_runtime_launch.assign(s.runtime_names.size(), 0);
+  for (std::uint32_t cbid = 1; cbid < s.runtime_names.size(); ++cbid) {
+    if (s.runtime_names[cbid].empty() || !kernel_launch_call(s.runtime_names[cbid])) continue;
+    s.counted_runtime_launch[cbid] = on ? 1 : 0;
+    check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid), "cuptiEnableCallback(runtime launch)");
+  }
+  for (std::uint32_t cbid = 1; cbid < s.driver_names.size(); ++cbid) {
+    const std::string& name = s.driver_names[cbid];
+    if (name.empty()) continue;
+    const std::uint8_t kind = kernel_launch_call(name) ? 1 : name.starts_with("cuGraphLaunch") ? 2 : 0;
+    if (kind == 0) continue;
+    s.counted_launch[cbid] = on ? kind : 0;
+    check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid), "cuptiEnableCallback(launch)");
+  }
+  check(cuptiEnableCallback(enable, s.subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
+        "cuptiEnableCallback(context destroy)");
+}
 
 }  // namespace ridge::detail::collector
