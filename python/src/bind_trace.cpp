@@ -160,15 +160,15 @@ void bind_trace(nb::module_& m) {
               options.schedule = schedule;
             }
             options.counters = counter_options(counters, metrics, counters_steps, counters_first, step_range, counters_replay);
-            options.all_api_calls = all_api_calls;
-            options.api_calls = api_calls;
+            options.api_calls = all_api_calls ? trace::ApiCalls::all : trace::api_calls_from_string(api_calls);
             options.buffer_bytes = buffer_bytes;
-            options.synchronization_records = synchronization_records;
+            options.synchronization = synchronization_records;
             options.launch_calls = launch_calls;
+            options.validate();
             new (self) Tracer(options);
           },
           "all_api_calls"_a = false, "buffer_bytes"_a = TracerOptions{}.buffer_bytes,
-          "synchronization_records"_a = TracerOptions{}.synchronization_records, "api_calls"_a = TracerOptions{}.api_calls,
+          "synchronization_records"_a = TracerOptions{}.synchronization, "api_calls"_a = trace::to_string(TracerOptions{}.api_calls),
           "launch_calls"_a = TracerOptions{}.launch_calls, "counters"_a = "", "metrics"_a = std::vector<std::string>{},
           "counters_steps"_a = "", "counters_first"_a = trace::CounterOptions::default_first_launches,
           "counters_replay"_a = "", "step_range"_a = "", "schedule"_a = nb::none(),

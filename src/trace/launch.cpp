@@ -223,27 +223,21 @@ std::vector<std::string> sibling_traces(const fs::path& output) {
   return found;
 }
 
-/// The counter options with the step range filled in from the analysis's.
-CounterOptions effective_counters(const ProgramTraceOptions& o) {
-  CounterOptions c = *o.counters;
-  if (c.step_range.empty()) c.step_range = o.analysis.step_range;
+/// The collection with the step range of its counters and schedule filled in from the analysis's.
+CollectionOptions effective_collection(const ProgramTraceOptions& o) {
+  CollectionOptions c = o.collection;
+  if (c.counters && c.counters->step_range.empty()) c.counters->step_range = o.analysis.step_range;
+  if (c.schedule && c.schedule->step_range.empty()) c.schedule->step_range = o.analysis.step_range;
   return c;
-}
-
-/// The schedule with the step range filled in from the analysis's.
-TraceSchedule effective_schedule(const ProgramTraceOptions& o) {
-  TraceSchedule s = *o.schedule;
-  if (s.step_range.empty()) s.step_range = o.analysis.step_range;
-  return s;
 }
 
 /// The settings libridge_inject.so reads in the program (inject_env.hpp).
 Environment injection_environment(const ProgramTraceOptions& o, const fs::path& library, const fs::path& output,
                                   const fs::path& summary, const fs::path& owner) {
-  return {
+  Environment e = {
       {"CUDA_INJECTION64_PATH", library.string()},
       // NVTX ranges reach the same CUPTI through the injection library's forwarder.
-      {"NVTX_INJECTION64_PATH", o.nvtx ? library.string() : std::string()},
+      {"NVTX_INJECTION64_PATH", o.collection.nvtx ? library.string() : std::string()},
       {env::output, output.string()},
       {env::summary, summary.string()},
       {env::owner, owner.string()},
@@ -255,14 +249,9 @@ Environment injection_environment(const ProgramTraceOptions& o, const fs::path& 
       {env::skip_seconds, fmt::format("{}", o.window.skip_seconds)},
       {env::skip_kernels, fmt::format("{}", o.window.skip_kernels)},
       {env::top, fmt::format("{}", o.analysis.top)},
-      {env::all_api, o.api == "all" ? "1" : "0"},
-      {env::api, o.api},
-      {env::sync, o.sync ? "1" : "0"},
-      {env::nvtx, o.nvtx ? "1" : "0"},
-      {env::buffer_mb, fmt::format("{}", o.buffer_mb)},
-      {env::counters, o.counters ? to_json(effective_counters(o)).dump() : std::string()},
-      {env::schedule, o.schedule ? to_json(effective_schedule(o)).dump() : std::string()},
   };
+  for (auto& setting : env::collection_environment(effective_collection(o))) e.push_back(std::move(setting));
+  return e;
 }
 
 /// Fills `result` from the summary the program wrote, or says why there is none.
@@ -307,32 +296,18 @@ void read_summary(const fs::path& summary, ProgramTrace& result) {
 }  // namespace
 
 void ProgramTraceOptions::validate() const {
+  const bool nvtx = collection.nvtx;
   if (!nvtx && (!analysis.step_range.empty() || !window.nvtx_range.empty() || !window.from_range.empty()))
     throw UsageError("nvtx is off, so there are no NVTX ranges to find for step_range, nvtx_range or from_range: "
                      "record NVTX, or leave those empty");
-  if (api != "none" && api != "selected" && api != "most" && api != "all")
-    throw UsageError(fmt::format("api must be none, selected, most or all, got '{}'", api));
-  if (api == "none" && (window.profiler_range || window.skip_kernels > 0))
+  if (collection.api_calls == ApiCalls::none && (window.profiler_range || window.skip_kernels > 0))
     throw UsageError("api none records no API calls, so no cudaProfilerStart/Stop or launch calls to window by: "
                      "record api selected (the default) to use profiler_range or skip_kernels");
   if (!(window.skip_seconds >= 0)) throw UsageError(fmt::format("skip_seconds must be >= 0, got {}", window.skip_seconds));
   if (analysis.top == 0) throw UsageError("top must be at least 1");
-  if (buffer_mb < 1 || buffer_mb > 1024) throw UsageError(fmt::format("buffer_mb must be within [1, 1024], got {}", buffer_mb));
-  if (counters) {
-    if (!nvtx && counters->steps) throw UsageError("nvtx is off, so no NVTX step range can choose the counted steps");
-    effective_counters(*this).validate();
-  }
-  if (schedule) {
-    if (!nvtx) throw UsageError("nvtx is off, so no NVTX step range can count the schedule's steps");
-    if (window.profiler_range)
-      throw UsageError("a schedule and profiler_range both switch collection on and off: choose one");
-    const TraceSchedule s = effective_schedule(*this);
-    s.validate();
-    if (counters) {
-      const CounterOptions c = effective_counters(*this);
-      check_one_step_range(&s, &c);
-    }
-  }
+  if (collection.schedule && window.profiler_range)
+    throw UsageError("a schedule and profiler_range both switch collection on and off: choose one");
+  effective_collection(*this).validate();
   if (!(merge_timeout_seconds >= 0))
     throw UsageError(fmt::format("merge_timeout_seconds must be >= 0, got {}", merge_timeout_seconds));
 }

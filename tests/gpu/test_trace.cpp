@@ -518,7 +518,7 @@ TEST(TraceGpu, WithoutLaunchCallsEachKernelCarriesItsQueueTime) {
   RIDGE_REQUIRE_GPU();
   ridge::enable_nvtx_capture();
   ASSERT_EQ(trace_workload::run(), 0);  // started mid-program, as ridge.trace is
-  ridge::Tracer tracer(ridge::TracerOptions{.synchronization_records = false, .launch_calls = false});
+  ridge::Tracer tracer(ridge::TracerOptions{.synchronization = false, .launch_calls = false});
   tracer.start();
   ASSERT_EQ(trace_workload::run(), 0);
   tracer.stop();
@@ -567,7 +567,7 @@ TEST(TraceGpu, InProcessTracerStartedAfterCudaWorkRecordsLaunchCalls) {
   };
   for (const Session& session : {Session{"selected", false}, Session{"all", true}, Session{"selected again", false}}) {
     SCOPED_TRACE(session.name);
-    ridge::Tracer tracer(ridge::TracerOptions{.all_api_calls = session.all_api_calls});
+    ridge::Tracer tracer(ridge::TracerOptions{.api_calls = session.all_api_calls ? ridge::trace::ApiCalls::all : ridge::trace::ApiCalls::selected});
     tracer.start();
     ASSERT_EQ(trace_workload::run(), 0);
     tracer.stop();

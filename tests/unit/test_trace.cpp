@@ -20,6 +20,7 @@
 #include "ridge/trace/launch.hpp"
 #include "ridge/trace/what_if.hpp"
 #include "ridge/trace/window.hpp"
+#include "trace/cupti/inject_env.hpp"
 #include "trace/model/chrome_metadata.hpp"
 #include "trace/model/record_times.hpp"
 #include "trace/model/signals.hpp"
@@ -1159,23 +1160,63 @@ ProgramTraceOptions shell(const std::string& script) {
 TEST(TraceProgram, OptionsThatContradictEachOtherAreUsageErrors) {
   ProgramTraceOptions o;
   EXPECT_NO_THROW(o.validate());
-  o.nvtx = false;
+  o.collection.nvtx = false;
   o.analysis.step_range = "step";
   EXPECT_THROW(o.validate(), ridge::UsageError);
   o = {};
-  o.api = "none";
+  o.collection.api_calls = ApiCalls::none;
   o.window.profiler_range = true;
   EXPECT_THROW(o.validate(), ridge::UsageError);
-  o.api = "everything";
-  o.window.profiler_range = false;
-  EXPECT_THROW(o.validate(), ridge::UsageError);
+  EXPECT_THROW(api_calls_from_string("everything"), ridge::UsageError);
   o = {};
-  o.buffer_mb = 0;
+  o.collection.buffer_bytes = 0;
+  EXPECT_THROW(o.validate(), ridge::UsageError);
+  o.collection.buffer_bytes = CollectionOptions::max_buffer_bytes + 1;
   EXPECT_THROW(o.validate(), ridge::UsageError);
   EXPECT_THROW(trace_program(ProgramTraceOptions{}), ridge::UsageError);  // nothing to trace
   auto missing = shell("");
   missing.command = {"/no/such/program"};
   EXPECT_THROW(trace_program(missing), ridge::UsageError);
+}
+
+TEST(CollectionOptions, TheInjectionLibraryReadsBackWhatTraceProgramWrites) {
+  namespace env = ridge::detail::inject_env;
+  CollectionOptions o = CollectionOptions::for_program();
+  EXPECT_FALSE(o.synchronization);  // a whole program: CUPTI must not hook every runtime call
+  o.api_calls = ApiCalls::most;
+  o.launch_calls = false;
+  o.memcpy = false;
+  o.buffer_bytes = std::size_t{4} << 20;
+  o.counters = CounterOptions{};
+  o.counters->steps = std::pair<std::uint64_t, std::uint64_t>{2, 4};
+  o.counters->step_range = "step";
+  o.schedule = TraceSchedule{};
+  o.schedule->wait = 9;
+  o.schedule->step_range = "step";
+  const auto settings = env::collection_environment(o);
+  for (const auto& [name, value] : settings) ASSERT_EQ(::setenv(name.c_str(), value.c_str(), 1), 0);
+  const CollectionOptions back = env::collection_from_environment();
+  EXPECT_EQ(back.api_calls, ApiCalls::most);
+  EXPECT_FALSE(back.synchronization);
+  EXPECT_FALSE(back.launch_calls);
+  EXPECT_TRUE(back.nvtx);
+  EXPECT_FALSE(back.memcpy);
+  EXPECT_EQ(back.buffer_bytes, o.buffer_bytes);
+  ASSERT_TRUE(back.counters && back.schedule);
+  EXPECT_EQ(to_json(*back.counters), to_json(*o.counters));
+  EXPECT_EQ(to_json(*back.schedule), to_json(*o.schedule));
+  // Malformed values are usage errors, not silent defaults.
+  ::setenv(env::api, "everything", 1);
+  EXPECT_THROW(env::collection_from_environment(), ridge::UsageError);
+  ::setenv(env::api, "most", 1);
+  ::setenv(env::buffer_bytes, "lots", 1);
+  EXPECT_THROW(env::collection_from_environment(), ridge::UsageError);
+  // Nothing set: a traced program's defaults.
+  for (const auto& setting : settings) ::unsetenv(setting.first.c_str());
+  const CollectionOptions defaults = env::collection_from_environment();
+  EXPECT_EQ(defaults.api_calls, ApiCalls::selected);
+  EXPECT_EQ(defaults.buffer_bytes, CollectionOptions::for_program().buffer_bytes);
+  EXPECT_FALSE(defaults.counters || defaults.schedule);
 }
 
 TEST(TraceProgram, AProgramThatLeavesNoTraceKeepsItsExitCode) {
@@ -1196,11 +1237,12 @@ TEST(TraceProgram, ReadsTheSummaryTheProgramWrote) {
   auto o = shell(
       "printf '%s' '{\"kernel_count\": 3, \"dropped_records\": 2, \"events\": 42, \"write_seconds\": 0.5, "
       "\"end\": \"signal\", \"collector_stats\": {\"profiler_gated\": true, \"profiler_windows\": 2}}' "
-      "> \"$RIDGE_TRACE_SUMMARY\"; test \"$RIDGE_TRACE_API\" = all && test \"$RIDGE_TRACE_ALL_API\" = 1 && "
+      "> \"$RIDGE_TRACE_SUMMARY\"; test \"$RIDGE_TRACE_API\" = all && test \"$RIDGE_TRACE_SYNC\" = 0 && "
+      "test \"$RIDGE_TRACE_BUFFER_BYTES\" = 33554432 && "
       "test \"$RIDGE_TRACE_TOP\" = 3 && test -z \"$NVTX_INJECTION64_PATH\" && exit 7");
-  o.api = "all";
+  o.collection.api_calls = ApiCalls::all;
   o.analysis.top = 3;
-  o.nvtx = false;
+  o.collection.nvtx = false;
   const ProgramTrace ok = trace_program(o);
   ASSERT_TRUE(ok.error.empty()) << ok.error;
   EXPECT_EQ(ok.program.exit_code, 7);

@@ -30,6 +30,8 @@ struct TraceCommand {
   std::vector<std::string> analyze;
   std::vector<std::string> merge;
   bool output_given = false;
+  std::string api_calls = trace::to_string(trace::CollectionOptions::for_program().api_calls);
+  std::size_t buffer_mb = trace::CollectionOptions::for_program().buffer_bytes >> 20;
   bool all_api = false;
   bool no_sync = false;  // the default since sync records became opt-in; accepted for old scripts
   bool no_nvtx = false;
@@ -115,29 +117,31 @@ int run_trace(TraceCommand c) {
   const bool json_to_stdout = c.json == "-";
   std::FILE* out = json_to_stdout ? stderr : stdout;
   trace::ProgramTraceOptions& o = c.options;
-  if (c.all_api) o.api = "all";
-  o.sync = o.sync && !c.no_sync;
-  o.nvtx = !c.no_nvtx;
+  trace::CollectionOptions& collect = o.collection;
+  collect.api_calls = c.all_api ? trace::ApiCalls::all : trace::api_calls_from_string(c.api_calls);
+  collect.synchronization = collect.synchronization && !c.no_sync;
+  collect.nvtx = !c.no_nvtx;
+  collect.buffer_bytes = c.buffer_mb << 20;
   if (c.steady_state) {
     if (o.analysis.step_range.empty())
       throw UsageError("--steady-state starts at the first step: name the step's NVTX range with --step-range NAME");
     o.window.from_range = o.analysis.step_range;
   }
-  o.counters = counter_options(c.counters, o.analysis.step_range);  // --step-range marks the steps of both
+  collect.counters = counter_options(c.counters, o.analysis.step_range);  // --step-range marks the steps of both
   if (!c.schedule.empty()) {
     if (o.analysis.step_range.empty())
       throw UsageError("--schedule counts steps by the pushes of an NVTX range: name it with --step-range NAME");
-    o.schedule = parse_schedule(c.schedule);
+    collect.schedule = parse_schedule(c.schedule);
   }
   o.validate();  // also before --analyze: the flags contradict each other either way
-  if (!c.counters.plan.empty()) return print_counter_plan(o.counters, c.counters.plan, out);
+  if (!c.counters.plan.empty()) return print_counter_plan(collect.counters, c.counters.plan, out);
   if (!c.merge.empty()) return merge_files(c, out);
   if (!c.analyze.empty()) return analyze_file(c, out);
   if (o.command.empty())
     throw UsageError("nothing to trace: give the program after --, e.g. `ridge trace -- python3 train.py`, or "
                      "--analyze FILE");
 
-  if (o.counters) print_counter_plan_before_the_run(*o.counters, out);
+  if (collect.counters) print_counter_plan_before_the_run(*collect.counters, out);
   const trace::ProgramTrace t = trace::trace_program(o);
   std::fflush(stdout);
   fmt::print(out, "\n");
@@ -154,7 +158,7 @@ int run_trace(TraceCommand c) {
     return t.exit_code();
   }
   fmt::print(out, "{}", trace::format_analysis(t.analysis));
-  if (o.counters && !t.trace_file.empty()) print_counter_roofline(t.trace_file, c.counters.output(o.analysis.step_range), out);
+  if (collect.counters && !t.trace_file.empty()) print_counter_roofline(t.trace_file, c.counters.output(o.analysis.step_range), out);
   print_collection(t, out);
   if (json_to_stdout) std::printf("%s\n", t.summary.dump(2).c_str());
   else if (!c.json.empty()) write_json(c.json, t.summary);  // only after the run: never a half-made file
@@ -209,20 +213,21 @@ RIDGE_REGISTER_COMMAND(Command{
                    "leave start-up out: keep only what began from the first --step-range range on (weight loading, "
                    "compilation and warm-up before it would otherwise count as the GPU waiting on the host)");
       app.add_option("--top", o.analysis.top, "rows in the top-kernel and top-range tables")->default_val(10)->check(CLI::PositiveNumber);
-      app.add_option("--api", o.api,
+      app.add_option("--api", c->api_calls,
                      "CUDA API calls to record: selected = launches, copies, memsets, syncs, event records, allocations, "
                      "profiler start/stop, module loads, graph capture (only these are hooked: least overhead); most = all "
                      "but trivial queries; all; none (kernels then have no launch call)")
-          ->default_val("selected")->check(CLI::IsMember({"none", "selected", "most", "all"}));
+          ->capture_default_str()->check(CLI::IsMember({"none", "selected", "most", "all"}));
       app.add_flag("--all-api", c->all_api, "same as --api all: every CUDA API call, trivial queries (cudaGetDevice, ...) included; most overhead");
-      app.add_flag("--sync", o.sync,
+      app.add_flag("--sync", o.collection.synchronization,
                    "also record CUPTI synchronization records (waits on events and streams, which call waited). Off by "
                    "default: CUPTI then intercepts every CUDA runtime call (cudaGetDevice: +0.18 us on the H200 host), and "
                    "frameworks make such calls constantly. Without it, waits show as cuda*Synchronize API calls");
       app.add_flag("--no-sync", c->no_sync, "do not record synchronization records (the default; kept for old scripts)");
       app.add_flag("--no-nvtx", c->no_nvtx, "do not record NVTX ranges (cannot be combined with --nvtx-range or --step-range)");
-      app.add_option("--buffer-mb", o.buffer_mb, "size of each CUPTI activity buffer in MiB (CUPTI takes as many as it needs)")
-          ->default_val(32)->check(CLI::Range(1, 1024));
+      app.add_option("--buffer-mb", c->buffer_mb, "size of each CUPTI activity buffer in MiB (CUPTI takes as many as it needs)")
+          ->capture_default_str()
+          ->check(CLI::Range(trace::CollectionOptions::min_buffer_bytes >> 20, trace::CollectionOptions::max_buffer_bytes >> 20));
       add_counter_flags(app, c->counters);
       app.add_option("--schedule", c->schedule,
                      "record only some steps (counted by the --step-range NVTX range), like torch.profiler's schedule: "

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ridge/trace/analysis.hpp"
-#include "ridge/trace/counters.hpp"
+#include "ridge/trace/collection.hpp"
 #include "ridge/trace/schedule.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/window.hpp"
@@ -24,16 +24,9 @@ struct ProgramTraceOptions {
   Window window;        ///< what the trace and analysis keep (e.g. warm-up left out); profiler_range also
                         ///< switches CUPTI's kernel, copy and NVTX records off outside the windows
   AnalysisOptions analysis;       ///< rows of the top tables, the NVTX range marking a step
-  std::string api = "selected";   ///< API calls recorded: none, selected (least overhead), most, all
-  bool sync = false;              ///< also CUPTI synchronization records (CUPTI then hooks every runtime call)
-  bool nvtx = true;               ///< record NVTX ranges
-  std::size_t buffer_mb = 32;     ///< size of each CUPTI activity buffer, MiB (1 to 1024)
-  /// Hardware counters of the selected launches (replayed; their times leave the timing
-  /// analysis). Unset = none. A step window without its own step range uses analysis.step_range.
-  std::optional<CounterOptions> counters;
-  /// Record only the schedule's active steps; the rest of the run pays (nearly) nothing for the
-  /// tracer. Unset = record everything. Without its own step range it uses analysis.step_range.
-  std::optional<TraceSchedule> schedule;
+  /// What is collected: API calls, NVTX, buffers, hardware counters, a schedule (whole-program
+  /// defaults). Counters or a schedule without their own step range use analysis.step_range.
+  CollectionOptions collection = CollectionOptions::for_program();
   /// Inside a job of several ranks, rank 0 waits this long for the other ranks' files and merges
   /// them (ridge/trace/ranks.hpp); 0 = no automatic merge.
   double merge_timeout_seconds = 60;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ridge/trace/analysis.hpp"
+#include "ridge/trace/collection.hpp"
 #include "ridge/trace/counters.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/schedule.hpp"
@@ -20,39 +21,9 @@
 
 namespace ridge {
 
-struct TracerOptions {
-  /// Record every CUDA runtime/driver call. Default false: trivial queries (cudaGetDevice,
-  /// cudaGetLastError, cuCtxGetCurrent, cudaStreamIsCapturing, ...) are not recorded, which keeps
-  /// the tracing overhead of framework code (PyTorch calls them constantly) low.
-  bool all_api_calls = false;
-  /// Which CUDA API calls become records, as `ridge trace --api`: "selected" (launches, copies,
-  /// memsets, syncs, event records, allocations, graph and module calls), "most" (all but trivial
-  /// queries), "all", or "none" (kernels then have no launch call). all_api_calls means "all".
-  std::string api_calls = "selected";
-  /// CUPTI synchronization records (the host's waits, each joined to its call). With them on CUPTI
-  /// hooks every CUDA runtime call of the process (cudaGetDevice 36 -> 217 ns on the H200 host),
-  /// which framework code pays per operator; without them the waits come from the recorded
-  /// *Synchronize calls. On for ridge's own few calls; ridge.trace (Python) and `ridge trace` turn it off.
-  bool synchronization_records = true;
-  /// With api_calls "selected": record the kernel launch calls (cudaLaunchKernel, cuLaunchKernel,
-  /// ...) too, as CUPTI callbacks on the launching thread (~0.6 us per launch from Python on the
-  /// H200). false: not recorded; each kernel carries the time its launch was queued instead
-  /// (~0.07 us per launch), which places it in steps and ranges, attributes idle gaps and times
-  /// launch latency from the queue time, but gives no launch-call events or flow arrows in the
-  /// timeline, and a kernel counts in a range of any thread that was open when it was queued.
-  /// ridge.trace (Python) turns it off; ridge's own few calls keep it.
-  bool launch_calls = true;
-  /// Size of each activity buffer handed to CUPTI, in bytes (CUPTI asks for as many as it needs).
-  std::size_t buffer_bytes = 8u << 20;
-  /// Hardware counters of the selected launches (CUPTI's range profiler, replayed by steps or per
-  /// kernel: trace::CounterReplay); unset =
-  /// none. start() checks first that counters may be read (CountersUnavailableError otherwise).
-  std::optional<trace::CounterOptions> counters;
-  /// Record only some steps (pushes of the schedule's NVTX step range): collection is off in its
-  /// wait steps, on in warmup and active ones, and only the active steps are kept, their numbers
-  /// in events().recorded_steps. Unset = everything between start() and stop(). start() validates it.
-  std::optional<trace::TraceSchedule> schedule;
-};
+/// What ridge::Tracer collects: the options of every way of tracing (ridge/trace/collection.hpp),
+/// with the defaults for ridge's own few calls (synchronization records on, 8 MiB buffers).
+using TracerOptions = trace::CollectionOptions;
 
 /// Traces this process's CUDA activity between start() and stop(): kernels (concurrent kind,
 /// which never serializes them), memcpy, memset, runtime and driver calls, synchronization, NVTX

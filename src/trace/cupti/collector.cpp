@@ -389,14 +389,6 @@ CollectorStats collector_stats() {
   return out;
 }
 
-ApiCalls parse_api_calls(const std::string& text) {
-  if (text == "none") return ApiCalls::none;
-  if (text == "selected") return ApiCalls::selected;
-  if (text == "most") return ApiCalls::most;
-  if (text == "all") return ApiCalls::all;
-  throw UsageError(fmt::format("unknown API call level '{}': use none, selected, most or all", text));
-}
-
 void collector_start(const CollectorOptions& options) {
   State& s = state();
   std::lock_guard<std::mutex> control(s.control);

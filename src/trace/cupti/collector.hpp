@@ -7,35 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "ridge/trace/collection.hpp"
 #include "ridge/trace/events.hpp"
 #include "ridge/trace/schedule.hpp"
 
 namespace ridge::detail {
 
-/// Which CUDA runtime and driver API calls become records. Every recorded call costs the traced
-/// thread time, so the default records only the calls a trace is read for.
-enum class ApiCalls {
-  none,      ///< no API records (kernels then have no launch call: no flow arrows)
-  selected,  ///< launches, copies, memsets, synchronizations, event records, allocations,
-             ///< profiler start/stop, module loads, graph capture (per-call enables, no others hooked)
-  most,      ///< every call except trivial queries (cudaGetDevice, ...)
-  all,       ///< every runtime and driver call
-};
+using trace::ApiCalls;
 
-struct CollectorOptions {
-  ApiCalls api_calls = ApiCalls::selected;
-  /// CUPTI_ACTIVITY_KIND_SYNCHRONIZATION records. Costly in framework code: with this kind on,
-  /// CUPTI intercepts every CUDA runtime call (cudaGetDevice 36 -> 217 ns on the H200 host), so
-  /// `ridge trace` leaves it off unless asked; the in-process Tracer (ridge's own few calls) keeps it.
-  bool synchronization = true;
-  bool nvtx = true;             ///< CUPTI_ACTIVITY_KIND_MARKER records (NVTX ranges and marks)
-  bool memcpy = true;            ///< CUPTI_ACTIVITY_KIND_MEMCPY and MEMSET records
-  /// ApiCalls::selected: record the kernel launch calls too. In-process (recorded from callbacks)
-  /// each costs the launching thread ~0.6 us (H200, empty kernels launched from Python). Without
-  /// them, each kernel record carries the time its launch was queued instead (CUPTI's latency
-  /// timestamps, ~0.07 us per launch), which places it in steps and ranges and times its latency.
-  bool launch_calls = true;
-  std::size_t buffer_bytes = 32u << 20;
+/// What is collected (trace::CollectionOptions, the same for every way of tracing), and how the
+/// collector runs inside this process.
+struct CollectorOptions : trace::CollectionOptions {
   // Tuning knobs for overhead experiments (bench/trace_overhead_cpp.sh); defaults are CUPTI's.
   bool selected_runtime = true;  ///< ApiCalls::selected: also the runtime calls (false: driver calls only)
   bool detect_other_subscriber = true;  ///< cuptiSubscribe first, for a clear error when another profiler is attached
@@ -62,14 +44,6 @@ struct CollectorOptions {
   /// selected calls from the collector's own callbacks on them (measured on the H200, CUDA 13.0).
   /// Switching the whole API kinds on instead would hook every call the program makes.
   bool before_first_context = false;
-  /// Hardware counters of the selected launches (CUPTI's range profiler, kernel replay): unset = none.
-  std::optional<trace::CounterOptions> counters;
-  /// Record only the schedule's active steps (TracerOptions's schedule): at each push of its step
-  /// range, collection is switched on (warmup, active) or off (wait, done) as at the profiler calls
-  /// of profiler_gated, and the selected calls are recorded from callbacks switched with it, so a
-  /// waiting step costs the program no CUPTI hook but the NVTX push callback. At stop, what lies
-  /// outside the active steps is dropped (trace::keep_recorded_steps). Not with profiler_gated.
-  std::optional<trace::TraceSchedule> schedule;
 };
 
 /// What the collector itself did, for overhead diagnosis.
@@ -92,8 +66,6 @@ struct CollectorStats {
 /// Counters since the last collector_start.
 CollectorStats collector_stats();
 
-/// Parses "none", "selected", "most" or "all"; throws UsageError otherwise.
-ApiCalls parse_api_calls(const std::string& text);
 
 /// Starts recording. Throws ridge::Error (another CUPTI subscriber attached, CUPTI failure) or
 /// UsageError (already running).

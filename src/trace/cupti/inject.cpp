@@ -76,12 +76,7 @@ Config read_config() {
   c.window.nvtx_range = getenv_or(env::nvtx_range);
   c.window.from_range = getenv_or(env::from_range);
   c.window.profiler_range = getenv_or(env::profiler_range) == "1";
-  c.collector.api_calls = detail::parse_api_calls(getenv_or(env::api, "selected"));
-  if (getenv_or(env::all_api) == "1") c.collector.api_calls = detail::ApiCalls::all;
-  // Opt-in: the synchronization kind makes CUPTI hook every runtime call (bench/trace_overhead_cpp.sh).
-  c.collector.synchronization = getenv_or(env::sync) == "1";
-  c.collector.nvtx = getenv_or(env::nvtx) != "0";
-  c.collector.memcpy = getenv_or(env::memcpy) != "0";
+  static_cast<trace::CollectionOptions&>(c.collector) = env::collection_from_environment();
   c.collector.selected_runtime = getenv_or(env::api_domains) != "driver";
   c.collector.detect_other_subscriber = getenv_or(env::detect_subscriber) != "0";
   // --profiler-range switches collection on and off at the profiler calls (unless asked to record
@@ -95,22 +90,11 @@ Config read_config() {
     if (auto s = getenv_or(env::skip_seconds); !s.empty()) c.window.skip_seconds = std::stod(s);
     if (auto s = getenv_or(env::skip_kernels); !s.empty()) c.window.skip_kernels = std::stoull(s);
     if (auto s = getenv_or(env::top); !s.empty()) c.top = std::stoul(s);
-    if (auto s = getenv_or(env::buffer_mb); !s.empty()) c.collector.buffer_bytes = std::stoul(s) << 20;
     if (auto s = getenv_or(env::per_thread_buffers); !s.empty()) c.collector.per_thread_buffers = std::stoi(s);
     if (auto s = getenv_or(env::flush_period_ms); !s.empty()) c.collector.flush_period_ms = std::stoul(s);
     if (auto s = getenv_or(env::device_buffer_mb); !s.empty()) c.collector.device_buffer_bytes = std::stoul(s) << 20;
   } catch (const std::exception&) {
     throw UsageError("malformed RIDGE_TRACE_* number in the environment");
-  }
-  if (auto s = getenv_or(env::counters); !s.empty()) {
-    const auto j = nlohmann::json::parse(s, nullptr, false);
-    if (j.is_discarded()) throw UsageError(fmt::format("{} is not JSON", env::counters));
-    c.collector.counters = trace::counter_options_from_json(j);
-  }
-  if (auto s = getenv_or(env::schedule); !s.empty()) {
-    const auto j = nlohmann::json::parse(s, nullptr, false);
-    if (j.is_discarded()) throw UsageError(fmt::format("{} is not JSON", env::schedule));
-    c.collector.schedule = trace::trace_schedule_from_json(j);
   }
   // One rank of a job (mpirun, srun, torchrun: its launcher's variables are in our environment)
   // writes trace.rank<R>.json with distributedInfo, whether ridge runs inside each rank or starts

@@ -1,6 +1,12 @@
 #pragma once
 // Environment variables through which `ridge trace` configures libridge_inject.so in the traced
 // program (the injection library has no command line of its own).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ridge/trace/collection.hpp"
+
 namespace ridge::detail::inject_env {
 
 inline constexpr const char* output = "RIDGE_TRACE_OUTPUT";        ///< Chrome trace path ("" = none)
@@ -16,17 +22,23 @@ inline constexpr const char* from_range = "RIDGE_TRACE_FROM_RANGE";
 inline constexpr const char* profiler_range = "RIDGE_TRACE_PROFILER_RANGE";
 inline constexpr const char* step_range = "RIDGE_TRACE_STEP_RANGE";
 inline constexpr const char* top = "RIDGE_TRACE_TOP";
-inline constexpr const char* all_api = "RIDGE_TRACE_ALL_API";      ///< "1": record every API call (= api "all")
-inline constexpr const char* api = "RIDGE_TRACE_API";              ///< none | selected (default) | most | all
-inline constexpr const char* sync = "RIDGE_TRACE_SYNC";            ///< "1": synchronization records (default off)
-inline constexpr const char* nvtx = "RIDGE_TRACE_NVTX";            ///< "0": no NVTX range records
-inline constexpr const char* buffer_mb = "RIDGE_TRACE_BUFFER_MB";
-/// hardware counters: trace::CounterOptions as JSON (unset or "" = none)
-inline constexpr const char* counters = "RIDGE_TRACE_COUNTERS";
-/// the schedule: trace::TraceSchedule as JSON (unset or "" = record everything)
-inline constexpr const char* schedule = "RIDGE_TRACE_SCHEDULE";
+// What is collected: trace::CollectionOptions, written and read only by the two functions below.
+inline constexpr const char* api = "RIDGE_TRACE_API";                    ///< none | selected | most | all
+inline constexpr const char* sync = "RIDGE_TRACE_SYNC";                  ///< "1": synchronization records
+inline constexpr const char* launch_calls = "RIDGE_TRACE_LAUNCH_CALLS";  ///< "0": kernel launch calls not recorded
+inline constexpr const char* nvtx = "RIDGE_TRACE_NVTX";                  ///< "0": no NVTX range records
+inline constexpr const char* memcpy = "RIDGE_TRACE_MEMCPY";              ///< "0": no memcpy/memset records
+inline constexpr const char* buffer_bytes = "RIDGE_TRACE_BUFFER_BYTES";  ///< each CUPTI activity buffer
+inline constexpr const char* counters = "RIDGE_TRACE_COUNTERS";          ///< trace::CounterOptions as JSON ("" = none)
+inline constexpr const char* schedule = "RIDGE_TRACE_SCHEDULE";          ///< trace::TraceSchedule as JSON ("" = none)
+
+/// The variables that carry `options` to the injection library (src/trace/model/collection.cpp).
+std::vector<std::pair<std::string, std::string>> collection_environment(const trace::CollectionOptions& options);
+/// What collection_environment wrote, read back in the traced program; variables not set keep
+/// CollectionOptions::for_program()'s defaults. Validated; throws UsageError for a malformed value.
+trace::CollectionOptions collection_from_environment();
+
 // Overhead-tuning knobs, not set by `ridge trace` (bench/trace_overhead_cpp.sh sweeps them).
-inline constexpr const char* memcpy = "RIDGE_TRACE_MEMCPY";                ///< "0": no memcpy/memset records
 inline constexpr const char* detect_subscriber = "RIDGE_TRACE_DETECT_SUBSCRIBER";  ///< "0": skip the cuptiSubscribe check
 inline constexpr const char* per_thread_buffers = "RIDGE_TRACE_PER_THREAD_BUFFERS";  ///< "0" or "1" (unset: CUPTI's default)
 inline constexpr const char* api_domains = "RIDGE_TRACE_API_DOMAINS";  ///< "driver": selected calls of the driver API only

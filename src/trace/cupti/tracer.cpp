@@ -32,21 +32,10 @@ void Tracer::start() {
   if (const std::string reason = no_gpu_reason(); !reason.empty())
     throw NoGpuError("tracing needs a CUDA GPU, and none is usable: " + reason);
   enable_nvtx_capture();
+  options_.validate();
+  if (options_.counters) require_counters_permitted(0);
   detail::CollectorOptions o;
-  o.api_calls = options_.all_api_calls ? detail::ApiCalls::all : detail::parse_api_calls(options_.api_calls);
-  o.buffer_bytes = options_.buffer_bytes;
-  o.synchronization = options_.synchronization_records;
-  o.launch_calls = options_.launch_calls;
-  if (options_.schedule) {
-    options_.schedule->validate();
-    trace::check_one_step_range(&*options_.schedule, options_.counters ? &*options_.counters : nullptr);
-    o.schedule = options_.schedule;
-  }
-  if (options_.counters) {
-    options_.counters->validate();
-    require_counters_permitted(0);
-    o.counters = options_.counters;
-  }
+  static_cast<trace::CollectionOptions&>(o) = options_;
   detail::collector_start(o);
   running_ = true;
 }

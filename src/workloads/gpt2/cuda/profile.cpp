@@ -22,7 +22,7 @@ ModeProfile profile_mode(Decoder& decoder, Mode mode, const std::string& path, i
   // Every API call: the step's window keeps the kernels whose launch call lies inside it.
   // The warm-up steps are waited for: else the step's launch queues behind them and its latency
   // is their run time, not a launch cost.
-  Tracer tracer(TracerOptions{.all_api_calls = true});
+  Tracer tracer(TracerOptions{.api_calls = trace::ApiCalls::all});
   tracer.start();
   {
     NvtxRange warm("warm-up steps");
@@ -54,8 +54,8 @@ ModeProfile profile_mode(Decoder& decoder, Mode mode, const std::string& path, i
 void measure_counters(Decoder& decoder, const ProfileOptions& o, ProfileRun& run) {
   decoder.warmup(Mode::eager, 1);
   TracerOptions options;
-  options.api_calls = "none";
-  options.synchronization_records = false;
+  options.api_calls = trace::ApiCalls::none;
+  options.synchronization = false;
   options.counters = trace::CounterOptions{};
   options.counters->steps = std::pair<std::uint64_t, std::uint64_t>{0, 0};
   options.counters->step_range = "step";
