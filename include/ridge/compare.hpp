@@ -84,6 +84,9 @@ struct CompareOptions {
   std::size_t spread_sets_band_from = 3;
   /// Clock: when a record's SM clocks differ between the runs, its band widens by that difference
   /// (a GEMM at the power cap runs as fast as its clock allows; a change the clock explains is not code).
+  /// Not where spread_sets_band_from or more baselines span the new run's clock: their spread was
+  /// measured across those clocks (on the H100 the 4096^3 BF16 GEMM read 177.0-177.5 us in ten runs
+  /// whose NVML clocks read 1635-1905 MHz: the readings, not the kernel, moved; results/h100/gate).
   bool widen_by_clock = true;
   /// Equal clocks: a compute-bound record (extra.bound "compute") whose samples' SM clock differs
   /// between the runs is compared at the base's clock (its new time scaled by new clock / base
@@ -151,6 +154,15 @@ struct RecordComparison {
   /// The new run's samples were scaled to the base's SM clock (CompareOptions::scale_compute_bound_by_clock)
   /// by this factor before the ratio, the test and the interval; 1 = not scaled.
   double clock_scale = 1;
+  /// The new run's samples were brought to the base's work per call by this factor (base work /
+  /// new work: flops where counted, else bytes): a record whose identity matches but whose work
+  /// differs (a ceiling probe's tuner chose another launch shape, with another amount of work) is
+  /// compared per unit of work, its rate. Baselines pooled are brought to the first one's work the
+  /// same way. 1 = the work agreed.
+  double work_scale = 1;
+  /// The band's clock term was left out: the new run's clock lies within those its baselines ran at,
+  /// whose measured spread (spread_sets_band_from or more) already holds what the clock did.
+  bool clock_within_baselines = false;
   /// Missing from the new run although the base judges it (is_judged): counts toward Comparison::missing_judged.
   bool missing_judged = false;
 };

@@ -115,6 +115,40 @@ double equal_clock_scale(const Record& base, const Record& next, const CompareOp
   return n / b;
 }
 
+// A record's work per call: its FLOPs where counted, else its bytes; 0 when neither is.
+double work_per_call(const Record& r) { return r.flops > 0 ? r.flops : r.bytes; }
+
+// The factor that brings `r`'s times to `reference`'s work per call (RecordComparison::work_scale);
+// 1 when either side's work is unknown or they agree.
+double work_scale(const Record& reference, const Record& r) {
+  const double want = work_per_call(reference), have = work_per_call(r);
+  if (!(want > 0 && have > 0) || std::abs(want - have) <= 1e-9 * want) return 1;
+  return want / have;
+}
+
+// The SM clocks a record ran at: its samples' median where recorded, else its start and end
+// readings (those known).
+std::vector<double> record_clocks_mhz(const Record& r) {
+  if (const double m = sample_clock_median(r); m > 0) return {m};
+  std::vector<double> mhz;
+  for (const ClockReading* x : {&r.clocks_start, &r.clocks_end})
+    if (x->sm_mhz > 0) mhz.push_back(x->sm_mhz);
+  return mhz;
+}
+
+// Whether every clock the new record ran at lies within the range its baselines ran at.
+bool clocks_within(std::span<const Record* const> runs, const Record& next) {
+  double low = std::numeric_limits<double>::infinity(), high = 0;
+  for (const Record* r : runs)
+    for (double mhz : record_clocks_mhz(*r)) {
+      low = std::min(low, mhz);
+      high = std::max(high, mhz);
+    }
+  const std::vector<double> mine = record_clocks_mhz(next);
+  if (mine.empty() || !(high > 0)) return false;
+  return std::all_of(mine.begin(), mine.end(), [&](double mhz) { return mhz >= low && mhz <= high; });
+}
+
 // Smallest two-sided p-value any outcome can reach with these sample sizes (exact test).
 double smallest_possible_p(std::size_t m, std::size_t n) {
   // 2 / C(m+n, m), computed in logs.
@@ -481,9 +515,11 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
   const Record& b = *runs.front();
   std::vector<double> pooled;
   std::vector<double> medians;
+  // Baselines whose work per call differs from the first's are brought to it (their rate is compared).
   for (const Record* r : runs) {
-    pooled.insert(pooled.end(), r->samples_ms.begin(), r->samples_ms.end());
-    medians.push_back(r->summary.median);
+    const double scale = work_scale(b, *r);
+    for (double s : r->samples_ms) pooled.push_back(s * scale);
+    medians.push_back(r->summary.median * scale);
   }
   row.baseline_runs = runs.size();
   row.base_count = pooled.size();
@@ -499,9 +535,10 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
   double record_clocks = record_clock_difference(b, n);
   row.clock_difference = record_clocks;
   row.clock_scale = equal_clock_scale(b, n, options);
+  row.work_scale = work_scale(b, n);
   std::vector<double> new_samples = n.samples_ms;
-  for (double& s : new_samples) s *= row.clock_scale;
-  const Summary new_summary = row.clock_scale == 1 ? n.summary : summarize(new_samples);
+  for (double& s : new_samples) s *= row.clock_scale * row.work_scale;
+  const Summary new_summary = row.clock_scale == 1 && row.work_scale == 1 ? n.summary : summarize(new_samples);
   row.ratio = new_summary.median / row.base_median_ms;
   row.test = mann_whitney_u(pooled, new_samples);
   if (c.ratio_ci_method == "bootstrap") {
@@ -519,8 +556,17 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
                            "(new time x {:.3f})",
                            100 * row.clock_scale, row.clock_scale);
     record_clocks = 0;  // explained by the scaling: the band is not widened
+  } else if (runs.size() >= options.spread_sets_band_from && record_clocks > 0 && clocks_within(runs, n)) {
+    row.clock_within_baselines = true;
+    record_clocks = 0;  // the baselines' spread was measured across this clock: it sets the band
   } else if (record_clocks > options.clock_tolerance) {
     row.note = fmt::format("SM clocks differ by {:.0f}% for this record", record_clocks * 100);
+  }
+  if (row.work_scale != 1) {
+    const std::string work = fmt::format("work per call differs from the base's (another launch shape): compared "
+                                         "per unit of work (new time x {:.3f})",
+                                         row.work_scale);
+    row.note = row.note.empty() ? work : row.note + "; " + work;
   }
   if (b.method == Method::wall_naive) {
     row.verdict = Verdict::informational;
@@ -876,6 +922,8 @@ nlohmann::json to_json(const Comparison& c) {
                     {"smallest_flagged_slowdown", r.smallest_flagged_slowdown},
                     {"clock_difference", r.clock_difference},
                     {"clock_scale", r.clock_scale},
+                    {"work_scale", r.work_scale},
+                    {"clock_within_baselines", r.clock_within_baselines},
                     {"missing_judged", r.missing_judged}});
   }
   return {{"schema", "ridge.compare"},

@@ -1016,3 +1016,69 @@ TEST(CompareStoredH200Runs, GraphReplayedKernelsOfAFewUsTenPercentSlowerAreSuspe
   EXPECT_GE(flagged * 10, slowed.size() * 9) << to_text(c);
   EXPECT_EQ(flagged_fixed, 0u);
 }
+
+namespace {
+
+// A ceiling probe whose tuner kept a launch shape doing `flops` per call, at `ms` per call.
+ResultSet fma_ceiling_run(double flops, double ms, unsigned seed) {
+  ResultSet s;
+  s.context.device = h200();
+  Record r = record("ceiling.fp32_fma", "spin_hold", 0, noisy(ms, 0.002, 9, seed));
+  r.params = nlohmann::json::object();
+  r.flops = flops;
+  finalize(r);
+  s.records.push_back(r);
+  return s;
+}
+
+// A 4096^3 GEMM at `ms`, its samples' SM clock read as `mhz` (NVML, which may not be what the kernel ran at).
+ResultSet gemm_run(double ms, double mhz, unsigned seed) {
+  ResultSet s;
+  s.context.device = h200();
+  Record r = record("matmul", "graph_replay", 4096, noisy(ms, 0.002, 25, seed));
+  r.extra[std::string(extra_key::sample_sm_mhz)] = std::vector<double>(r.samples_ms.size(), mhz);
+  finalize(r);
+  s.records.push_back(r);
+  return s;
+}
+
+}  // namespace
+
+TEST(CompareWork, ARecordWhoseWorkDiffersIsComparedPerUnitOfWork) {
+  // On the H100 one run's FP32 FMA probe kept a shape doing 3/4 of the others' FLOPs: 0.80 ms
+  // against 1.08 ms, the same rate. Compared by time it read as a 34% regression in 6 of 45 pairs.
+  const double full = 3.54e10, three_quarters = 2.66e10;
+  const Comparison c = compare_results(fma_ceiling_run(three_quarters, 0.804, 1), fma_ceiling_run(full, 1.0795, 2));
+  const RecordComparison& row = c.rows.at(0);
+  EXPECT_NEAR(row.work_scale, three_quarters / full, 1e-12);
+  EXPECT_EQ(c.regressions, 0u) << to_text(c);
+  EXPECT_NEAR(row.ratio, 1.0795 * three_quarters / full / 0.804, 0.01);
+  EXPECT_NE(row.note.find("per unit of work"), std::string::npos) << row.note;
+  EXPECT_EQ(to_json(c)["rows"][0]["work_scale"], row.work_scale);
+  // The same shape 10% slower is still a regression; baselines of mixed shapes pool by rate.
+  EXPECT_EQ(compare_results(fma_ceiling_run(full, 1.0795, 3), fma_ceiling_run(full, 1.19, 4)).regressions, 1u);
+  const std::vector<ResultSet> mixed = {fma_ceiling_run(full, 1.0795, 5), fma_ceiling_run(three_quarters, 0.81, 6),
+                                        fma_ceiling_run(full, 1.08, 7)};
+  const Comparison pooled = compare_results(mixed, fma_ceiling_run(three_quarters, 0.81 * 1.1, 8));
+  EXPECT_EQ(pooled.regressions, 1u) << to_text(pooled);
+  EXPECT_LT(pooled.rows.at(0).run_to_run_spread, 0.01);
+}
+
+TEST(CompareClock, BaselinesThatSpanTheNewClockSetTheBandWithoutTheClockTerm) {
+  // Ten H100 runs: the GEMM read 177.0-177.5 us while NVML read its clock at 1635-1905 MHz.
+  std::vector<ResultSet> baselines;
+  const double mhz[] = {1635, 1665, 1740, 1695, 1875, 1905};
+  for (unsigned i = 0; i < 6; ++i) baselines.push_back(gemm_run(0.1772 + 0.0001 * (i % 3), mhz[i], 10 + i));
+  // 10% slower at a clock the baselines saw: the clock does not widen the band, the step is flagged.
+  const Comparison slower = compare_results(baselines, gemm_run(0.195, 1740, 30));
+  const RecordComparison& row = slower.rows.at(0);
+  EXPECT_TRUE(row.clock_within_baselines);
+  EXPECT_NE(row.noise_band_source, "clock");
+  EXPECT_EQ(row.verdict, Verdict::regression) << to_text(slower);
+  // A clock outside the baselines' range still widens the band, and so does a single baseline.
+  const Comparison outside = compare_results(baselines, gemm_run(0.195, 1400, 31));
+  EXPECT_FALSE(outside.rows.at(0).clock_within_baselines);
+  EXPECT_EQ(outside.rows.at(0).noise_band_source, "clock");
+  const Comparison one = compare_results(baselines.front(), gemm_run(0.195, 1905, 32));
+  EXPECT_EQ(one.rows.at(0).noise_band_source, "clock");
+}
