@@ -1082,3 +1082,48 @@ TEST(CompareClock, BaselinesThatSpanTheNewClockSetTheBandWithoutTheClockTerm) {
   const Comparison one = compare_results(baselines.front(), gemm_run(0.195, 1905, 32));
   EXPECT_EQ(one.rows.at(0).noise_band_source, "clock");
 }
+
+TEST(CompareStoredH100Runs, TenIdenticalReportsCompareCleanAndTheirPoolFlagsTenPercent) {
+  // Ten back-to-back reports of one build on an H100 (results/h100/gate): every pair compares
+  // clean, although one run's FMA ceiling kept a launch shape of 3/4 the work and the GEMMs' NVML
+  // clock readings ranged over 15%; against the ten pooled, graph-replayed records under 3 us made
+  // 10% slower are flagged.
+  const std::filesystem::path gate = std::filesystem::path(RIDGE_SOURCE_DIR) / "results" / "h100" / "gate";
+  std::vector<ResultSet> runs;
+  for (int i = 1; i <= 10; ++i) runs.push_back(load_result_file(gate / fmt::format("run-{}.results.json.gz", i)));
+  CompareOptions quick;
+  quick.bootstrap_budget = 0;  // order-statistic intervals: the verdicts do not use them
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    for (std::size_t j = i + 1; j < runs.size(); ++j) {
+      const Comparison c = compare_results(runs[i], runs[j], quick);
+      EXPECT_EQ(c.regressions, 0u) << "run " << i + 1 << " against run " << j + 1 << "\n" << to_text(c);
+      EXPECT_FALSE(c.fails_on_missing()) << "run " << i + 1 << " against run " << j + 1;
+    }
+  // Run 4's FMA ceiling did 3/4 of run 5's FLOPs per call: compared per unit of work.
+  const Comparison shapes = compare_results(runs[3], runs[4], quick);
+  const auto fma = std::find_if(shapes.rows.begin(), shapes.rows.end(), [](const auto& r) { return r.name == "ceiling.fp32_fma"; });
+  ASSERT_NE(fma, shapes.rows.end());
+  EXPECT_NEAR(fma->work_scale, 0.75, 0.01);
+  EXPECT_NE(fma->verdict, Verdict::regression);
+  const std::vector<ResultSet> pool(runs.begin(), runs.end() - 1);
+  ResultSet next = runs.back();
+  EXPECT_EQ(compare_results(pool, next, quick).regressions, 0u);
+  std::size_t slowed = 0;
+  for (Record& r : next.records)
+    if (r.method == Method::graph_replay && r.summary.median < 3e-3 && is_judged(r)) {
+      for (double& v : r.samples_ms) v *= 1.10;
+      finalize(r);
+      ++slowed;
+    }
+  ASSERT_GE(slowed, 20u);
+  const Comparison c = compare_results(pool, next, quick);
+  std::size_t flagged = 0;
+  for (const auto& row : c.rows) flagged += row.verdict == Verdict::suspect || row.verdict == Verdict::regression;
+  EXPECT_GE(flagged * 10, slowed * 9) << to_text(c);
+  // The report that read run 1's ceilings from the cache: shown, never judged.
+  const Comparison cached = compare_results(runs.front(), load_result_file(gate / "cached.results.json.gz"), quick);
+  std::size_t carried = 0;
+  for (const auto& row : cached.rows) carried += row.note.find("carried over") != std::string::npos;
+  EXPECT_GE(carried, 10u);
+  EXPECT_EQ(cached.regressions, 0u);
+}
