@@ -105,18 +105,57 @@ def number(text):
         return 0.0
 
 
+def profiled_launches(path):
+    """The profiled launches in launch order: (name, grid, block, counters). CUPTI gives kernels of
+    its own (the range profiler's WaitNs) the correlation id of the launch they serialize: a row
+    belongs to the kernel whose grid and block it recorded (files written before rows kept a shape:
+    the kernel not named WaitNs)."""
+    with open(path) as f:
+        doc = json.load(f)
+    meta = doc.get("ridge", {}).get("counters", {})
+    metrics = meta.get("metrics", [])
+    rows = {r["correlation"]: r for r in meta.get("rows", [])}
+    out = {}
+    for e in doc["traceEvents"]:
+        if e.get("cat") != "kernel" or e["args"].get("correlation") not in rows:
+            continue
+        row = rows[e["args"]["correlation"]]
+        grid, block = list(e["args"].get("grid", [])), list(e["args"].get("block", []))
+        mine = (grid == row["grid"] and block == row["block"]) if "grid" in row else e["name"] != "WaitNs"
+        if mine:
+            out[row["correlation"]] = (e["name"], grid, block, dict(zip(metrics, row["values"])))
+    return [out[c] for c in sorted(out)]
+
+
+def ncu_shape(text):
+    return [int(v) for v in text.strip("()").split(",")]
+
+
 def check_ncu(trace, ncu_csv):
-    kernels, meta, _ = load(trace)
-    ours = [k for k in kernels if k[4] is not None]
+    """Nsight Compute profiled the first launches of the same window (--launch-count): pair them
+    with ridge's first profiled launches in order, by grid and block."""
+    ours = profiled_launches(trace)
     theirs = ncu_rows(ncu_csv)
-    print(f"ridge profiled {len(ours)} launches, ncu {len(theirs)}")
-    if len(ours) != len(theirs):
-        print("the two profiled different launches: cannot pair them")
-        return True
+    metrics = [m for m in ours[0][3]] if ours else []
+    print(f"ridge profiled {len(ours)} launches, ncu {len(theirs)}: the first {min(len(ours), len(theirs))} paired in order")
     failed, compared = False, 0
     print(f"{'#':>4} {'kernel':<50} {'DRAM ridge':>12} {'DRAM ncu':>12} {'FLOP ridge':>12} {'FLOP ncu':>12}")
-    for i, ((name, _, _, _, c), n) in enumerate(zip(ours, theirs)):
-        theirs_c = {m: number(n[m]) for m in meta["metrics"] if m in n}
+    # ridge leaves out launches whose shape changed between its passes (a growing KV cache): each
+    # of its launches pairs with the next of ncu's of the same grid and block, a few launches ahead at most.
+    j = 0
+    for i, (name, grid, block, c) in enumerate(ours):
+        ahead = next((k for k in range(j, min(j + 4, len(theirs)))
+                      if ncu_shape(theirs[k]["Grid Size"]) == grid and ncu_shape(theirs[k]["Block Size"]) == block), None)
+        if ahead is None:
+            if j < len(theirs):
+                print(f"launch {i}: ridge ran {name[:60]} {grid}x{block}, no launch of that shape among ncu's next four:"
+                      " the launch orders part here, nothing after is compared")
+                failed = True
+            break
+        for k in range(j, ahead):
+            print(f"     ncu launch {k} ({theirs[k]['Kernel Name'][:50]} {theirs[k]['Grid Size']}): no counters in ridge's trace")
+        n, j = theirs[ahead], ahead + 1
+        theirs_c = {m: number(n[m]) for m in metrics if m in n}
         if dram(theirs_c) < MB:
             continue
         compared += 1

@@ -97,8 +97,9 @@ TEST(TraceCountersGpu, RidgeTimersTracedWithCountersEndOnTheirOwn) {
     EXPECT_LT(seconds, 60.0) << method;
     const Trace t = load_chrome_trace(file.string());
     EXPECT_FALSE(t.counters.rows.empty()) << method << ": the stream kernels must have counters";
+    const CounterRowIndex rows(t.counters);
     for (const auto& k : t.kernels) {
-      if (t.counters.row_for(k.correlation) == nullptr) continue;
+      if (rows.find(k) == nullptr) continue;
       EXPECT_FALSE(is_timing_probe_kernel(t.strings.at(k.name))) << method << ": ridge's own timing kernel was profiled";
     }
   }
@@ -127,4 +128,16 @@ TEST(TraceCountersGpu, InProcessStepReplayEndsTheLastPassAtStop) {
   EXPECT_EQ(c.rows.size(), 2u * same::copy_kernels_per_step);
   EXPECT_TRUE(c.perturbed.empty()) << "one pass: no later pass to perturb";
   EXPECT_TRUE(c.mismatches.empty()) << c.mismatches.front();
+  // Each row belongs to one kernel, its launch's: kernels of the profiler's own that share the
+  // launch's correlation id (the range profiler's WaitNs) get none.
+  const Trace& t = tracer.events();
+  const CounterRowIndex rows(c);
+  std::size_t with_row = 0;
+  for (const auto& k : t.kernels)
+    if (rows.find(k) != nullptr) {
+      ++with_row;
+      EXPECT_NE(t.strings.at(k.name), "WaitNs");
+    }
+  EXPECT_EQ(with_row, c.rows.size());
+  for (const auto& r : c.rows) EXPECT_GT(r.grid[0], 0) << "the launch's grid is recorded with its row";
 }

@@ -583,3 +583,46 @@ TEST(TraceCounters, PerturbedLaunchesNeverEnterTheTime) {
   EXPECT_TRUE(back.counters.is_perturbed(103));
   EXPECT_FALSE(back.counters.is_perturbed(102));
 }
+
+TEST(TraceCounters, TheProfilersOwnKernelSharingALaunchsCorrelationGetsNoCounters) {
+  // Under step replay on an H100, CUPTI ran a 1x1 "WaitNs" kernel with the correlation id of each
+  // profiled launch; given the launch's counters too, it doubled every byte and FLOP in the roofline.
+  Trace t = roofline_trace(2);
+  for (auto& k : t.kernels) k.grid = {6, 1, 1}, k.block = {128, 1, 1};
+  for (auto& r : t.counters.rows) r.grid = {6, 1, 1}, r.block = {128, 1, 1};
+  const CounterRoofline before = counter_roofline(t, ceilings());
+  const std::uint32_t wait = t.strings.intern("WaitNs");
+  for (const auto& r : std::vector<CounterRow>(t.counters.rows)) {
+    Kernel w;
+    w.name = wait;
+    w.correlation = r.correlation;
+    w.start = 9'000'000'000;
+    w.end = w.start + 80'000;
+    t.kernels.push_back(w);  // grid and block 1x1x1
+  }
+  const CounterRowIndex rows(t.counters);
+  std::size_t with_row = 0, profilers = 0;
+  for (const auto& k : t.kernels) {
+    with_row += rows.find(k) != nullptr;
+    profilers += rows.profiler_kernel(k);
+  }
+  EXPECT_EQ(with_row, t.counters.rows.size());
+  EXPECT_EQ(profilers, t.counters.rows.size());
+  const CounterRoofline after = counter_roofline(t, ceilings());
+  ASSERT_EQ(after.kernels.size(), before.kernels.size());
+  for (const auto& k : after.kernels) EXPECT_NE(k.name, "WaitNs");
+  EXPECT_DOUBLE_EQ(row(after, "stream_add").dram_bytes, row(before, "stream_add").dram_bytes);
+  // The shape travels with the row through the trace file; the writer gives WaitNs no counters.
+  const std::string json = to_chrome_json(t);
+  const Trace back = parse_chrome_json(json);
+  ASSERT_FALSE(back.counters.rows.empty());
+  EXPECT_EQ(back.counters.rows[0].grid, (std::array<std::int32_t, 3>{6, 1, 1}));
+  EXPECT_EQ(back.counters.rows[0].block, (std::array<std::int32_t, 3>{128, 1, 1}));
+  const auto wait_event = json.find(R"("name":"WaitNs")");
+  ASSERT_NE(wait_event, std::string::npos);
+  EXPECT_EQ(json.substr(wait_event, json.find('}', json.find("\"args\"", wait_event)) - wait_event).find("profiled"),
+            std::string::npos);
+  // A row without a shape (a file written before rows kept one) goes to every kernel of its id.
+  for (auto& r : t.counters.rows) r.grid = {}, r.block = {};
+  EXPECT_FALSE(CounterRowIndex(t.counters).profiler_kernel(t.kernels.back()));
+}

@@ -177,6 +177,21 @@ struct Trace {
   void count_rejected(const std::string& reason, std::uint64_t count = 1);
 };
 
+/// Each kernel record's counter row, for the trace writers and the measured roofline. A row belongs
+/// to the kernel of its launch's correlation id whose grid and block are the launch's; another
+/// kernel with that id is the profiler's own (profiler_kernel), never given the row.
+class CounterRowIndex {
+ public:
+  explicit CounterRowIndex(const KernelCounters& counters);
+  /// The row of `k`, nullptr when its launch was not profiled or `k` is the profiler's kernel.
+  const CounterRow* find(const Kernel& k) const;
+  /// Whether `k` shares a profiled launch's correlation id without being that launch's kernel.
+  bool profiler_kernel(const Kernel& k) const;
+
+ private:
+  std::unordered_map<std::uint32_t, const CounterRow*> by_correlation_;
+};
+
 /// After collection: copies external ids onto the events they correlate with, sorts every event
 /// list by start time and computes NVTX nesting depth per thread.
 void finalize(Trace& trace);

@@ -5,6 +5,7 @@
 // the measured roofline built from them is ridge/trace/counters.hpp. CPU-only
 // (src/trace/model/counters.cpp, src/trace/model/counter_passes.cpp); collection is in
 // src/trace/cupti/kernel_counters.cpp.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -113,6 +114,10 @@ struct CounterRow {
   /// Host time of the launch call (CUPTI's clock, ns). CUPTI gives a replayed kernel no GPU times,
   /// so the trace places it here, lasting its profiled pass's duration.
   std::uint64_t launch_ns = 0;
+  /// The launch's grid and block (zeros: not known). CUPTI gives kernels of the profiler's own the
+  /// correlation id of the launch they serialize (the range profiler's WaitNs, one per profiled
+  /// launch under step replay): the shape tells the launch's kernel from them.
+  std::array<std::int32_t, 3> grid{}, block{};
 };
 
 /// What the range profiler collected in one trace.
@@ -149,8 +154,6 @@ struct KernelCounters {
   bool empty() const { return rows.empty(); }
   /// Column of `metric`, nullopt when it was not collected.
   std::optional<std::size_t> column(const std::string& metric) const;
-  /// Row of the launch with `correlation`, nullptr when it was not profiled.
-  const CounterRow* row_for(std::uint32_t correlation) const;
   /// Whether the launch ran under profiling without a row of its own (step replay's later passes).
   bool is_perturbed(std::uint32_t correlation) const;
 };

@@ -34,8 +34,9 @@ void route_to_counters(State& s, CUpti_CallbackDomain domain, CUpti_CallbackId c
 void place_replayed_kernels(State& s) {
   trace::Trace& t = s.trace;
   const auto duration = t.counters.column("gpu__time_duration.sum");
+  const trace::CounterRowIndex rows(t.counters);
   for (trace::Kernel& k : s.replayed_kernels) {
-    const trace::CounterRow* row = t.counters.row_for(k.correlation);
+    const trace::CounterRow* row = rows.find(k);
     if (row == nullptr || row->launch_ns == 0) {
       ++t.incomplete_records;
       continue;

@@ -48,6 +48,7 @@ struct ContextProfiler {
   struct Launch {
     std::uint32_t correlation = 0;
     std::uint64_t launch_ns = 0;
+    trace::LaunchSignature signature;  ///< its grid and block
   };
   std::vector<Launch> pending;
   // Step replay: the launches of each pass of the profiled step in progress, and their times (pass 0's).
@@ -55,6 +56,18 @@ struct ContextProfiler {
   std::vector<std::uint64_t> first_pass_launch_ns;
   std::uint64_t profiled_step = 0;  ///< its first program step
 };
+
+/// A decoded range as the counter row of the launch it belongs to, with the launch's grid and block
+/// (which tell its kernel from the profiler's own kernels sharing its correlation id).
+trace::CounterRow counter_row(const trace::LaunchSignature& launch, std::uint32_t correlation, std::uint32_t device,
+                              std::vector<double> values, std::uint64_t launch_ns) {
+  trace::CounterRow row{correlation, device, std::move(values), launch_ns};
+  for (int i = 0; i < 3; ++i) {
+    row.grid[i] = static_cast<std::int32_t>(launch.grid[i]);
+    row.block[i] = static_cast<std::int32_t>(launch.block[i]);
+  }
+  return row;
+}
 
 struct State {
   std::mutex mutex;
@@ -132,7 +145,8 @@ void stop_session(State& s, ContextProfiler& c) {
     s.result.ranges_unmatched += d.ranges.size();
   } else {
     for (std::size_t i = 0; i < d.ranges.size(); ++i)
-      s.result.rows.push_back({c.pending[i].correlation, c.session->device(), d.ranges[i], c.pending[i].launch_ns});
+      s.result.rows.push_back(counter_row(c.pending[i].signature, c.pending[i].correlation, c.session->device(),
+                                          d.ranges[i], c.pending[i].launch_ns));
   }
   c.pending.clear();
 }
@@ -252,7 +266,8 @@ void keep_matched_ranges(State& s, ContextProfiler& c, const RangeProfilerSessio
     s.result.mismatches.push_back(fmt::format("profiled step at program step {}: {}", c.profiled_step, line));
   std::vector<bool> has_row(c.passes.front().size(), false);
   for (std::size_t i : m.matched) {
-    s.result.rows.push_back({c.passes.front()[i].correlation, c.session->device(), d.ranges[i], c.first_pass_launch_ns[i]});
+    s.result.rows.push_back(counter_row(c.passes.front()[i], c.passes.front()[i].correlation, c.session->device(),
+                                        d.ranges[i], c.first_pass_launch_ns[i]));
     has_row[i] = true;
   }
   s.result.ranges_unmatched += d.ranges.size() - m.matched.size();
@@ -387,7 +402,8 @@ void counters_on_launch(const CUpti_CallbackData& info, std::uint32_t cbid) {
     if (!c.session->running()) start_session(c);
     std::uint64_t now = 0;
     COUNTERS_CHECK(cuptiGetTimestamp(&now));
-    c.pending.push_back({runtime_launch_correlation != 0 ? runtime_launch_correlation : info.correlationId, now});
+    c.pending.push_back({runtime_launch_correlation != 0 ? runtime_launch_correlation : info.correlationId, now,
+                         launch_signature(cbid, info)});
     ++s.result.launches_profiled;
   });
 }

@@ -107,19 +107,17 @@ struct Writer {
 
   /// A profiled launch's counters as kernel args (Perfetto shows them); the rows themselves are
   /// in the metadata, which is what the reader reads back.
-  void counter_args(std::uint32_t correlation) {
+  void counter_args(const Kernel& k) {
     if (trace.counters.rows.empty()) return;
-    if (counter_rows.empty())
-      for (const auto& r : trace.counters.rows) counter_rows.emplace(r.correlation, &r);
-    const auto it = counter_rows.find(correlation);
-    if (it == counter_rows.end()) return;
+    const CounterRow* row = counter_rows.find(k);
+    if (row == nullptr) return;
     key(EventArg::profiled);
     put("true");
     key(EventArg::counters);
     put("{");
-    for (std::size_t i = 0; i < trace.counters.metrics.size() && i < it->second->values.size(); ++i) {
+    for (std::size_t i = 0; i < trace.counters.metrics.size() && i < row->values.size(); ++i) {
       if (i > 0) put(",");
-      const double v = it->second->values[i];
+      const double v = row->values[i];
       fmt::format_to(std::back_inserter(out), "\"{}\":", trace.counters.metrics[i]);
       if (std::isfinite(v))
         fmt::format_to(std::back_inserter(out), "{}", v);
@@ -128,7 +126,7 @@ struct Writer {
     }
     put("}");
   }
-  std::unordered_map<std::uint32_t, const CounterRow*> counter_rows;
+  CounterRowIndex counter_rows{trace.counters};
 
   Us rel(Nanoseconds t) const { return Us{t >= origin ? t - origin : 0}; }
   static Us dur(Nanoseconds s, Nanoseconds e) { return Us{e > s ? e - s : 0}; }
@@ -269,7 +267,7 @@ struct Writer {
       if (k.graph_id != 0) arg_id(EventArg::graph_id, k.graph_id);
       // relative, in exact ns: the "ts" fields are rounded
       if (k.queued != 0 && k.queued <= k.start) arg_id(EventArg::queued_before, k.start - k.queued);
-      counter_args(k.correlation);
+      counter_args(k);
       out += "}}";
       flow(launch_of(k.correlation), k.device, k.stream, k.start);
     }

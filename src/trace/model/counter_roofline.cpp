@@ -27,26 +27,21 @@ struct NameTotals {
   std::map<std::string, double> flops;
 };
 
-std::unordered_map<std::uint32_t, std::size_t> rows_by_correlation(const KernelCounters& c) {
-  std::unordered_map<std::uint32_t, std::size_t> index;
-  for (std::size_t i = 0; i < c.rows.size(); ++i) index.emplace(c.rows[i].correlation, i);
-  return index;
-}
-
 std::map<std::uint32_t, NameTotals> totals_by_name(const Trace& trace) {
-  const auto index = rows_by_correlation(trace.counters);
+  const CounterRowIndex index(trace.counters);
   std::map<std::uint32_t, NameTotals> totals;
   for (const auto& k : trace.kernels) {
+    if (index.profiler_kernel(k)) continue;  // not the program's
     NameTotals& t = totals[k.name];
     ++t.calls;
-    const auto it = index.find(k.correlation);
-    if (it == index.end() && trace.counters.is_perturbed(k.correlation)) continue;  // serialized by profiling
-    if (it == index.end()) {
+    const CounterRow* row = index.find(k);
+    if (row == nullptr && trace.counters.is_perturbed(k.correlation)) continue;  // serialized by profiling
+    if (row == nullptr) {
       ++t.untouched;
       t.untouched_ns += static_cast<double>(k.end - k.start);
       continue;
     }
-    const LaunchWork w = launch_work(trace.counters, trace.counters.rows[it->second]);
+    const LaunchWork w = launch_work(trace.counters, *row);
     ++t.profiled;
     t.profiled_pass_ns += w.profiled_duration_ns > 0 ? w.profiled_duration_ns : static_cast<double>(k.end - k.start);
     t.dram += w.dram_bytes();
@@ -225,10 +220,11 @@ std::vector<CounterRooflineRow> group_rows(const Trace& trace, const CounterRoof
                                            const std::unordered_map<std::uint32_t, NameEstimate>& names,
                                            const DeviceCeilings& ceilings, std::vector<std::string>& unknown,
                                            std::uint64_t* outside_steps) {
-  const auto index = rows_by_correlation(trace.counters);
+  const CounterRowIndex index(trace.counters);
   const GroupOf group_of(trace, options);
   std::map<std::string, GroupTotals> groups;
   for (const auto& k : trace.kernels) {
+    if (index.profiler_kernel(k)) continue;  // not the program's
     std::string key = group_of(k);
     if (key.empty()) {
       ++*outside_steps;
@@ -237,12 +233,12 @@ std::vector<CounterRooflineRow> group_rows(const Trace& trace, const CounterRoof
     GroupTotals& g = groups[std::move(key)];
     const NameEstimate& e = names.at(k.name);
     ++g.calls;
-    const auto row = index.find(k.correlation);
+    const CounterRow* row = index.find(k);
     // A launch's time: its own when it ran untouched, else its name's per-call time.
-    const bool own_time = row == index.end() && !trace.counters.is_perturbed(k.correlation);
+    const bool own_time = row == nullptr && !trace.counters.is_perturbed(k.correlation);
     const double time = own_time ? static_cast<double>(k.end - k.start) : e.time_ns;
     g.time_ns += time;
-    g.time_from_profiled_pass = g.time_from_profiled_pass || (row != index.end() && e.time_from_profiled_pass);
+    g.time_from_profiled_pass = g.time_from_profiled_pass || (row != nullptr && e.time_from_profiled_pass);
     if (!e.profiled) {
       ++g.without_counters;
       g.time_without_counters_ns += time;
@@ -250,14 +246,14 @@ std::vector<CounterRooflineRow> group_rows(const Trace& trace, const CounterRoof
       continue;
     }
     g.roof_ns += e.time_ns > 0 ? time * e.roof_ns / e.time_ns : 0;
-    if (row == index.end()) {
+    if (row == nullptr) {
       g.dram += e.dram;
       g.l2 += e.l2;
       for (const auto& [p, f] : e.flops) g.flops[p] += f;
       continue;
     }
     ++g.own_counters;
-    const LaunchWork w = launch_work(trace.counters, trace.counters.rows[row->second]);
+    const LaunchWork w = launch_work(trace.counters, *row);
     g.dram += w.dram_bytes();
     g.l2 += w.l2_bytes;
     for (const auto& [p, f] : w.flops) g.flops[p] += f;

@@ -221,10 +221,26 @@ std::optional<std::size_t> KernelCounters::column(const std::string& metric) con
   return static_cast<std::size_t>(it - metrics.begin());
 }
 
-const CounterRow* KernelCounters::row_for(std::uint32_t correlation) const {
-  for (const auto& r : rows)
-    if (r.correlation == correlation) return &r;
-  return nullptr;
+namespace {
+bool shape_known(const std::array<std::int32_t, 3>& d) { return d[0] > 0 && d[1] > 0 && d[2] > 0; }
+bool same_shape(const std::array<std::int32_t, 3>& d, const Dim3& k) { return d[0] == k.x && d[1] == k.y && d[2] == k.z; }
+}  // namespace
+
+CounterRowIndex::CounterRowIndex(const KernelCounters& counters) {
+  for (const auto& r : counters.rows) by_correlation_.emplace(r.correlation, &r);
+}
+
+const CounterRow* CounterRowIndex::find(const Kernel& k) const {
+  const auto it = by_correlation_.find(k.correlation);
+  if (it == by_correlation_.end()) return nullptr;
+  const CounterRow& r = *it->second;
+  if (shape_known(r.grid) && shape_known(r.block) && !(same_shape(r.grid, k.grid) && same_shape(r.block, k.block)))
+    return nullptr;
+  return &r;
+}
+
+bool CounterRowIndex::profiler_kernel(const Kernel& k) const {
+  return by_correlation_.count(k.correlation) > 0 && find(k) == nullptr;
 }
 
 bool KernelCounters::is_perturbed(std::uint32_t correlation) const {
@@ -233,7 +249,14 @@ bool KernelCounters::is_perturbed(std::uint32_t correlation) const {
 
 nlohmann::json to_json(const KernelCounters& c) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : c.rows) rows.push_back({{"correlation", r.correlation}, {"device", r.device}, {"launch_ns", r.launch_ns}, {"values", r.values}});
+  for (const auto& r : c.rows) {
+    nlohmann::json row = {{"correlation", r.correlation}, {"device", r.device}, {"launch_ns", r.launch_ns}, {"values", r.values}};
+    if (shape_known(r.grid) && shape_known(r.block)) {
+      row["grid"] = r.grid;
+      row["block"] = r.block;
+    }
+    rows.push_back(std::move(row));
+  }
   return {{"metric_set", c.metric_set},
           {"metrics", c.metrics},
           {"metrics_not_offered", c.metrics_not_offered},
@@ -279,6 +302,10 @@ KernelCounters kernel_counters_from_json(const nlohmann::json& j) {
     for (const auto& r : j.at("rows")) {
       CounterRow row{r.at("correlation").get<std::uint32_t>(), r.value("device", std::uint32_t{0}), {},
                      r.value("launch_ns", std::uint64_t{0})};
+      if (r.contains("grid") && r.contains("block")) {
+        row.grid = r.at("grid").get<std::array<std::int32_t, 3>>();
+        row.block = r.at("block").get<std::array<std::int32_t, 3>>();
+      }
       for (const auto& v : r.at("values"))  // a value CUPTI could not give is written as null
         row.values.push_back(v.is_null() ? std::nan("") : v.get<double>());
       if (row.values.size() != c.metrics.size())

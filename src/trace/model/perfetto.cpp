@@ -358,18 +358,16 @@ class PerfettoWriter {
     if (external != 0) annotation_uint(w, Arg::external_id, external);
   }
 
-  void counter_args(MessageWriter& w, std::uint32_t correlation) {
+  void counter_args(MessageWriter& w, const Kernel& k) {
     if (trace_.counters.rows.empty()) return;
-    if (counter_rows_.empty())
-      for (const auto& r : trace_.counters.rows) counter_rows_.emplace(r.correlation, &r);
-    const auto it = counter_rows_.find(correlation);
-    if (it == counter_rows_.end()) return;
+    const CounterRow* row = counter_rows_.find(k);
+    if (row == nullptr) return;
     const std::size_t m = w.begin_nested(pf::event_debug_annotations);
     w.uint_field(pf::annotation_name_iid, iid_of(Arg::profiled));
     w.uint_field(pf::annotation_bool, 1);
     w.end_nested(m);
-    for (std::size_t i = 0; i < trace_.counters.metrics.size() && i < it->second->values.size(); ++i)
-      if (std::isfinite(it->second->values[i])) annotation_double(w, first_counter_arg_iid + i, it->second->values[i]);
+    for (std::size_t i = 0; i < trace_.counters.metrics.size() && i < row->values.size(); ++i)
+      if (std::isfinite(row->values[i])) annotation_double(w, first_counter_arg_iid + i, row->values[i]);
   }
 
   Nanoseconds rel(Nanoseconds t) const { return t >= origin_ ? t - origin_ : 0; }
@@ -406,7 +404,7 @@ class PerfettoWriter {
         annotation_uint(w, Arg::shared_memory, k.shared_memory_bytes);
         if (k.graph_id != 0) annotation_uint(w, Arg::graph_id, k.graph_id);
         if (k.queued != 0 && k.queued <= k.start) annotation_uint(w, Arg::queued_before, k.start - k.queued);
-        counter_args(w, k.correlation);
+        counter_args(w, k);
         flow_end(k.correlation);
         break;
       }
@@ -467,7 +465,7 @@ class PerfettoWriter {
   std::unordered_map<const ApiCall*, std::uint32_t> api_index_;
   std::vector<std::uint32_t> flows_of_api_, used_flows_;
   std::vector<std::uint64_t> first_flow_of_api_;
-  std::unordered_map<std::uint32_t, const CounterRow*> counter_rows_;
+  CounterRowIndex counter_rows_{trace_.counters};
 };
 
 // ---- reading ----
