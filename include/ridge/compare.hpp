@@ -205,6 +205,11 @@ bool is_judged(const Record& r);
 /// The median SM clock of a record's samples (extra.sample_sm_mhz), MHz; -1 when not recorded.
 double median_sample_clock_mhz(const Record& r);
 
+/// The factor that brings `r`'s times to `reference`'s work per call (FLOPs where counted, else
+/// bytes): reference work / r's work, 1 when either is unknown or they agree. compare and history
+/// compare a record whose work differs between runs (a ceiling probe's tuned launch shape) by rate.
+double work_scale(const Record& reference, const Record& r);
+
 /// Why nothing was compared, in words (how many records matched of how many on each side, and how
 /// records match); empty when something was. The one text `ridge compare` (exit 6) and Python's
 /// NothingComparedError give.

@@ -87,7 +87,8 @@ SeriesNoise learn_series_noise(std::span<const SeriesPoint> points, std::size_t 
   noise.log_medians.reserve(points.size());
   noise.clocks_mhz.reserve(points.size());
   for (const SeriesPoint& p : points) {
-    const double median = p.record.summary.median;
+    // Runs whose work per call differs (a tuned launch shape) are brought to the newest run's work.
+    const double median = p.record.summary.median * work_scale(points.back().record, p.record);
     noise.log_medians.push_back(median > 0 && !p.record.samples_ms.empty() ? std::log(median) : std::nan(""));
     noise.clocks_mhz.push_back(run_clock_mhz(p.record));
   }

@@ -115,17 +115,6 @@ double equal_clock_scale(const Record& base, const Record& next, const CompareOp
   return n / b;
 }
 
-// A record's work per call: its FLOPs where counted, else its bytes; 0 when neither is.
-double work_per_call(const Record& r) { return r.flops > 0 ? r.flops : r.bytes; }
-
-// The factor that brings `r`'s times to `reference`'s work per call (RecordComparison::work_scale);
-// 1 when either side's work is unknown or they agree.
-double work_scale(const Record& reference, const Record& r) {
-  const double want = work_per_call(reference), have = work_per_call(r);
-  if (!(want > 0 && have > 0) || std::abs(want - have) <= 1e-9 * want) return 1;
-  return want / have;
-}
-
 // The SM clocks a record ran at: its samples' median where recorded, else its start and end
 // readings (those known).
 std::vector<double> record_clocks_mhz(const Record& r) {
@@ -640,6 +629,14 @@ void NoiseBand::widen(double band, std::string_view term) {
 }
 
 double median_sample_clock_mhz(const Record& r) { return sample_clock_median(r); }
+
+double work_scale(const Record& reference, const Record& r) {
+  // A record's work per call: its FLOPs where counted, else its bytes.
+  const auto work = [](const Record& x) { return x.flops > 0 ? x.flops : x.bytes; };
+  const double want = work(reference), have = work(r);
+  if (!(want > 0 && have > 0) || std::abs(want - have) <= 1e-9 * want) return 1;
+  return want / have;
+}
 
 bool is_judged(const Record& r) {
   return r.method != Method::none && r.method != Method::wall_naive && !(r.gate && r.gate->informational) &&

@@ -1105,3 +1105,23 @@ TEST(HistoryCheck, SaysHowManyRunsANoisySeriesNeeds) {
   EXPECT_NE(to_text(check).find("runs a side"), std::string::npos);
   EXPECT_EQ(to_json(check)["noisy_series"].size(), 1u);
 }
+
+TEST(HistoryCheck, RunsOfAnotherWorkPerCallAreComparedByRate) {
+  // A ceiling probe tunes its launch shape per process: some runs do 3/4 of the FLOPs in 3/4 of
+  // the time. The same rate is no change; a 10% slower rate at point 20 is found there.
+  std::vector<SeriesPoint> points, slower;
+  for (int i = 0; i < 30; ++i) {
+    const bool small_shape = i % 4 == 1;
+    for (bool step : {false, true}) {
+      const double level = (small_shape ? 0.75 : 1.0) * (step && i >= 20 ? 1.1 : 1.0);
+      ResultSet run = make_run(i, {.level_ms = level, .seed = 3});
+      run.records[0].flops = small_shape ? 0.75e9 : 1e9;
+      (step ? slower : points).push_back({commit_name(i), run.context.timestamp_utc, 13000, run.records[0]});
+    }
+  }
+  EXPECT_TRUE(detect_changes(points, 0, CheckOptions{}).empty());
+  const auto found = detect_changes(slower, 0, CheckOptions{});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].commit, commit_name(20));
+  EXPECT_NEAR(found[0].ratio, 1.1, 0.02);
+}
