@@ -99,7 +99,7 @@ SeriesNoise learn_series_noise(std::span<const SeriesPoint> points, std::size_t 
     for (std::size_t i = 0; i < points.size(); ++i) {
       const Record& r = points[i].record;
       const double sampled = median_sample_clock_mhz(r);
-      if (r.extra.value(extra_key::bound, std::string()) != "compute" || !(sampled > 0)) continue;
+      if (extra_key::bound.get(r) != "compute" || !(sampled > 0)) continue;
       if (reference < 0) reference = sampled;
       noise.log_medians[i] += std::log(sampled / reference);
       noise.clocks_mhz[i] = reference;

@@ -87,12 +87,11 @@ double relative_clock_difference(const A& a, const B& b) {
 
 // The median SM clock a record's samples ran at (extra.sample_sm_mhz); -1 when not recorded.
 double sample_clock_median(const Record& r) {
-  const auto it = r.extra.find(extra_key::sample_sm_mhz);
-  if (it == r.extra.end() || !it->is_array() || it->empty()) return -1;
+  const std::vector<double> sampled = extra_key::sample_sm_mhz.get(r);
   std::vector<double> mhz;
-  for (const auto& v : *it)
-    if (v.is_number() && v.get<double>() > 0) mhz.push_back(v.get<double>());
-  return mhz.size() == it->size() ? median_of(mhz) : -1;
+  for (double v : sampled)
+    if (v > 0) mhz.push_back(v);  // NaN (a sample whose clock was not read) is not
+  return !mhz.empty() && mhz.size() == sampled.size() ? median_of(mhz) : -1;
 }
 
 // A record's SM clock difference between runs: the clocks its samples ran at where both sides
@@ -108,7 +107,7 @@ double record_clock_difference(const Record& base, const Record& next) {
 // (CompareOptions::scale_compute_bound_by_clock); 1 when it does not apply or the clocks agree.
 double equal_clock_scale(const Record& base, const Record& next, const CompareOptions& options) {
   if (!options.scale_compute_bound_by_clock) return 1;
-  const auto compute_bound = [](const Record& r) { return r.extra.value(extra_key::bound, std::string()) == "compute"; };
+  const auto compute_bound = [](const Record& r) { return extra_key::bound.get(r) == "compute"; };
   if (!compute_bound(base) || !compute_bound(next)) return 1;
   const double b = sample_clock_median(base), n = sample_clock_median(next);
   if (!(b > 0 && n > 0) || std::abs(b - n) / std::max(b, n) < 0.01) return 1;

@@ -460,8 +460,8 @@ std::vector<Record> counter_records(const CounterRoofline& r) {
     rec.flops = k.flops;
     rec.gate = RecordGate{.informational = true,
                           .reason = "hardware counters of a trace: where the time goes, not a timing"};
-    rec.extra[extra_key::bound] = to_string(k.bound);
-    rec.extra[extra_key::counter_roofline_row] = row_json(k);
+    extra_key::bound.set(rec, to_string(k.bound));
+    extra_key::counter_roofline_row.set(rec, row_json(k));
     records.push_back(std::move(rec));
   }
   return records;
