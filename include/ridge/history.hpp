@@ -133,6 +133,10 @@ struct CheckOptions {
   /// the relative change that matters, beside the learned noise (bench/history_detection.py).
   CompareOptions compare{.threshold = 0.03};
   std::size_t window_runs = 5;  ///< runs on each side of a candidate commit
+  /// A series whose own run-to-run noise hides a step of the threshold at window_runs gets wider
+  /// windows, as many runs a side as it needs to see the threshold, up to this many (window_runs:
+  /// never wider). Its changes then sit further apart than its windows.
+  std::size_t max_window_runs = 15;
   std::size_t min_runs_before = 2;  ///< a candidate needs this many runs before it (and one at or after)
   /// Only commits after this one (a run's commit, or a unique prefix of it) are under review; empty: all.
   std::string since;
@@ -242,6 +246,10 @@ SeriesNoise learn_series_noise(std::span<const SeriesPoint> points, std::size_t 
 /// The smallest relative step full windows of `window_runs` runs a side resolve under `noise`
 /// (the run-to-run term of judge_window's band); 0 while the noise is unknown.
 double smallest_visible_step(const SeriesNoise& noise, std::size_t window_runs);
+
+/// The runs a side a series' windows take: window_runs, widened while its noise hides a step of
+/// the threshold, up to max_window_runs.
+std::size_t series_window_runs(const SeriesNoise& noise, const CheckOptions& options);
 
 /// Runs [lo, k) against runs [k, hi) of a series: the ratio of the windows' medians of run
 /// medians, and the band it must exceed: the largest of the threshold, the producer's gate, the

@@ -72,11 +72,12 @@ nb::tuple add_run(History& history, const std::string& result_json, const std::s
 }
 
 nb::tuple check(const History& history, const std::optional<std::string>& since, double threshold, double alpha,
-                std::size_t window_runs) {
+                std::size_t window_runs, std::size_t max_window_runs) {
   CheckOptions options;
   options.compare.threshold = threshold;
   options.compare.alpha = alpha;
   options.window_runs = window_runs;
+  options.max_window_runs = max_window_runs;
   if (since) options.since = *since;
   HistoryCheck result;
   {
@@ -109,6 +110,7 @@ void bind_history_file(nb::module_& m) {
            "A stored run's result JSON, as it was added.")
       .def("check", &check, "since"_a.none() = nb::none(), "threshold"_a = CheckOptions{}.compare.threshold,
            "alpha"_a = CheckOptions{}.compare.alpha, "window_runs"_a = CheckOptions{}.window_runs,
+           "max_window_runs"_a = CheckOptions{}.max_window_runs,
            "Change detection over every series (ridge::check_history); returns (json_text, text).")
       .def("export_json_lines", &History::export_json_lines, "Every run as JSON lines, oldest first.")
       .def(
@@ -134,6 +136,8 @@ void bind_history(nb::module_& m) {
                    "significance level, divided by the commits tested in a series")
       .def_prop_ro("spread_factor", [](const CheckOptions& o) { return o.compare.spread_factor; })
       .def_ro("window_runs", &CheckOptions::window_runs, "runs on each side of a candidate commit")
+      .def_ro("max_window_runs", &CheckOptions::max_window_runs,
+              "runs a side a series whose own noise hides a threshold step may widen its windows to")
       .def_ro("min_runs_before", &CheckOptions::min_runs_before, "runs a candidate needs before it");
 #ifdef RIDGE_HAVE_HISTORY
   m.attr("have_history") = true;

@@ -117,6 +117,12 @@ double smallest_visible_step(const SeriesNoise& noise, std::size_t window_runs) 
   return std::exp(noise.z * noise.sigma * std::sqrt(2 * median_variance_factor(window_runs))) - 1;
 }
 
+std::size_t series_window_runs(const SeriesNoise& noise, const CheckOptions& options) {
+  std::size_t runs = options.window_runs;
+  while (runs < options.max_window_runs && smallest_visible_step(noise, runs) > options.compare.threshold) ++runs;
+  return runs;
+}
+
 WindowJudgement judge_window(std::span<const SeriesPoint> points, const SeriesNoise& noise, std::size_t lo,
                              std::size_t k, std::size_t hi, const CheckOptions& options) {
   WindowJudgement w;
@@ -222,6 +228,9 @@ HistoryChange change_from(std::span<const SeriesPoint> points, std::size_t lo, s
 void validate(const CheckOptions& options) {
   if (options.window_runs < 1) throw UsageError("window_runs must be >= 1");
   if (options.min_runs_before < 1) throw UsageError("min_runs_before must be >= 1");
+  if (options.max_window_runs < options.window_runs)
+    throw UsageError(fmt::format("max_window_runs ({}) must be >= window_runs ({})", options.max_window_runs,
+                                 options.window_runs));
   if (options.window_runs < options.min_runs_before)
     throw UsageError(fmt::format("window_runs ({}) must be >= min_runs_before ({})", options.window_runs,
                                  options.min_runs_before));
@@ -240,6 +249,7 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
   if (candidates) *candidates = positions.size();
   if (positions.empty() || !is_judged(points.back().record)) return {};
   const SeriesNoise noise = learn_series_noise(points, positions.size(), options);
+  const std::size_t window = series_window_runs(noise, options);
   // Each window pair judged once: its split score when it is a change, none otherwise.
   std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::optional<double>> judged;
   std::set<std::size_t> kept;
@@ -248,7 +258,7 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
     double best_score = -1;
     for (std::size_t k : positions) {
       if (kept.count(k)) continue;
-      const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
+      const auto [lo, hi] = window_of(k, n, kept, window);
       if (k - lo < options.min_runs_before) continue;
       auto it = judged.find({lo, k, hi});
       if (it == judged.end()) {
@@ -266,7 +276,7 @@ std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, s
   // Each kept change again over its final windows (a later kept change may have narrowed them).
   std::vector<HistoryChange> changes;
   for (std::size_t k : kept) {
-    const auto [lo, hi] = window_of(k, n, kept, options.window_runs);
+    const auto [lo, hi] = window_of(k, n, kept, window);
     if (const WindowJudgement w = judge_window(points, noise, lo, k, hi, options); w.change)
       changes.push_back(change_from(points, lo, k, hi, w, noise, options));
   }
@@ -399,7 +409,7 @@ namespace {
 std::optional<NoisySeries> noisy_series(const RecordSeries& s, std::size_t candidates, const CheckOptions& options) {
   const SeriesNoise noise = learn_series_noise(s.points, candidates, options);
   const double threshold = options.compare.threshold;
-  const double smallest = smallest_visible_step(noise, options.window_runs);
+  const double smallest = smallest_visible_step(noise, series_window_runs(noise, options));
   if (!(smallest > threshold)) return std::nullopt;
   const Record& r = s.points.back().record;
   NoisySeries n{r.name, to_string(r.method), to_string(r.dtype), r.params, s.machine, s.gpu, noise.sigma, smallest, 0};

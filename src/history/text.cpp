@@ -33,8 +33,8 @@ std::string noisy_series_text(const HistoryCheck& check) {
   std::sort(noisiest.begin(), noisiest.end(),
             [](const NoisySeries* a, const NoisySeries* b) { return a->smallest_step > b->smallest_step; });
   std::string out = fmt::format(
-      "{} series scatter too much between runs to see a {:.1f}% step with windows of {} runs; the noisiest:\n",
-      noisiest.size(), check.options.compare.threshold * 100, check.options.window_runs);
+      "{} series scatter too much between runs to see a {:.1f}% step with windows of up to {} runs; the noisiest:\n",
+      noisiest.size(), check.options.compare.threshold * 100, check.options.max_window_runs);
   for (std::size_t i = 0; i < std::min<std::size_t>(noisiest.size(), 5); ++i) {
     const NoisySeries& n = *noisiest[i];
     out += fmt::format("  {} {} {} {}  run-to-run {:.2f}%: sees {:.1f}% steps; {:.1f}% needs {} runs a side\n", n.name,

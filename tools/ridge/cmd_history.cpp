@@ -27,6 +27,7 @@ struct HistoryCommand {
   std::string since, json, output = "-", file;
   std::string threshold = fmt::format("{}%", CheckOptions{}.compare.threshold * 100);
   std::size_t window = CheckOptions{}.window_runs;
+  std::size_t max_window = CheckOptions{}.max_window_runs;
   HistoryPageOptions page;
 };
 
@@ -34,6 +35,7 @@ CheckOptions check_options(const HistoryCommand& c) {
   CheckOptions options;
   options.compare.threshold = parse_threshold(c.threshold);
   options.window_runs = c.window;
+  options.max_window_runs = c.max_window;
   options.since = c.since;
   return options;
 }
@@ -142,6 +144,9 @@ std::function<int()> setup_history(CLI::App& app) {
                        "relative change of the median that counts, as a percentage (5%) or fraction (0.05)")
         ->capture_default_str();
     judged->add_option("--window", c->window, "runs on each side of a candidate commit")->capture_default_str();
+    judged->add_option("--max-window", c->max_window,
+                       "a series whose own noise hides a --threshold step gets wider windows, up to N runs a side")
+        ->capture_default_str();
   }
   check->add_option("--since", c->since, "review only commits after COMMIT (a commit of a run in the history)")
       ->type_name("COMMIT");
@@ -190,7 +195,7 @@ RIDGE_REGISTER_COMMAND(Command{
           "option, 1 a database error (or a ridge built without SQLite).");
       return setup_history(app);
     },
-    {{"since", "--since"}, {"threshold", "--threshold"}, {"window_runs", "--window"}, {"commit", "--commit"},
+    {{"since", "--since"}, {"threshold", "--threshold"}, {"window_runs", "--window"}, {"max_window_runs", "--max-window"}, {"commit", "--commit"},
      {"title", "--title"}, {"max_series", "--max-series"}, {"max_commits", "--max-commits"}}});
 
 }  // namespace
