@@ -9,7 +9,7 @@
 // Unlike either, a change must also exceed the relative threshold, the record's producer gate and
 // its SM clock change (a change the clock alone can explain is not called code), and the
 // significance level is divided by the candidates tested (Bonferroni).
-#include "ridge/history.hpp"
+#include "ridge/history_check.hpp"
 
 #include <algorithm>
 #include <bit>

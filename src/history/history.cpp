@@ -1,4 +1,4 @@
-#include "ridge/history.hpp"
+#include "ridge/history_store.hpp"
 
 #include <algorithm>
 #include <cmath>

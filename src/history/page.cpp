@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "ridge/errors.hpp"
-#include "ridge/history.hpp"
+#include "ridge/history_page.hpp"
 #include "ridge/measure.hpp"
 #include "ridge/dtype.hpp"
 #include "ridge/stats.hpp"

@@ -2,7 +2,7 @@
 // it into SVG. Nothing is fetched: the page opens from a file with no network.
 #include <string>
 
-#include "ridge/history.hpp"
+#include "ridge/history_page.hpp"
 #include "ridge/plot.hpp"
 
 namespace ridge {

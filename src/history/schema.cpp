@@ -39,7 +39,7 @@
 #include <fmt/ranges.h>
 
 #include "ridge/errors.hpp"
-#include "ridge/history.hpp"
+#include "ridge/history_store.hpp"
 
 namespace ridge::history_detail {
 

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "ridge/history.hpp"
+#include "ridge/history_check.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge {
