@@ -388,6 +388,41 @@ TEST(TraceCountersStoredH200, BF16GemmTensorFlopsAreTwoMnkOverTheTiles) {
   EXPECT_EQ(gemms, 8u);
 }
 
+TEST(TraceCountersStoredH100, AGpt2StepReplayTraceHoldsItsPassesItsNamedDifferencesAndTheBytesOfItsAdd) {
+  // bench/counters_user_replay.sh on an H100 (results/h100/counters): GPT-2 small BF16 decode plus a
+  // Triton add, the roofline set on steps 10-12 replayed by the program's steps 10-15.
+  const auto path = std::filesystem::path(RIDGE_SOURCE_DIR) / "results" / "h100" / "counters" / "gpt2_counters.json.gz";
+  ASSERT_TRUE(chrome_trace_has_counters(path.string()));
+  const Trace t = load_chrome_trace(path.string());
+  EXPECT_EQ(t.counters.replay, CounterReplay::steps);
+  EXPECT_EQ(t.counters.passes, 2u);
+  EXPECT_EQ(t.counters.steps_taken, (std::pair<std::uint64_t, std::uint64_t>{10, 15}));
+  EXPECT_EQ(t.counters.steps_profiled, 3u);
+  EXPECT_EQ(t.counters.rows.size(), 711u);
+  // The KV cache's concatenation grew a block between the passes: named, and given no counters.
+  ASSERT_FALSE(t.counters.mismatches.empty());
+  EXPECT_NE(t.counters.mismatches.front().find("CatArrayBatchedCopy"), std::string::npos);
+  EXPECT_NE(t.counters.mismatches.front().find("(758,2,1)"), std::string::npos);
+  EXPECT_NE(t.counters.mismatches.front().find("(759,2,1)"), std::string::npos);
+  ridge::DeviceCeilings c;
+  c.source_text = "H100 SXM datasheet";
+  c.memory_bytes_per_s = 3.35e12;
+  c.peak_flops_per_s = {{"bf16", 989e12}, {"fp32", 67e12}};
+  const CounterRoofline r = counter_roofline(t, c);
+  // The Triton add of 2^26 floats reads two arrays and writes one: 3 x 4 x 2^26 bytes a call. The
+  // L2 was not flushed before it, so up to the H100's 50 MB of L2 may be hits: it read 2.4% less.
+  const CounterRooflineRow& add = row(r, "add_kernel");
+  const double must_move = 3.0 * 4 * (1 << 26), l2_bytes = 50.0 * (1 << 20);
+  EXPECT_LE(add.dram_bytes, 1.01 * must_move);
+  EXPECT_GE(add.dram_bytes, must_move - l2_bytes);
+  EXPECT_EQ(add.bound, Bound::memory) << add.reason;
+  EXPECT_FALSE(add.time_from_profiled_pass);  // timed by the steps left untouched
+  // cuBLAS's GEMMs: their tensor FLOPs counted, their launches outnumbering those profiled.
+  const CounterRooflineRow& gemm = row(r, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_bias_NNT");
+  EXPECT_GT(gemm.flops, 0);
+  EXPECT_GT(gemm.calls, gemm.profiled_calls);
+}
+
 // ---- replay across passes ------------------------------------------------------------------------
 
 TEST(TraceCounters, ReplayDefaultsToStepsWithAWindowAndTakesPassesStepsEach) {
