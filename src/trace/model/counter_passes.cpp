@@ -181,8 +181,13 @@ std::string counters_summary(const Trace& trace, const std::string& step_range) 
                        c.steps_taken.second, c.steps_profiled, c.steps_profiled == 1 ? "" : "s");
   else
     out += ", each kernel replayed inside its launch (memory saved and restored each pass)";
-  out += fmt::format("; L2 {} before each profiled kernel (Nsight Compute flushes by default: compare with its "
-                     "cache control set to {}).\n", c.l2_flushed ? "flushed" : "not flushed", c.l2_flushed ? "all" : "none");
+  out += fmt::format("; L2 {} before each profiled kernel", c.l2_flushed ? "flushed" : "not flushed");
+  // Measured on the H100: at --cache-control none, Nsight Compute's save and restore between its
+  // passes leave other data in L2 than the program's own steps do (results/h100/counters).
+  out += c.l2_flushed ? " (as Nsight Compute's default cache control, all).\n"
+                      : ": the DRAM bytes of a kernel whose data may still be in L2 depend on what ran before it "
+                        "(Nsight Compute flushes by default, and even at cache control none its save and restore "
+                        "between passes leave another L2).\n";
   if (c.graph_launches > 0)
     out += fmt::format("  {} graph launches: their kernels have no counters{}.\n", c.graph_launches,
                        c.replay == CounterReplay::kernel ? " (kernel replay does not reach into CUDA graphs)" : "");
