@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -116,21 +117,38 @@ std::vector<std::string> child_environment(const Environment& extra) {
   return environment;
 }
 
-// The program being waited for, read by forward_signal (a signal handler: plain atomics only).
-volatile sig_atomic_t g_program_pid = 0;
+// The program being waited for, read by forward_signal (a signal handler: lock-free atomics only).
+std::atomic<pid_t> g_program_pid{0};
 volatile sig_atomic_t g_forwarded_signal = 0;
+// A signal that arrived between the fork and g_program_pid being set: its number, plus
+// pending_from_terminal when the terminal sent it; 0 = none. Whoever takes it (exchange) passes it on.
+std::atomic<int> g_pending_signal{0};
+constexpr int pending_from_terminal = 1 << 8;
+static_assert(std::atomic<pid_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
 
-/// SIGINT/SIGTERM/SIGHUP/SIGQUIT reaching `ridge trace` while the program runs: passed on (to its
-/// process group when it leads one), so that it ends and its injection library writes the trace,
-/// which we then read. Only async-signal-safe calls here (kill, getpgid).
-void forward_signal(int sig, siginfo_t* info, void*) {
-  const pid_t pid = g_program_pid;
-  if (pid <= 0) return;
-  const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
+/// Passes `sig` on to the program `pid` (to its process group when it leads one). Async-signal-safe.
+void pass_on(pid_t pid, int sig, bool from_terminal) {
   const bool own_group = ::getpgid(pid) == pid;  // asked now: the program may have called setsid
   if (!detail::forward_to_program(sig, from_terminal, own_group)) return;
   g_forwarded_signal = sig;
   ::kill(own_group ? -pid : pid, sig);
+}
+
+/// Passes a signal that came before the program's pid was known on, once the pid is.
+void pass_on_pending(pid_t pid) {
+  if (const int pending = g_pending_signal.exchange(0); pending != 0)
+    pass_on(pid, pending & (pending_from_terminal - 1), (pending & pending_from_terminal) != 0);
+}
+
+/// SIGINT/SIGTERM/SIGHUP/SIGQUIT reaching `ridge trace` while the program runs: passed on (to its
+/// process group when it leads one), so that it ends and its injection library writes the trace,
+/// which we then read. Only async-signal-safe calls here (kill, getpgid, lock-free atomics). One
+/// that comes between the fork and the pid being known is left pending for run_child; it may run
+/// in any thread, so both sides take the pending signal with one exchange and only one passes it on.
+void forward_signal(int sig, siginfo_t* info, void*) {
+  const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
+  g_pending_signal.store(sig | (from_terminal ? pending_from_terminal : 0));
+  if (const pid_t pid = g_program_pid.load(); pid > 0) pass_on_pending(pid);
 }
 
 /// Installs forward_signal for the forwarded signals, and puts the previous dispositions back
@@ -140,6 +158,7 @@ struct SignalForwarding {
   SignalForwarding() {
     g_program_pid = 0;
     g_forwarded_signal = 0;
+    g_pending_signal = 0;
     struct sigaction forward {};
     forward.sa_sigaction = forward_signal;
     forward.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -187,6 +206,7 @@ ProgramExit run_child(const std::string& program, const std::vector<std::string>
     ::_exit(127);
   }
   g_program_pid = pid;
+  pass_on_pending(pid);  // a signal that came before the pid was known
   ::close(pipe_fds[1]);
   int exec_error = 0;
   ssize_t got = 0;
