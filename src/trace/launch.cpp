@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -335,6 +336,40 @@ void ProgramTraceOptions::validate() const {
 int ProgramTrace::exit_code() const {
   if (error.empty() || program.exit_code != 0) return program.exit_code;
   return static_cast<int>(ExitCode::runtime_error);
+}
+
+std::string ProgramTrace::collection_text() const {
+  std::string text;
+  auto out = std::back_inserter(text);
+  if (!trace_file.empty())
+    fmt::format_to(out, "\nTrace: {} ({} events; written in {:.2f} s) - open it in https://ui.perfetto.dev\n", trace_file,
+                   events, write_seconds);
+  if (profiler_gated) {
+    if (profiler_windows == 0)
+      fmt::format_to(out, "\n--profiler-range: the program never called cudaProfilerStart (torch.cuda.profiler.start()), "
+                          "so nothing was recorded.\n");
+    else
+      fmt::format_to(out, "\n--profiler-range: recorded inside {} cudaProfilerStart/Stop window(s) only; outside them "
+                          "CUPTI recorded launch calls only (switching took {:.2f} ms in all).\n",
+                     profiler_windows, 1e3 * gate_seconds);
+  }
+  if (scheduled)
+    fmt::format_to(out, "\n--schedule: recorded {} of the {} steps the program began; CUPTI's collection was off in the "
+                        "waiting steps, and the warmup steps' records were dropped (switching took {:.2f} ms in all).\n",
+                   steps_recorded, steps_seen, 1e3 * gate_seconds);
+  if (end != "exit")
+    fmt::format_to(out, "The trace was written from a signal handler ({}): it holds what was collected until then.\n", end);
+  for (const auto& other : other_traces)
+    fmt::format_to(out, "Another CUDA process started by the program was traced too: {}\n", other);
+  if (distributed.known())
+    fmt::format_to(out, "Rank {} of {} ({}{}): the trace carries distributedInfo for Holistic Trace Analysis.\n",
+                   distributed.rank, distributed.world_size, distributed.launcher,
+                   distributed.job.empty() ? std::string() : ", job " + distributed.job);
+  if (!merged_trace.empty())
+    fmt::format_to(out, "Merged trace of all ranks: {} (one process track per rank; `ridge trace --analyze {} "
+                        "--step-range NAME` compares them)\n",
+                   merged_trace, merged_trace);
+  return text;
 }
 
 ProgramTrace trace_program(const ProgramTraceOptions& o) {

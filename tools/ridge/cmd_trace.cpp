@@ -78,41 +78,6 @@ int analyze_file(const TraceCommand& c, std::FILE* out) {
   return 0;
 }
 
-/// What the collector says beyond the analysis: where the trace went, profiler windows, how it ended.
-void print_collection(const trace::ProgramTrace& t, std::FILE* out) {
-  if (!t.trace_file.empty())
-    fmt::print(out, "\nTrace: {} ({} events; written in {:.2f} s) - open it in https://ui.perfetto.dev\n", t.trace_file,
-               t.events, t.write_seconds);
-  if (t.profiler_gated) {
-    if (t.profiler_windows == 0)
-      fmt::print(out, "\n--profiler-range: the program never called cudaProfilerStart (torch.cuda.profiler.start()), so "
-                      "nothing was recorded.\n");
-    else
-      fmt::print(out, "\n--profiler-range: recorded inside {} cudaProfilerStart/Stop window(s) only; outside them CUPTI "
-                      "recorded launch calls only (switching took {:.2f} ms in all).\n",
-                 t.profiler_windows, 1e3 * t.gate_seconds);
-  }
-  if (t.scheduled)
-    fmt::print(out, "\n--schedule: recorded {} of the {} steps the program began; CUPTI's collection was off in the "
-                    "waiting steps, and the warmup steps' records were dropped (switching took {:.2f} ms in all).\n",
-               t.steps_recorded, t.steps_seen, 1e3 * t.gate_seconds);
-  if (t.cupti_errors > 0)
-    fmt::print(stderr, "ridge trace: warning: {} CUPTI call(s) failed while switching tracing on or off, the last: {}\n",
-               t.cupti_errors, t.last_cupti_error);
-  if (t.end != "exit")
-    fmt::print(out, "The trace was written from a signal handler ({}): it holds what was collected until then.\n", t.end);
-  for (const auto& other : t.other_traces)
-    fmt::print(out, "Another CUDA process started by the program was traced too: {}\n", other);
-  if (t.distributed.known())
-    fmt::print(out, "Rank {} of {} ({}{}): the trace carries distributedInfo for Holistic Trace Analysis.\n",
-               t.distributed.rank, t.distributed.world_size, t.distributed.launcher,
-               t.distributed.job.empty() ? std::string() : ", job " + t.distributed.job);
-  if (!t.merged_trace.empty())
-    fmt::print(out, "Merged trace of all ranks: {} (one process track per rank; `ridge trace --analyze {} --step-range "
-                    "NAME` compares them)\n",
-               t.merged_trace, t.merged_trace);
-}
-
 int run_trace(TraceCommand c) {
   const bool json_to_stdout = c.json == "-";
   std::FILE* out = json_to_stdout ? stderr : stdout;
@@ -159,7 +124,10 @@ int run_trace(TraceCommand c) {
   }
   fmt::print(out, "{}", trace::format_analysis(t.analysis));
   if (collect.counters && !t.trace_file.empty()) print_counter_roofline(t.trace_file, c.counters.output(o.analysis.step_range), out);
-  print_collection(t, out);
+  fmt::print(out, "{}", t.collection_text());
+  if (t.cupti_errors > 0)
+    fmt::print(stderr, "ridge trace: warning: {} CUPTI call(s) failed while switching tracing on or off, the last: {}\n",
+               t.cupti_errors, t.last_cupti_error);
   if (json_to_stdout) std::printf("%s\n", t.summary.dump(2).c_str());
   else if (!c.json.empty()) write_json(c.json, t.summary);  // only after the run: never a half-made file
   return t.exit_code();

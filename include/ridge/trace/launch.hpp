@@ -82,6 +82,10 @@ struct ProgramTrace {
   /// What `ridge trace` exits with: the program's code; when tracing failed, that code if it is
   /// non-zero, else 1 (runtime error).
   int exit_code() const;
+  /// What the collection says beyond the analysis, one paragraph each: where the trace went, the
+  /// profiler windows or the schedule's steps, how it ended, other processes and ranks traced.
+  /// CUPTI errors are not in it (a warning: cupti_errors, last_cupti_error).
+  std::string collection_text() const;
 };
 
 /// Runs `options.command` with the injection library, its standard streams and Ctrl-C shared with
