@@ -346,15 +346,15 @@ std::string ProgramTrace::collection_text() const {
                    events, write_seconds);
   if (profiler_gated) {
     if (profiler_windows == 0)
-      fmt::format_to(out, "\n--profiler-range: the program never called cudaProfilerStart (torch.cuda.profiler.start()), "
+      fmt::format_to(out, "\nProfiler range: the program never called cudaProfilerStart (torch.cuda.profiler.start()), "
                           "so nothing was recorded.\n");
     else
-      fmt::format_to(out, "\n--profiler-range: recorded inside {} cudaProfilerStart/Stop window(s) only; outside them "
+      fmt::format_to(out, "\nProfiler range: recorded inside {} cudaProfilerStart/Stop window(s) only; outside them "
                           "CUPTI recorded launch calls only (switching took {:.2f} ms in all).\n",
                      profiler_windows, 1e3 * gate_seconds);
   }
   if (scheduled)
-    fmt::format_to(out, "\n--schedule: recorded {} of the {} steps the program began; CUPTI's collection was off in the "
+    fmt::format_to(out, "\nSchedule: recorded {} of the {} steps the program began; CUPTI's collection was off in the "
                         "waiting steps, and the warmup steps' records were dropped (switching took {:.2f} ms in all).\n",
                    steps_recorded, steps_seen, 1e3 * gate_seconds);
   if (end != "exit")
@@ -366,9 +366,7 @@ std::string ProgramTrace::collection_text() const {
                    distributed.rank, distributed.world_size, distributed.launcher,
                    distributed.job.empty() ? std::string() : ", job " + distributed.job);
   if (!merged_trace.empty())
-    fmt::format_to(out, "Merged trace of all ranks: {} (one process track per rank; `ridge trace --analyze {} "
-                        "--step-range NAME` compares them)\n",
-                   merged_trace, merged_trace);
+    fmt::format_to(out, "Merged trace of all ranks: {} (one process track per rank)\n", merged_trace);
   return text;
 }
 

@@ -125,6 +125,8 @@ int run_trace(TraceCommand c) {
   fmt::print(out, "{}", trace::format_analysis(t.analysis));
   if (collect.counters && !t.trace_file.empty()) print_counter_roofline(t.trace_file, c.counters.output(o.analysis.step_range), out);
   fmt::print(out, "{}", t.collection_text());
+  if (!t.merged_trace.empty())
+    fmt::print(out, "Compare the ranks: ridge trace --analyze {} --step-range NAME\n", t.merged_trace);
   if (t.cupti_errors > 0)
     fmt::print(stderr, "ridge trace: warning: {} CUPTI call(s) failed while switching tracing on or off, the last: {}\n",
                t.cupti_errors, t.last_cupti_error);
