@@ -1,8 +1,10 @@
 #pragma once
 // Comparing two result files: per-record ratios of medians, a rank test on the raw samples, a
-// geometric mean, and verdicts a CI job can act on. CPU only. (Implementation: src/results/compare.cpp.)
+// geometric mean, and verdicts a CI job can act on. CPU only. (Implementation: src/results/compare.cpp;
+// the rank test and NoiseBand are in level_detector.hpp, the detection both compare and history share.)
 #include <cstddef>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -10,22 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ridge/level_detector.hpp"
 #include "ridge/result.hpp"
 
 namespace ridge {
-
-/// Two-sided Mann–Whitney U test (Wilcoxon rank-sum) of samples `a` against samples `b`.
-struct RankTest {
-  double u = 0;        ///< U statistic of `a` (pairs with a > b, ties count 1/2)
-  double z = 0;        ///< normal score (0 when the exact distribution was used)
-  double p_value = 1;  ///< two-sided
-  bool exact = false;  ///< exact null distribution (small samples without ties) vs normal approximation
-};
-
-/// Exact distribution when both samples are small (n_a + n_b <= 40) and have no ties; otherwise the
-/// normal approximation with tie correction and continuity correction. p = 1 when either side is
-/// empty or every value is equal. Throws UsageError on NaN/inf.
-RankTest mann_whitney_u(std::span<const double> a, std::span<const double> b);
 
 /// Percentile-bootstrap confidence interval of median(b) / median(a): resamples both sides
 /// `resamples` times with a fixed seed (reproducible). Returns {low, high}.
@@ -99,21 +89,10 @@ struct CompareOptions {
   /// `ridge compare` exit 9): a report section that crashed must not pass. True where dropping
   /// records is intended.
   bool allow_missing = false;
-};
-
-/// The band a change of a record's level must exceed: the widest of its terms, and which term set
-/// it. compare (a new run against its baselines) and history (windows of runs around a commit)
-/// build theirs the same way, each adding the terms it can measure.
-struct NoiseBand {
-  double relative = 0;  ///< relative change of the level (0.05 = 5%)
-  std::string source;   ///< the term that set it: "threshold", "producer", "clock", "run-to-run" or "resolution"
-  /// The band every gate starts from: the threshold, widened to the producer's minimum
-  /// (RecordGate::min_threshold) when that is larger.
-  static NoiseBand from_threshold(double threshold, double producer_minimum);
-  /// Widens the band to `band` when that is wider, and names `term` its source.
-  void widen(double band, std::string_view term);
-  /// Whether a level that moved by `ratio` (after / before) left the band, either way.
-  bool excludes(double ratio) const { return ratio > 1 + relative || ratio < 1 - relative; }
+  /// Decides whether each record's level changed (level_detector.hpp): the rank test of the raw
+  /// samples here; history check's run medians in CheckOptions::compare. Another detector: one
+  /// class and one line in make_level_detector's registry, or any LevelDetector set here.
+  std::shared_ptr<const LevelDetector> level_detector = make_level_detector("rank_test");
 };
 
 /// One record matched (or not) between the two files. Times in milliseconds.

@@ -23,9 +23,10 @@ namespace ridge {
 /// from the series' own run-to-run noise (learn_series_noise, judge_window).
 struct CheckOptions {
   /// Alpha (divided by the candidates of a series), clock terms, min_change_us (only while a series
-  /// has too few runs to learn its noise): as `ridge compare`. The threshold 3%, not compare's 5%:
+  /// has too few runs to learn its noise): as `ridge compare`. Its level_detector: "run_medians"
+  /// (level_detector.hpp), whose evidence is one log median a run. The threshold 3%, not compare's 5%:
   /// the relative change that matters, beside the learned noise (bench/history_detection.py).
-  CompareOptions compare{.threshold = 0.03};
+  CompareOptions compare{.threshold = 0.03, .level_detector = make_level_detector("run_medians")};
   std::size_t window_runs = 5;  ///< runs on each side of a candidate commit
   /// A series whose own run-to-run noise hides a step of the threshold at window_runs gets wider
   /// windows, as many runs a side as it needs to see the threshold, up to this many (window_runs:
@@ -156,6 +157,7 @@ struct WindowJudgement {
   double median_before_ms = 0, median_after_ms = 0;
   double log_ratio = 0;
   double standard_error = 0;  ///< of log_ratio; 0 when the noise is unknown
+  double p_value = 1;         ///< two-sided normal test of log_ratio against the noise; 1 when unknown
   double min_threshold = 0;   ///< the largest producer gate in the windows
   double clock_difference = -1;
   double noise_band = 0;

@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "history/parallel.hpp"
 #include "ridge/errors.hpp"
@@ -32,13 +33,6 @@ namespace ridge {
 
 namespace {
 
-double median_of_values(std::vector<double> v) {
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  if (v.size() % 2 == 1) return v[mid];
-  return 0.5 * (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + v[mid]);
-}
-
 // The normal score z with P(|Z| > z) = p (two-sided), by bisection on erfc: called once a series.
 double two_sided_normal_score(double p) {
   double lo = 0, hi = 40;
@@ -47,13 +41,6 @@ double two_sided_normal_score(double p) {
     (std::erfc(mid / std::numbers::sqrt2) > p ? lo : hi) = mid;
   }
   return (lo + hi) / 2;
-}
-
-// Variance of the median of m independent normal values, in units of one value's variance:
-// 1/m for one or two values (the median is their mean), pi/(2m) from three on (its asymptotic
-// efficiency; conservative for small odd m).
-double median_variance_factor(std::size_t m) {
-  return (m >= 3 ? std::numbers::pi / 2 : 1.0) / double(m);
 }
 
 // The SM clock a run's record ran at: the median of its samples' clocks where recorded, else its
@@ -126,48 +113,41 @@ std::size_t series_window_runs(const SeriesNoise& noise, const CheckOptions& opt
 WindowJudgement judge_window(std::span<const SeriesPoint> points, const SeriesNoise& noise, std::size_t lo,
                              std::size_t k, std::size_t hi, const CheckOptions& options) {
   WindowJudgement w;
-  std::vector<double> before, after, clocks_before, clocks_after;
-  double sum_before = 0, sum_after = 0;
+  LevelEvidence before, after;
+  std::vector<double> clocks_before, clocks_after;
   for (std::size_t i = lo; i < hi; ++i) {
     const double y = noise.log_medians[i];
     if (!std::isfinite(y)) continue;
-    (i < k ? before : after).push_back(y);
-    (i < k ? sum_before : sum_after) += y;
+    (i < k ? before : after).run_log_medians.push_back(y);
     if (noise.clocks_mhz[i] > 0) (i < k ? clocks_before : clocks_after).push_back(noise.clocks_mhz[i]);
     if (const auto& gate = points[i].record.gate; gate && gate->min_threshold > w.min_threshold)
       w.min_threshold = gate->min_threshold;
   }
-  w.runs_before = before.size();
-  w.runs_after = after.size();
-  if (before.empty() || after.empty()) return w;
-  w.log_ratio = median_of_values(after) - median_of_values(before);
-  w.median_before_ms = std::exp(median_of_values(before));
-  w.median_after_ms = std::exp(median_of_values(after));
+  w.runs_before = before.run_log_medians.size();
+  w.runs_after = after.run_log_medians.size();
+  if (before.run_log_medians.empty() || after.run_log_medians.empty()) return w;
   if (!clocks_before.empty() && !clocks_after.empty()) {
-    const double b = median_of_values(clocks_before), a = median_of_values(clocks_after);
+    const double b = median_of_copy(clocks_before), a = median_of_copy(clocks_after);
     w.clock_difference = std::abs(a - b) / std::max(a, b);
   }
-  // The band is built as compare builds a row's (NoiseBand), from the terms a window can measure.
-  NoiseBand band = NoiseBand::from_threshold(options.compare.threshold, w.min_threshold);
+  // The band starts as compare's does (NoiseBand), with the terms a window can measure; the
+  // detector (CompareOptions::level_detector, run medians by default) adds the series' noise.
+  LevelTerms terms;
+  terms.band = NoiseBand::from_threshold(options.compare.threshold, w.min_threshold);
   if (options.compare.widen_by_clock && !noise.clock_scaled && w.clock_difference > 0)
-    band.widen(w.clock_difference, "clock");
-  if (noise.sigma >= 0) {
-    w.standard_error = noise.sigma * std::sqrt(median_variance_factor(before.size()) + median_variance_factor(after.size()));
-    band.widen(std::exp(noise.z * w.standard_error) - 1, "run-to-run");
-  } else {
-    // Too few runs to learn the series' noise: the resolution between processes, which a window's
-    // median averages down as 1/sqrt(runs).
-    const double runs = double(std::min(before.size(), after.size()));
-    band.widen(options.compare.min_change_us * 1e-3 / w.median_before_ms / std::sqrt(runs), "resolution");
-  }
-  w.noise_band = band.relative;
-  w.noise_band_source = band.source;
-  w.change = band.excludes(std::exp(w.log_ratio));
-  // Where the split is cleanest: the difference of the windows' means over its standard error's
-  // shape. The medians decide; the means place the change (a median of five runs is the same one
-  // or two runs either side of a step, the mean peaks at it).
-  w.split_score = std::abs(sum_after / double(after.size()) - sum_before / double(before.size())) /
-                  std::sqrt(1 / double(before.size()) + 1 / double(after.size()));
+    terms.clock_difference = w.clock_difference;
+  terms.series_noise = noise.sigma;
+  terms.series_z = noise.z;
+  const LevelJudgement level = options.compare.level_detector->judge(before, after, terms, options.compare);
+  w.log_ratio = level.log_ratio;
+  w.median_before_ms = level.before_ms;
+  w.median_after_ms = level.after_ms;
+  w.standard_error = level.standard_error;
+  w.p_value = level.p_value;
+  w.noise_band = level.band.relative;
+  w.noise_band_source = level.band.source;
+  w.change = level.changed;
+  w.split_score = level.split_score;
   return w;
 }
 
@@ -204,9 +184,8 @@ HistoryChange change_from(std::span<const SeriesPoint> points, std::size_t lo, s
     constexpr double z95 = 1.959963984540054;
     c.ratio_ci_low = std::exp(w.log_ratio - z95 * w.standard_error);
     c.ratio_ci_high = std::exp(w.log_ratio + z95 * w.standard_error);
-    c.p_value = w.standard_error > 0 ? std::erfc(std::abs(w.log_ratio) / w.standard_error / std::numbers::sqrt2)
-                                     : (w.log_ratio != 0 ? 0 : 1);
   }
+  c.p_value = w.p_value;
   c.alpha = noise.alpha;
   c.run_to_run_noise = noise.sigma;
   c.noise_band = w.noise_band;
@@ -236,6 +215,8 @@ void validate(const CheckOptions& options) {
                                  options.min_runs_before));
   if (!(options.compare.alpha > 0 && options.compare.alpha < 1)) throw UsageError("alpha must be in (0, 1)");
   if (!(options.compare.threshold >= 0)) throw UsageError("threshold must be >= 0");
+  if (!options.compare.level_detector)
+    throw UsageError(fmt::format("no level detector; choose one of: {}", fmt::join(level_detector_names(), ", ")));
 }
 
 std::vector<HistoryChange> detect_changes(std::span<const SeriesPoint> points, std::size_t first_candidate,

@@ -23,52 +23,6 @@ namespace ridge {
 
 namespace {
 
-void require_finite(std::span<const double> values, const char* side) {
-  for (double v : values)
-    if (!std::isfinite(v)) throw UsageError(fmt::format("rank test: {} samples contain NaN or infinity", side));
-}
-
-// Number of ways each U value arises under the null, for m values of `a` and n of `b` (no ties):
-// build the sorted sequence by adding the largest element last; an `a` placed last beats all n
-// values of `b` so far.
-std::vector<double> compute_exact_u_counts(std::size_t m, std::size_t n) {
-  // table[i][j] = counts of U for i a-values and j b-values, as a vector over u = 0..i*j.
-  std::vector<std::vector<std::vector<double>>> table(m + 1, std::vector<std::vector<double>>(n + 1));
-  for (std::size_t i = 0; i <= m; ++i)
-    for (std::size_t j = 0; j <= n; ++j) {
-      auto& cell = table[i][j];
-      cell.assign(i * j + 1, 0.0);
-      if (i == 0 || j == 0) {
-        cell[0] = 1;
-        continue;
-      }
-      const auto& a_last = table[i - 1][j];  // shifted by j
-      const auto& b_last = table[i][j - 1];
-      for (std::size_t u = 0; u < a_last.size(); ++u) cell[u + j] += a_last[u];
-      for (std::size_t u = 0; u < b_last.size(); ++u) cell[u] += b_last[u];
-    }
-  return table[m][n];
-}
-
-// The table depends only on the sample sizes, and a comparison's records mostly share them:
-// computed once per (m, n) per thread (m + n <= 40, so at most a few hundred entries).
-const std::vector<double>& exact_u_counts(std::size_t m, std::size_t n) {
-  thread_local std::map<std::pair<std::size_t, std::size_t>, std::vector<double>> cache;
-  auto it = cache.find({m, n});
-  if (it == cache.end()) it = cache.emplace(std::pair{m, n}, compute_exact_u_counts(m, n)).first;
-  return it->second;
-}
-
-double median_of(std::vector<double>& v) {
-  const std::size_t n = v.size();
-  const std::size_t mid = n / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  const double hi = v[mid];
-  if (n % 2 == 1) return hi;
-  const double lo = *std::max_element(v.begin(), v.begin() + mid);
-  return 0.5 * (lo + hi);
-}
-
 std::string device_label(const DeviceDescription& d) {
   return d.uuid.empty() ? d.name : fmt::format("{} ({})", d.name, d.uuid);
 }
@@ -91,7 +45,7 @@ double sample_clock_median(const Record& r) {
   std::vector<double> mhz;
   for (double v : sampled)
     if (v > 0) mhz.push_back(v);  // NaN (a sample whose clock was not read) is not
-  return !mhz.empty() && mhz.size() == sampled.size() ? median_of(mhz) : -1;
+  return !mhz.empty() && mhz.size() == sampled.size() ? median_in_place(mhz) : -1;
 }
 
 // A record's SM clock difference between runs: the clocks its samples ran at where both sides
@@ -137,13 +91,6 @@ bool clocks_within(std::span<const Record* const> runs, const Record& next) {
   return std::all_of(mine.begin(), mine.end(), [&](double mhz) { return mhz >= low && mhz <= high; });
 }
 
-// Smallest two-sided p-value any outcome can reach with these sample sizes (exact test).
-double smallest_possible_p(std::size_t m, std::size_t n) {
-  // 2 / C(m+n, m), computed in logs.
-  const double log_c = std::lgamma(double(m + n + 1)) - std::lgamma(double(m + 1)) - std::lgamma(double(n + 1));
-  return std::min(1.0, 2.0 * std::exp(-log_c));
-}
-
 std::string format_ratio(double r) { return r > 0 ? fmt::format("{:.3f}", r) : std::string("-"); }
 
 std::string format_change(double r) {
@@ -158,61 +105,6 @@ std::string format_p(const RankTest& t) {
 
 }  // namespace
 
-RankTest mann_whitney_u(std::span<const double> a, std::span<const double> b) {
-  require_finite(a, "first");
-  require_finite(b, "second");
-  RankTest result;
-  const std::size_t m = a.size(), n = b.size();
-  if (m == 0 || n == 0) return result;
-
-  // Average ranks over the pooled samples (1-based), and the tie groups' sizes.
-  std::vector<std::pair<double, int>> pooled;
-  pooled.reserve(m + n);
-  for (double v : a) pooled.emplace_back(v, 0);
-  for (double v : b) pooled.emplace_back(v, 1);
-  std::sort(pooled.begin(), pooled.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  double rank_sum_a = 0, tie_term = 0;
-  bool ties = false;
-  for (std::size_t i = 0; i < pooled.size();) {
-    std::size_t j = i;
-    while (j < pooled.size() && pooled[j].first == pooled[i].first) ++j;
-    const double t = double(j - i);
-    const double average_rank = (double(i + 1) + double(j)) / 2.0;
-    for (std::size_t k = i; k < j; ++k)
-      if (pooled[k].second == 0) rank_sum_a += average_rank;
-    if (t > 1) {
-      ties = true;
-      tie_term += t * t * t - t;
-    }
-    i = j;
-  }
-  const double md = double(m), nd = double(n), total = md + nd;
-  result.u = rank_sum_a - md * (md + 1) / 2.0;
-  const double mean_u = md * nd / 2.0;
-
-  if (!ties && m + n <= 40) {
-    const std::vector<double>& counts = exact_u_counts(m, n);
-    double all = 0;
-    for (double c : counts) all += c;
-    const auto u = static_cast<std::size_t>(std::llround(result.u));
-    double low = 0, high = 0;  // P(U <= u), P(U >= u)
-    for (std::size_t k = 0; k < counts.size(); ++k) {
-      if (k <= u) low += counts[k];
-      if (k >= u) high += counts[k];
-    }
-    result.exact = true;
-    result.p_value = std::min(1.0, 2.0 * std::min(low, high) / all);
-    return result;
-  }
-
-  const double variance = md * nd / 12.0 * ((total + 1) - tie_term / (total * (total - 1)));
-  if (variance <= 0) return result;  // every value equal: no evidence of a difference
-  const double distance = std::max(0.0, std::abs(result.u - mean_u) - 0.5);  // continuity correction
-  result.z = (result.u > mean_u ? 1 : -1) * distance / std::sqrt(variance);
-  result.p_value = std::min(1.0, std::erfc(std::abs(result.z) / std::sqrt(2.0)));
-  return result;
-}
-
 std::pair<double, double> bootstrap_median_ratio_ci(std::span<const double> a, std::span<const double> b,
                                                     double confidence, int resamples, unsigned seed) {
   if (a.empty() || b.empty()) throw UsageError("bootstrap: both samples must be non-empty");
@@ -225,8 +117,8 @@ std::pair<double, double> bootstrap_median_ratio_ci(std::span<const double> a, s
   for (int r = 0; r < resamples; ++r) {
     for (auto& v : ra) v = a[pick_a(rng)];
     for (auto& v : rb) v = b[pick_b(rng)];
-    const double base = median_of(ra);
-    if (base > 0) ratios.push_back(median_of(rb) / base);
+    const double base = median_in_place(ra);
+    if (base > 0) ratios.push_back(median_in_place(rb) / base);
   }
   if (ratios.empty()) return {0, 0};
   std::sort(ratios.begin(), ratios.end());
@@ -393,61 +285,6 @@ void require_runs_of_the_same_code(std::span<const ResultSet> baselines, std::sp
   }
 }
 
-double median_of_copy(std::vector<double> v) { return median_of(v); }
-
-// The runs' medians' spread relative to their median `center`: from five runs on robust, 1.4826 x
-// their median absolute deviation (the standard deviation for normal noise), so one process in ten
-// that jumped does not widen every record's band; below five the standard deviation. -1 below two.
-double run_to_run_spread(const std::vector<double>& medians, double center) {
-  if (medians.size() < 2 || !(center > 0)) return -1;
-  if (medians.size() >= 5) {
-    std::vector<double> deviations;
-    for (double m : medians) deviations.push_back(std::abs(m - center));
-    return 1.4826 * median_of(deviations) / center;
-  }
-  double mean = 0;
-  for (double m : medians) mean += m;
-  mean /= double(medians.size());
-  double squares = 0;
-  for (double m : medians) squares += (m - mean) * (m - mean);
-  return std::sqrt(squares / double(medians.size() - 1)) / center;
-}
-
-// Whether the baselines' measured spread sets the row's band instead of the fixed resolution.
-bool spread_sets_band(const RecordComparison& row, const CompareOptions& options) {
-  return row.baseline_runs >= options.spread_sets_band_from && row.run_to_run_spread >= 0;
-}
-
-// The resolution term of a record's band, microseconds, with what it rests on: its timing method's
-// measured resolution on the GPU family where there is one (and it is finer), else the fixed one.
-std::pair<double, std::string> resolution_term(Method method, const std::string& family, const CompareOptions& options) {
-  if (options.per_method_resolution)
-    if (const MethodResolution* measured = measured_resolution(method, family)) {
-      const double us = options.spread_factor * measured->run_to_run_sd_us;
-      if (us < options.min_change_us) return {us, fmt::format("{} {}", family, to_string(method))};
-    }
-  return {options.min_change_us, "fixed"};
-}
-
-// The band a significant change must exceed, and which term set it. `clock_difference` is the
-// record's relative SM clock difference between the runs (-1 when unknown).
-void set_noise_band(RecordComparison& row, const CompareOptions& options, double clock_difference,
-                    const std::string& family, Method method) {
-  NoiseBand band = NoiseBand::from_threshold(options.threshold, row.min_threshold);
-  if (row.run_to_run_spread > 0) band.widen(options.spread_factor * row.run_to_run_spread, "run-to-run");
-  // The clock scales the relative terms; the resolution is an absolute time between processes,
-  // whatever the clock, so it stands beside them rather than being widened too.
-  if (options.widen_by_clock && clock_difference > 0) band.widen(band.relative + clock_difference, "clock");
-  // Enough baselines measure the record's own spread between processes: the resolution then only
-  // marks a change inside min_change_us as suspect (judge), it does not hide it.
-  if (row.base_median_ms > 0 && !spread_sets_band(row, options)) {
-    std::tie(row.resolution_us, row.resolution_basis) = resolution_term(method, family, options);
-    band.widen(row.resolution_us * 1e-3 / row.base_median_ms, "resolution");
-  }
-  row.noise_band = band.relative;
-  row.noise_band_source = band.source;
-}
-
 // A band widened by a clock change lets a slowdown of that size through: never silent. Names the
 // records (the first few) whose band the clock set; "" when none.
 std::string clock_widened_rows(const Comparison& c) {
@@ -495,23 +332,63 @@ bool judge_carried_over(RecordComparison& row, const std::vector<const Record*>&
   return false;
 }
 
+// The row's band and verdict from its detector's judgement, counted into `c`.
+void set_verdict(RecordComparison& row, const LevelJudgement& level, const CompareOptions& options, Comparison& c) {
+  row.run_to_run_spread = level.run_to_run_spread;
+  row.noise_band = level.band.relative;
+  row.noise_band_source = level.band.source;
+  row.resolution_us = level.resolution_us;
+  row.resolution_basis = level.resolution_basis;
+  row.smallest_flagged_slowdown =
+      std::max(row.noise_band, row.ratio > 0 ? (row.ratio_ci_high - row.ratio_ci_low) / (2 * row.ratio) : 0.0);
+  if (row.noise_band_source == "producer" && row.note.empty()) row.note = row.gate_reason;
+  const bool significant = level.significant;
+  // A band narrower than the most one process was seen to jump (min_change_us): a change beyond it
+  // but within that jump is confirmed in a fresh process before it is called.
+  const double one_off_jump = options.min_change_us * 1e-3 / row.base_median_ms;
+  if (significant && row.ratio > 1 + row.noise_band && row.noise_band < one_off_jump && row.ratio <= 1 + one_off_jump) {
+    row.verdict = Verdict::suspect;
+    // No resolution term, a measured spread: the baselines' spread set the band.
+    const bool spread_set_band = row.resolution_basis.empty() && row.run_to_run_spread >= 0;
+    row.note = fmt::format("beyond its band{}, within the {:g} us one process can jump: re-measure in a fresh "
+                           "process to confirm",
+                           spread_set_band ? fmt::format(" from {} baselines' spread", row.baseline_runs) : "",
+                           options.min_change_us);
+    ++c.suspects;
+  } else if (significant && row.ratio > 1 + row.noise_band) {
+    row.verdict = Verdict::regression;
+    ++c.regressions;
+  } else if (significant && row.ratio < 1 - row.noise_band) {
+    row.verdict = Verdict::improvement;
+    ++c.improvements;
+  } else if (significant) {
+    row.verdict = Verdict::within_threshold;
+    ++c.within_threshold;
+  } else {
+    row.verdict = Verdict::no_significant_change;
+    ++c.unchanged;
+    if (row.note.empty() && !level.can_be_significant)
+      row.note = fmt::format("too few samples ({} vs {}) to reach significance at alpha {}", row.base_count,
+                             row.new_count, options.alpha);
+  }
+}
+
 // Judges one record of the new run against the baselines that hold it (`runs`, first baseline
-// first): ratio, rank test, interval, noise band and verdict, counted into `c`. Returns log(ratio)
-// when the pair enters the geometric mean.
+// first): ratio, interval and notes here, the test and the noise band by options.level_detector,
+// then the verdict, counted into `c`. Returns log(ratio) when the pair enters the geometric mean.
 std::optional<double> judge(RecordComparison& row, const std::vector<const Record*>& runs, const Record& n,
                             const CompareOptions& options, Comparison& c) {
   const Record& b = *runs.front();
-  std::vector<double> pooled;
-  std::vector<double> medians;
+  LevelEvidence base, next;
   // Baselines whose work per call differs from the first's are brought to it (their rate is compared).
   for (const Record* r : runs) {
     const double scale = work_scale(b, *r);
-    for (double s : r->samples_ms) pooled.push_back(s * scale);
-    medians.push_back(r->summary.median * scale);
+    for (double s : r->samples_ms) base.samples_ms.push_back(s * scale);
+    base.run_medians_ms.push_back(r->summary.median * scale);
   }
   row.baseline_runs = runs.size();
-  row.base_count = pooled.size();
-  row.base_median_ms = runs.size() == 1 ? b.summary.median : median_of_copy(medians);
+  row.base_count = base.samples_ms.size();
+  row.base_median_ms = runs.size() == 1 ? b.summary.median : median_of_copy(base.run_medians_ms);
   row.new_count = n.samples_ms.size();
   row.new_median_ms = n.summary.median;
   if (judge_carried_over(row, runs, n)) return std::nullopt;
@@ -524,14 +401,13 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
   row.clock_difference = record_clocks;
   row.clock_scale = equal_clock_scale(b, n, options);
   row.work_scale = work_scale(b, n);
-  std::vector<double> new_samples = n.samples_ms;
-  for (double& s : new_samples) s *= row.clock_scale * row.work_scale;
-  const Summary new_summary = row.clock_scale == 1 && row.work_scale == 1 ? n.summary : summarize(new_samples);
-  row.ratio = new_summary.median / row.base_median_ms;
-  row.test = mann_whitney_u(pooled, new_samples);
+  next.samples_ms = n.samples_ms;
+  for (double& s : next.samples_ms) s *= row.clock_scale * row.work_scale;
+  const Summary new_summary = row.clock_scale == 1 && row.work_scale == 1 ? n.summary : summarize(next.samples_ms);
+  next.run_medians_ms = {new_summary.median};
   if (c.ratio_ci_method == "bootstrap") {
     std::tie(row.ratio_ci_low, row.ratio_ci_high) =
-        bootstrap_median_ratio_ci(pooled, new_samples, 0.95, options.bootstrap_resamples);
+        bootstrap_median_ratio_ci(base.samples_ms, next.samples_ms, 0.95, options.bootstrap_resamples);
   } else {
     // The order-statistic interval of each side's median: the first baseline's stands for all.
     std::tie(row.ratio_ci_low, row.ratio_ci_high) = order_statistic_ratio_ci(b.summary, new_summary);
@@ -556,76 +432,50 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
                                          row.work_scale);
     row.note = row.note.empty() ? work : row.note + "; " + work;
   }
-  if (b.method == Method::wall_naive) {
-    row.verdict = Verdict::informational;
-    row.note = "wall_naive times the launch queue, not the work: shown, never judged";
-    return std::nullopt;
-  }
   // The producers' gates: informational if either file says so, the larger minimum threshold.
+  const bool wall_naive = b.method == Method::wall_naive;
+  const RecordGate* informational = nullptr;
   std::vector<const Record*> sides(runs.begin(), runs.end());
   sides.push_back(&n);
   for (const Record* r : sides) {
+    if (wall_naive || informational) break;
     if (!r->gate) continue;
     if (r->gate->informational) {
-      row.verdict = Verdict::informational;
-      row.gate_reason = r->gate->reason;
-      row.note = "informational: " + r->gate->reason;
-      return std::nullopt;
-    }
-    if (r->gate->min_threshold > row.min_threshold) {
+      informational = &*r->gate;
+    } else if (r->gate->min_threshold > row.min_threshold) {
       row.min_threshold = r->gate->min_threshold;
       row.gate_reason = r->gate->reason;
     }
   }
-  row.run_to_run_spread = run_to_run_spread(medians, row.base_median_ms);
-  set_noise_band(row, options, record_clocks, c.gpu_family, b.method);
-  row.smallest_flagged_slowdown =
-      std::max(row.noise_band, row.ratio > 0 ? (row.ratio_ci_high - row.ratio_ci_low) / (2 * row.ratio) : 0.0);
-  if (row.noise_band_source == "producer" && row.note.empty()) row.note = row.gate_reason;
-  const bool significant = row.test.p_value < options.alpha;
-  // A band narrower than the most one process was seen to jump (min_change_us): a change beyond it
-  // but within that jump is confirmed in a fresh process before it is called.
-  const double one_off_jump = options.min_change_us * 1e-3 / row.base_median_ms;
-  if (significant && row.ratio > 1 + row.noise_band && row.noise_band < one_off_jump && row.ratio <= 1 + one_off_jump) {
-    row.verdict = Verdict::suspect;
-    row.note = fmt::format("beyond its band{}, within the {:g} us one process can jump: re-measure in a fresh "
-                           "process to confirm",
-                           spread_sets_band(row, options) ? fmt::format(" from {} baselines' spread", row.baseline_runs) : "",
-                           options.min_change_us);
-    ++c.suspects;
-  } else if (significant && row.ratio > 1 + row.noise_band) {
-    row.verdict = Verdict::regression;
-    ++c.regressions;
-  } else if (significant && row.ratio < 1 - row.noise_band) {
-    row.verdict = Verdict::improvement;
-    ++c.improvements;
-  } else if (significant) {
-    row.verdict = Verdict::within_threshold;
-    ++c.within_threshold;
+  // Informational rows show the ratio and the test too; their band is never built into the row.
+  LevelTerms terms;
+  terms.band = NoiseBand::from_threshold(options.threshold, row.min_threshold);
+  terms.clock_difference = options.widen_by_clock ? record_clocks : 0;
+  terms.method = b.method;
+  terms.gpu_family = c.gpu_family;
+  const LevelJudgement level = options.level_detector->judge(base, next, terms, options);
+  row.ratio = level.ratio;
+  if (level.rank_test) {
+    row.test = *level.rank_test;
   } else {
-    row.verdict = Verdict::no_significant_change;
-    ++c.unchanged;
-    if (row.note.empty() && smallest_possible_p(row.base_count, row.new_count) >= options.alpha)
-      row.note = fmt::format("too few samples ({} vs {}) to reach significance at alpha {}", row.base_count,
-                             row.new_count, options.alpha);
+    row.test.p_value = level.p_value;
   }
+  if (wall_naive) {
+    row.verdict = Verdict::informational;
+    row.note = "wall_naive times the launch queue, not the work: shown, never judged";
+    return std::nullopt;
+  }
+  if (informational) {
+    row.verdict = Verdict::informational;
+    row.gate_reason = informational->reason;
+    row.note = "informational: " + informational->reason;
+    return std::nullopt;
+  }
+  set_verdict(row, level, options, c);
   return std::log(row.ratio);
 }
 
 }  // namespace
-
-NoiseBand NoiseBand::from_threshold(double threshold, double producer_minimum) {
-  NoiseBand band{threshold, "threshold"};
-  band.widen(producer_minimum, "producer");
-  return band;
-}
-
-void NoiseBand::widen(double band, std::string_view term) {
-  if (band > relative) {
-    relative = band;
-    source = term;
-  }
-}
 
 double median_sample_clock_mhz(const Record& r) { return sample_clock_median(r); }
 
@@ -654,6 +504,8 @@ Comparison compare_results(std::span<const ResultSet> baselines, const ResultSet
   if (!(options.spread_factor >= 0) || !std::isfinite(options.spread_factor))
     throw UsageError("compare: the spread factor must be a finite number >= 0");
   if (baselines.empty()) throw UsageError("compare: no baseline; give at least one result file to compare against");
+  if (!options.level_detector)
+    throw UsageError(fmt::format("compare: no level detector; choose one of: {}", fmt::join(level_detector_names(), ", ")));
   std::vector<KeyIndex> base_indices;
   for (const ResultSet& b : baselines) base_indices.push_back(index_by_key(b));
   require_runs_of_the_same_code(baselines, labels, base_indices);
