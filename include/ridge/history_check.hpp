@@ -107,6 +107,10 @@ struct SeriesPoint {
   std::string commit, run_time_utc;
   int driver_version = 0;
   Record record;
+  /// The run's GPU family (HistoryRun::gpu_family): while a series is too young to learn its noise,
+  /// its record's timing method's measured resolution on that family sets the band ("" = unknown:
+  /// CompareOptions::min_change_us).
+  std::string gpu_family;
 };
 
 /// One record's series: the same record (name, method, dtype, params; the n-th of equal ones in a
@@ -151,7 +155,8 @@ std::size_t series_window_runs(const SeriesNoise& noise, const CheckOptions& opt
 /// SM clock change between the windows (unless widen_by_clock is off), and z x the standard error
 /// of the difference of two medians of run medians under the series' noise (sigma x
 /// sqrt(pi/2 (1/m + 1/n)), the median of one or two runs counted as their mean). While the noise
-/// is unknown, min_change_us / median / sqrt(runs) instead.
+/// is unknown, the resolution / median / sqrt(runs) instead: the record's timing method's measured
+/// resolution on the run's GPU family (resolution.hpp), else min_change_us.
 struct WindowJudgement {
   std::size_t runs_before = 0, runs_after = 0;
   double median_before_ms = 0, median_after_ms = 0;

@@ -24,7 +24,7 @@ namespace ridge {
 
 /// Schema version of the history file this ridge writes (`PRAGMA user_version`). Older files are
 /// migrated forward when opened; a newer one is refused with both versions named.
-inline constexpr int history_schema_version = 2;
+inline constexpr int history_schema_version = 3;
 /// `PRAGMA application_id` of a ridge history file ("RDGH"), which tells it from other SQLite files.
 inline constexpr std::int32_t history_application_id = 0x52444748;
 
@@ -54,6 +54,8 @@ struct HistoryRun {
   std::string gpu;           ///< device name ("" when the run had no device)
   std::string gpu_uuid;
   int driver_version = 0;  ///< CUDA driver version, e.g. 13000; 0 unknown
+  /// gpu_family() of the device's compute capability, as its result file recorded it ("" unknown).
+  std::string gpu_family;
   std::string ridge_version, ridge_build;  ///< the ridge that measured it: version and git sha
   std::size_t records = 0;
 };
@@ -102,7 +104,7 @@ class History {
   ResultSet load_run(std::int64_t run_id) const;
   /// Every run's records as change detection reads them, by run id, each run's in file order:
   /// name, method, dtype, params, gate (informational and min_threshold; no reason), SM clocks at
-  /// start and end (sm_mhz only), raw samples and their summary, and of `extra` only what
+  /// start and end (sm_mhz only), work per call (flops, bytes), raw samples and their summary, and of `extra` only what
   /// compare_results reads (sample_sm_mhz, bound). Read from the columns in one streaming query
   /// and summarized on every core: no record's JSON is parsed whole (load_run does that, about 4x
   /// slower at scale).

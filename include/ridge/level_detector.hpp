@@ -120,8 +120,8 @@ class LevelDetector {
 ///   run-to-run spread, the clock on top of the relative terms, the resolution (the timing
 ///   method's measured one, else min_change_us) until spread_sets_band_from runs measure the spread.
 /// - "run_medians" (`ridge history check`): the ratio of medians of run log medians; band terms:
-///   the clock, z x the standard error from the series' noise, or while that is unknown
-///   min_change_us / median / sqrt(runs); split_score from the sides' mean log medians.
+///   the clock, z x the standard error from the series' noise, or while that is unknown the
+///   resolution (as rank_test's) / median / sqrt(runs); split_score from the sides' mean log medians.
 /// Throws UsageError naming the valid names for any other.
 std::shared_ptr<const LevelDetector> make_level_detector(std::string_view name);
 /// The names make_level_detector knows, in registry order.

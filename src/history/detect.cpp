@@ -136,6 +136,8 @@ WindowJudgement judge_window(std::span<const SeriesPoint> points, const SeriesNo
   terms.band = NoiseBand::from_threshold(options.compare.threshold, w.min_threshold);
   if (options.compare.widen_by_clock && !noise.clock_scaled && w.clock_difference > 0)
     terms.clock_difference = w.clock_difference;
+  terms.method = points[k].record.method;
+  terms.gpu_family = points[k].gpu_family;
   terms.series_noise = noise.sigma;
   terms.series_z = noise.z;
   const LevelJudgement level = options.compare.level_detector->judge(before, after, terms, options.compare);
@@ -378,7 +380,7 @@ std::vector<RecordSeries> record_series(const History& history, std::span<const 
   for (const auto& [i, records] : placed_runs)
     for (Record& r : *records) {
       RecordSeries& s = series[placed[next++]];
-      s.points.push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r)});
+      s.points.push_back({runs[i].commit, runs[i].run_time_utc, runs[i].driver_version, std::move(r), runs[i].gpu_family});
       s.run_positions.push_back(i);
     }
   return series;

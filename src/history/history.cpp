@@ -15,6 +15,7 @@
 #include "ridge/errors.hpp"
 #include "ridge/measure.hpp"
 #include "ridge/record_keys.hpp"
+#include "ridge/resolution.hpp"
 #include "ridge/writers.hpp"
 
 namespace ridge {
@@ -79,8 +80,8 @@ double gate_min_threshold(const Record& r) { return r.gate ? r.gate->min_thresho
 void insert_records(Connection& c, std::int64_t run_id, const ResultSet& run) {
   Statement record(c.get(),
                    "INSERT INTO records (run_id, position, name, method, dtype, params_json, verification, "
-                   "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, samples_ms, extra_json) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+                   "gate_informational, gate_min_threshold, median_ms, sm_mhz_start, sm_mhz_end, samples_ms, extra_json, flops, "
+                   "bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
   Statement document(c.get(), "INSERT INTO record_json (record_id, record_json) VALUES (?1, ?2)");
   for (std::size_t i = 0; i < run.records.size(); ++i) {
     const Record& r = run.records[i];
@@ -100,7 +101,9 @@ void insert_records(Connection& c, std::int64_t run_id, const ResultSet& run) {
         .bind(11, r.clocks_start.sm_mhz)
         .bind(12, r.clocks_end.sm_mhz)
         .bind_blob(13, history_detail::encode_samples(r.samples_ms))
-        .bind(14, json_text(r.extra, -1));
+        .bind(14, json_text(r.extra, -1))
+        .bind(15, r.flops)
+        .bind(16, r.bytes);
     record.run();
     document.bind(1, c.last_insert_id()).bind(2, json_text(without_samples, -1)).run();
   }
@@ -215,7 +218,8 @@ AddResult History::add(const ResultSet& run, const RunProvenance& provenance) {
 std::vector<HistoryRun> History::runs() const {
   Statement s(state_->connection.get(),
               "SELECT id, content_hash, commit_sha, branch, source, run_time_utc, added_utc, machine, gpu, gpu_uuid, "
-              "driver_version, ridge_version, ridge_build, (SELECT count(*) FROM records WHERE run_id = runs.id) "
+              "driver_version, ridge_version, ridge_build, (SELECT count(*) FROM records WHERE run_id = runs.id), "
+              "json_extract(context_json, '$.context.device.compute_capability') "
               "FROM runs ORDER BY run_time_utc, added_utc, id");
   std::vector<HistoryRun> runs;
   while (s.step()) {
@@ -234,6 +238,9 @@ std::vector<HistoryRun> History::runs() const {
     r.ridge_version = s.text(11);
     r.ridge_build = s.text(12);
     r.records = static_cast<std::size_t>(s.integer(13));
+    int major = 0, minor = 0;
+    if (!s.is_null(14) && std::sscanf(s.text(14).c_str(), "%d.%d", &major, &minor) == 2)
+      r.gpu_family = gpu_family(major, minor);
     runs.push_back(std::move(r));
   }
   return runs;
@@ -303,7 +310,7 @@ std::unordered_map<std::int64_t, std::vector<Record>> History::records_for_detec
   // record JSON is in a table of its own, so the rows read here are a fifth of its size.
   Statement records(db,
                     "SELECT id, run_id, name, method, dtype, params_json, gate_informational, gate_min_threshold, "
-                    "sm_mhz_start, sm_mhz_end, extra_json, samples_ms FROM records ORDER BY run_id, position");
+                    "sm_mhz_start, sm_mhz_end, extra_json, samples_ms, flops, bytes FROM records ORDER BY run_id, position");
   static const auto methods = stored_names(all_methods);
   static const auto dtypes = stored_names(all_dtypes);
   std::unordered_map<std::int64_t, std::vector<Record>> by_run;
@@ -339,6 +346,8 @@ std::unordered_map<std::int64_t, std::vector<Record>> History::records_for_detec
     if (informational || min_threshold != 0) r.gate = RecordGate{informational, min_threshold, {}};
     r.clocks_start.sm_mhz = records.real(8);
     r.clocks_end.sm_mhz = records.real(9);
+    r.flops = records.real(12);  // the work per call: runs of another launch shape compare by rate
+    r.bytes = records.real(13);
     // Of `extra`, only what compare_results reads: the per-sample clocks, the bound and the
     // carried-over marker.
     if (const std::string_view extra_text = records.text_view(10); extra_text != "{}") {

@@ -1,4 +1,4 @@
-// The history schema, version 2. One SQLite file (WAL journal), PRAGMA application_id =
+// The history schema, version 3. One SQLite file (WAL journal), PRAGMA application_id =
 // history_application_id and PRAGMA user_version = the schema version.
 //
 //   runs         one row per run added: its content hash (unique: a run adds once), commit,
@@ -9,8 +9,9 @@
 //                JSON), what the gate and verdict need (verification, gate informational and
 //                min_threshold), median, SM clocks at start and end, its raw samples (ms per
 //                operation) in samples_ms: one BLOB of IEEE 754 binary64 values, little-endian,
-//                8 bytes each, in order (encode_samples; zero bytes: no samples), and its `extra`
-//                object as JSON in extra_json.
+//                8 bytes each, in order (encode_samples; zero bytes: no samples), its `extra`
+//                object as JSON in extra_json, and its work per call (flops, bytes; 0 = not
+//                counted), by which runs of another launch shape are compared (work_scale).
 //   record_json  one row per record (record_id = records.id): the record as JSON without its
 //                samples and summary, `extra` included (load_run and export read it).
 //
@@ -18,6 +19,9 @@
 // row per sample, and the record JSON in records.record_json: at 10,000 runs x 100 records x 20
 // samples, `history check` read 20 million sample rows and 880 MB of JSON it did not need.
 // migrate_to_2 moves both out (needs SQLite 3.35 for ALTER TABLE DROP COLUMN).
+//
+// Version 2 left the work per call in the record JSON only, so detection compared a tuned ceiling
+// probe's runs of 3/4 the work as a 25% speed-up; migrate_to_3 copies it into two columns.
 //
 // A new version adds a migrate_to_N step below and bumps history_schema_version; a file is
 // migrated forward in one transaction when a newer ridge opens it.
@@ -128,9 +132,19 @@ void migrate_to_2(Connection& c) {
             "dropping the version 1 samples table and record column (migrating to schema version 2)");
 }
 
+// The work per call (record.flops, record.bytes), which detection reads, in columns of its own.
+void migrate_to_3(Connection& c) {
+  c.execute("ALTER TABLE records ADD COLUMN flops REAL NOT NULL DEFAULT 0;\n"
+            "ALTER TABLE records ADD COLUMN bytes REAL NOT NULL DEFAULT 0;\n"
+            "UPDATE records SET\n"
+            "  flops = coalesce((SELECT json_extract(record_json, '$.flops') FROM record_json WHERE record_id = records.id), 0),\n"
+            "  bytes = coalesce((SELECT json_extract(record_json, '$.bytes') FROM record_json WHERE record_id = records.id), 0);",
+            "copying each record's work per call into columns (migrating to schema version 3)");
+}
+
 // Step N brings a file from version N - 1 to N; index 0 is creation from nothing.
 using Migration = void (*)(Connection&);
-constexpr std::array<Migration, history_schema_version> migrations = {migrate_to_1, migrate_to_2};
+constexpr std::array<Migration, history_schema_version> migrations = {migrate_to_1, migrate_to_2, migrate_to_3};
 
 std::vector<std::string> table_names(Connection& c) {
   Statement s(c.get(), "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name");

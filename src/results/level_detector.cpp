@@ -248,12 +248,14 @@ class RunMediansDetector final : public LevelDetector {
       j.p_value = j.standard_error > 0 ? std::erfc(std::abs(j.log_ratio) / j.standard_error / std::numbers::sqrt2)
                                        : (j.log_ratio != 0 ? 0 : 1);
     } else {
-      // Too few runs to learn the series' noise: the resolution between processes, which a window's
-      // median averages down as 1/sqrt(runs).
+      // Too few runs to learn the series' noise: the resolution between processes (the timing
+      // method's measured one on the GPU family, else the fixed one), which a window's median
+      // averages down as 1/sqrt(runs).
       const double runs = double(std::min(b.size(), a.size()));
-      j.resolution_us = options.min_change_us / std::sqrt(runs);
-      j.resolution_basis = "fixed";
-      band.widen(options.min_change_us * 1e-3 / j.before_ms / std::sqrt(runs), "resolution");
+      const auto [resolution_us, basis] = resolution_term(terms.method, terms.gpu_family, options);
+      j.resolution_us = resolution_us / std::sqrt(runs);
+      j.resolution_basis = basis;
+      band.widen(j.resolution_us * 1e-3 / j.before_ms, "resolution");
     }
     j.band = std::move(band);
     j.changed = j.band.excludes(j.ratio);

@@ -24,6 +24,7 @@
 #include "ridge/carried_over.hpp"
 #include "ridge/history.hpp"
 #include "ridge/record_keys.hpp"
+#include "ridge/stats.hpp"
 #include "ridge/writers.hpp"
 
 using namespace ridge;
@@ -1154,4 +1155,52 @@ TEST(HistoryCheck, ANoisySeriesWidensItsWindowsToSeeTheThreshold) {
   CheckOptions bad;
   bad.max_window_runs = bad.window_runs - 1;
   EXPECT_THROW(validate(bad), ridge::UsageError);
+}
+
+TEST(HistoryCheck, AYoungSeriesTakesItsMethodsMeasuredResolutionOnItsGpuFamily) {
+  // Four H100 reports of one build (results/h100/gate), the last two with every graph-replayed
+  // record under 3 us 10% slower: too few runs to learn a series' noise, so the band is the
+  // resolution. The run's device says Hopper, whose graph replay was measured (3 x 0.035 us, not
+  // the fixed 0.5 us): the 10% steps of 1-3 us kernels are seen. With the compute capability
+  // unknown, the fixed resolution hides them, as it did before the family was read.
+  const fs::path gate = fs::path(RIDGE_SOURCE_DIR) / "results" / "h100" / "gate";
+  const auto history_of = [&](const fs::path& path, bool family_known, bool slowed) {
+    History h = History::open_or_create(path);
+    for (int i = 0; i < 4; ++i) {
+      ResultSet run = load_result_file(gate / fmt::format("run-{}.results.json.gz", i + 1));
+      if (!family_known) run.context.device->compute_capability_major = run.context.device->compute_capability_minor = 0;
+      for (Record& r : run.records)
+        if (slowed && i >= 2 && r.method == Method::graph_replay && r.summary.median < 3e-3) {
+          for (double& s : r.samples_ms) s *= 1.10;
+          r.summary = summarize(r.samples_ms);
+        }
+      h.add(run, {commit_name(i), "main", "h100-gate"});
+    }
+    return h;
+  };
+  const auto small_graph_changes = [](const HistoryCheck& check) {
+    std::size_t n = 0;
+    for (const HistoryChange& c : check.changes)
+      if (c.method == "graph_replay" && c.median_before_ms < 3e-3 && c.regression && c.commit == commit_name(2)) ++n;
+    return n;
+  };
+  std::size_t small_graph_series = 0;
+  for (const Record& r : load_result_file(gate / "run-1.results.json.gz").records)
+    small_graph_series += r.method == Method::graph_replay && r.summary.median < 3e-3 && is_judged(r);
+  ASSERT_GT(small_graph_series, 20u);
+
+  const HistoryCheck hopper = check_history(history_of(test_folder() / "hopper.db", true, true));
+  EXPECT_GE(small_graph_changes(hopper), small_graph_series * 9 / 10) << to_text(hopper);
+  for (const HistoryChange& c : hopper.changes)
+    if (c.method == "graph_replay" && c.median_before_ms < 3e-3) {
+      EXPECT_TRUE(c.noise_band_source == "resolution" || c.noise_band_source == "threshold") << c.noise_band_source;
+      EXPECT_LT(c.noise_band, 0.10);
+    }
+  EXPECT_EQ(small_graph_changes(check_history(history_of(test_folder() / "unknown.db", false, true))), 0u);
+  // The same four reports unslowed: no graph-replayed kernel under 3 us is called changed, and the
+  // FMA ceiling whose tuner chose a launch shape of 3/4 the work in run 4 is compared by rate, from
+  // the store's work columns (schema 3), not called a 25% speed-up.
+  const HistoryCheck same = check_history(history_of(test_folder() / "same.db", true, false));
+  EXPECT_EQ(small_graph_changes(same), 0u);
+  for (const HistoryChange& c : same.changes) EXPECT_NE(c.name, "ceiling.fp32_fma") << to_text(same);
 }
