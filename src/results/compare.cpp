@@ -405,6 +405,10 @@ std::optional<double> judge(RecordComparison& row, const std::vector<const Recor
   for (double& s : next.samples_ms) s *= row.clock_scale * row.work_scale;
   const Summary new_summary = row.clock_scale == 1 && row.work_scale == 1 ? n.summary : summarize(next.samples_ms);
   next.run_medians_ms = {new_summary.median};
+  // Each run's log median too, so a detector of run medians (history's) can judge a comparison.
+  for (LevelEvidence* side : {&base, &next})
+    for (double m : side->run_medians_ms)
+      if (m > 0) side->run_log_medians.push_back(std::log(m));
   if (c.ratio_ci_method == "bootstrap") {
     std::tie(row.ratio_ci_low, row.ratio_ci_high) =
         bootstrap_median_ratio_ci(base.samples_ms, next.samples_ms, 0.95, options.bootstrap_resamples);

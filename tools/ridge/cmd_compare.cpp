@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli.hpp"
 #include "ridge/compare.hpp"
@@ -26,6 +27,7 @@ struct CompareCommand {
   bool fixed_resolution = !CompareOptions{}.per_method_resolution;
   bool allow_missing = CompareOptions{}.allow_missing;
   double alpha = CompareOptions{}.alpha;
+  std::string detector{CompareOptions{}.level_detector->name()};
   std::string clock_tolerance = "10%";
   std::string json, markdown;
   std::string confirm;  // the suspects measured again in a fresh process
@@ -49,6 +51,7 @@ int run_compare(const CompareCommand& c) {
   options.widen_by_clock = !c.ignore_clocks;
   options.per_method_resolution = !c.fixed_resolution;
   options.allow_missing = c.allow_missing;
+  options.level_detector = make_level_detector(c.detector);
   if (c.files.size() < 2)
     throw UsageError("compare needs BASE [BASE...] NEW: at least one baseline and the new run (got one file)");
   // Every file is read before anything is printed, so a bad file never leaves half a table.
@@ -144,6 +147,9 @@ RIDGE_REGISTER_COMMAND(Command{
                    "use --min-change-us for every record, not the timing method's measured resolution");
       app.add_flag("--ignore-clocks", c->ignore_clocks,
                    "do not widen a record's noise band by its SM clock change between the runs");
+      app.add_option("--detector", c->detector,
+                     fmt::format("how a level change is judged: {} (level_detector.hpp)", fmt::join(level_detector_names(), ", ")))
+          ->capture_default_str();
       app.add_option("--clock-tolerance", c->clock_tolerance, "SM clock difference reported as a warning")
           ->default_val("10%");
       app.add_option("--json", c->json, "write the comparison as JSON to FILE ('-' for stdout)")->type_name("FILE");

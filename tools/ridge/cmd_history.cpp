@@ -28,6 +28,7 @@ struct HistoryCommand {
   std::string threshold = fmt::format("{}%", CheckOptions{}.compare.threshold * 100);
   std::size_t window = CheckOptions{}.window_runs;
   std::size_t max_window = CheckOptions{}.max_window_runs;
+  std::string detector{CheckOptions{}.compare.level_detector->name()};
   HistoryPageOptions page;
 };
 
@@ -37,6 +38,7 @@ CheckOptions check_options(const HistoryCommand& c) {
   options.window_runs = c.window;
   options.max_window_runs = c.max_window;
   options.since = c.since;
+  options.compare.level_detector = make_level_detector(c.detector);
   return options;
 }
 
@@ -146,6 +148,8 @@ std::function<int()> setup_history(CLI::App& app) {
     judged->add_option("--window", c->window, "runs on each side of a candidate commit")->capture_default_str();
     judged->add_option("--max-window", c->max_window,
                        "a series whose own noise hides a --threshold step gets wider windows, up to N runs a side")
+        ->capture_default_str();
+    judged->add_option("--detector", c->detector, "how a level change between windows is judged (level_detector.hpp)")
         ->capture_default_str();
   }
   check->add_option("--since", c->since, "review only commits after COMMIT (a commit of a run in the history)")
