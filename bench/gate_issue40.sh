@@ -15,8 +15,9 @@
 #     (--inject-slowdown-us, a busy-wait kernel in the timed stream), flagged against the pool.
 #  5. A run missing a judged record fails the gate (exit 9); --allow-missing passes.
 #  6. The ten runs and a slowed run in a history: `history check` flags the newest commit (exit 5).
-#  7. Tables: gate_bands.md (every record's band over the 45 pairs) and resolution.md (per timing
-#     method, the spread of run medians between processes: the resolution table's data).
+#  7. Tables: gate_bands.md (every record's band over the 45 pairs), gate_bands_before_after.md (the
+#     same beside the bands at the fixed 0.5 us resolution every record had before) and
+#     resolution.md (per timing method, the spread of run medians between processes).
 # About 40 reports, each measuring its ceilings: longer than one 10-minute device command. Run it
 # again with the same OUT and it resumes: a report whose results.json exists is not taken again
 # (FRESH=1 starts over). Stop after the reports of a stage with STOP_AFTER=runs or STOP_AFTER=matrix.
@@ -146,6 +147,17 @@ else
 fi
 
 python3 bench/gate_bands.py "$out" >"$out/gate_bands.md" 2>&1 || true
+# The bands before: every record's band at the fixed 0.5 us resolution (--fixed-resolution), the
+# one floor every record had before the per-method resolution, beside today's.
+mkdir -p "$out/fixed_resolution/compare"
+for i in $(seq 1 "$runs"); do
+  for j in $(seq $((i + 1)) "$runs"); do
+    "$ridge" compare --fixed-resolution "$out/run-$i" "$out/run-$j" --json "$out/fixed_resolution/compare/pair-$i-$j.json" >/dev/null 2>&1
+  done
+done
+"$ridge" compare --fixed-resolution "${all[@]:0:$((runs - 1))}" "$out/run-$runs" \
+  --json "$out/fixed_resolution/compare/last-vs-others.json" >/dev/null 2>&1
+python3 bench/gate_bands.py "$out" "$out/fixed_resolution" >"$out/gate_bands_before_after.md" 2>&1 || true
 python3 bench/gate_resolution.py "$out" >"$out/resolution.md" 2>&1 || true
 cat "$out/resolution.md" | tee -a "$summary"
 echo "outputs: $out; expectations not met: $failures" | tee -a "$summary"
