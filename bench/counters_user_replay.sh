@@ -13,7 +13,9 @@
 #   timing   kernel time per step after the window (steps 16+), with and without counters (within 1%)
 #   gputest  the counter GPU tests (TraceCountersGpu.*, WorkCounters.*)
 #   ncu      (NCU=1) Nsight Compute on the same window and metrics with --cache-control none (CUPTI
-#            does not flush the L2 either), for bench/counters_check.py ncu
+#            does not flush the L2 either), for bench/counters_check.py ncu: kernel replay (60 launches)
+#            and application replay (the first profiled step, whose kernels start from the L2 the
+#            program left, as ridge's do)
 # Usage: [OUT=dir] [NCU=1] bench/counters_user_replay.sh      Logs, traces and summary.txt in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -106,5 +108,16 @@ if [[ ${NCU:-0} == 1 ]]; then
   "$PY" bench/counters_check.py ncu "$OUT/gpt2_counters.json" "$OUT/ncu.csv" > "$OUT/vs_ncu.txt" 2>&1
   say "ncu (60 launches of steps $WINDOW, --cache-control none): $(cat "$OUT/ncu.seconds") s, rc $(cat "$OUT/ncu.rc");" \
       "comparison in vs_ncu.txt: $(tail -1 "$OUT/vs_ncu.txt")"
+  # The same cache state as ridge's: kernel replay saves and restores memory between its passes, so
+  # each pass after the first starts from another L2. Application replay runs the program once per
+  # pass, and each kernel starts from the L2 its predecessor left, as under ridge's step replay
+  # (both serialize the profiled kernels). One step (its 261 launches) keeps the reruns short.
+  first=${WINDOW%%..*}
+  seconds ncu_app timeout 420 ncu --clock-control none --cache-control none --replay-mode application --nvtx \
+    --nvtx-include "profiled/" --metrics "$metrics" --csv --page raw --print-units base --log-file "$OUT/ncu_app.csv" \
+    "$PY" bench/counters_workload.py --steps $((first + 1)) --window "$first..$first" > "$OUT/gpt2_ncu_app.txt" 2>&1
+  "$PY" bench/counters_check.py ncu "$OUT/gpt2_counters.json" "$OUT/ncu_app.csv" > "$OUT/vs_ncu_app.txt" 2>&1
+  say "ncu application replay (step $first, --cache-control none): $(cat "$OUT/ncu_app.seconds") s, rc $(cat "$OUT/ncu_app.rc");" \
+      "comparison in vs_ncu_app.txt: $(tail -1 "$OUT/vs_ncu_app.txt")"
 fi
 say "logs and traces: $OUT"
