@@ -172,8 +172,9 @@ def asv_changes(values):
     return [s[0] for s in steps[1:]]
 
 
-def score(truth, found, judged, commits):
-    """Per step size: (detected, total); false alarms and step-free record-commits."""
+def score(truth, found, judged, commits, missed=None):
+    """Per step size: (detected, total); false alarms and step-free record-commits. `missed` (a
+    list) collects (record key, step) of each step not found."""
     rows = collections.defaultdict(lambda: [0, 0])
     false_alarms = 0
     free = 0
@@ -184,6 +185,8 @@ def score(truth, found, judged, commits):
         free += commits - len(steps)
         for s in steps:
             hit = any(abs(a - s["commit"]) <= 1 for a in at)
+            if not hit and missed is not None:
+                missed.append((key, s))
             tags = [f"{int(s['size'] * 100)}%"]
             tags.append(tags[0] + (" clock moved" if s["clock_mhz"] else " clock still"))
             tags.append(tags[0] + (" >= 0.5 us" if s["above_resolution"] else " < 0.5 us"))
@@ -215,6 +218,7 @@ def main():
     totals_info = {t: [collections.defaultdict(lambda: [0, 0]), 0, 0] for t in tools}
     seconds = collections.defaultdict(float)
     judged_keys = {k for k, v in pool.items() if judged_by_ridge(v[0])}
+    ridge_missed = []  # (seed, record key, step) of the judged records' steps the first ridge threshold missed
     for seed in range(1, args.seeds + 1):
         truth, medians, lines = build_history(seed, context, pool, args.commits, args.spacing)
         for key, steps in truth.items():
@@ -239,7 +243,9 @@ def main():
             seconds[name] += time.process_time() - t0
         for name in tools:
             for bucket, judged in ((totals, lambda k: k in judged_keys), (totals_info, lambda k: k not in judged_keys)):
-                rows, fa, free = score(truth, found[name], judged, args.commits)
+                missed = [] if name == tools[0] and bucket is totals else None
+                rows, fa, free = score(truth, found[name], judged, args.commits, missed)
+                ridge_missed.extend((seed, key, step) for key, step in missed or [])
                 for tag, (hit, n) in rows.items():
                     bucket[name][0][tag][0] += hit
                     bucket[name][0][tag][1] += n
@@ -266,6 +272,12 @@ def main():
             rows = bucket[name][0]
             out.append(f"| {name} | " + " | ".join(f"{rows[t][0]}/{rows[t][1]}" for t in detail) + " |")
         out.append("")
+    out.append(f"## Steps of judged records {tools[0]} missed (2% steps left out)\n")
+    out.append("| seed | record | step | at commit |\n|---|---|---|---|")
+    for seed, key, step in ridge_missed:
+        if step["size"] >= 0.05:
+            out.append(f"| {seed} | {' '.join(k for k in key[:3] if k)} {key[3]} | {int(step['size'] * 100)}% | {step['commit']} |")
+    out.append("")
     text = "\n".join(out)
     print(text)
     with open(os.path.join(args.out, "detection.md"), "w") as f:
