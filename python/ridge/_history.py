@@ -218,17 +218,19 @@ class History:
         return pd.DataFrame(rows, columns=None if rows else list(_POINT_COLUMNS) + ["name", "method", "dtype"])
 
     def check(self, since: Optional[str] = None, *, threshold: float = _CHECK.threshold, alpha: float = _CHECK.alpha,
-              window_runs: int = _CHECK.window_runs, max_window_runs: int = _CHECK.max_window_runs) -> HistoryCheck:
+              window_runs: int = _CHECK.window_runs, max_window_runs: int = _CHECK.max_window_runs,
+              detector: Optional[str] = None) -> HistoryCheck:
         """Finds the commits where a record's level changed, as ``ridge history check`` does: at
         each commit under review, the medians of up to ``window_runs`` runs before against up to
         ``window_runs`` from it on, one number per run, judged against the series' own run-to-run
         noise (a robust spread of its run medians) at ``alpha`` / commits tested, and against
         ``threshold``, the relative change that counts (docs/gate.md says how the band is set). A
         series whose noise hides a ``threshold`` step at ``window_runs`` widens its windows to the
-        runs it needs, up to ``max_window_runs``.
+        runs it needs, up to ``max_window_runs``. ``detector`` names the level detector (None: the
+        run-median one history uses; see ``ridge history check --help`` for the names).
         ``since``: review only commits after this one (a run's commit or a unique prefix). Raises
         UsageError naming a bad option, or a ``since`` commit no run has."""
-        return HistoryCheck(*self._handle.check(since, threshold, alpha, window_runs, max_window_runs))
+        return HistoryCheck(*self._handle.check(since, threshold, alpha, window_runs, max_window_runs, detector))
 
     def export_json_lines(self, path: Optional[PathArg] = None) -> str:
         """Every run as JSON lines, oldest first (what ``ridge history export`` writes); also

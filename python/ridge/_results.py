@@ -195,7 +195,8 @@ def _as_json(results) -> str:
 
 
 def compare(base, new, threshold: float = 0.05, alpha: float = 0.01, spread_factor: float = 3.0,
-            allow_missing: bool = False, per_method_resolution: bool = True) -> Comparison:
+            allow_missing: bool = False, per_method_resolution: bool = True,
+            detector: Optional[str] = None) -> Comparison:
     """Compares two result sets (Results objects or paths): ratio of medians, Mann-Whitney U,
     bootstrap interval, a verdict per record. `threshold` is the relative change that matters.
 
@@ -210,13 +211,16 @@ def compare(base, new, threshold: float = 0.05, alpha: float = 0.01, spread_fact
     measured (`per_method_resolution=False`: always 0.5 us). A change beyond a band narrower than
     0.5 us but within 0.5 us is a suspect (``.suspects``): measure it again in a fresh process.
 
+    ``detector`` names the level detector that judges each record (None: the rank test compare uses;
+    ``ridge compare --help`` lists the names); an unknown name is a ridge.UsageError.
+
     Raises :class:`NothingComparedError` when no record could be judged (the CLI's exit 6), so
     ``assert not c.regressions`` can never pass on two unrelated files; ``c.ok`` is the CI check.
     Raises FileNotFoundError (also a ridge.UsageError) for a path that does not exist."""
     baselines = list(base) if isinstance(base, (list, tuple)) else [base]
     *texts, nothing_compared_reason = _ridge.compare_results([_as_json(b) for b in baselines], _as_json(new),
                                                              threshold, alpha, spread_factor, allow_missing,
-                                                             per_method_resolution)
+                                                             per_method_resolution, detector)
     comparison = Comparison(*texts)
     if nothing_compared_reason:
         raise NothingComparedError(nothing_compared_reason, comparison)

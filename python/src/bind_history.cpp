@@ -72,8 +72,9 @@ nb::tuple add_run(History& history, const std::string& result_json, const std::s
 }
 
 nb::tuple check(const History& history, const std::optional<std::string>& since, double threshold, double alpha,
-                std::size_t window_runs, std::size_t max_window_runs) {
+                std::size_t window_runs, std::size_t max_window_runs, const std::optional<std::string>& detector) {
   CheckOptions options;
+  if (detector) options.compare.level_detector = make_level_detector(*detector);
   options.compare.threshold = threshold;
   options.compare.alpha = alpha;
   options.window_runs = window_runs;
@@ -110,7 +111,7 @@ void bind_history_file(nb::module_& m) {
            "A stored run's result JSON, as it was added.")
       .def("check", &check, "since"_a.none() = nb::none(), "threshold"_a = CheckOptions{}.compare.threshold,
            "alpha"_a = CheckOptions{}.compare.alpha, "window_runs"_a = CheckOptions{}.window_runs,
-           "max_window_runs"_a = CheckOptions{}.max_window_runs,
+           "max_window_runs"_a = CheckOptions{}.max_window_runs, "detector"_a.none() = nb::none(),
            "Change detection over every series (ridge::check_history); returns (json_text, text).")
       .def("export_json_lines", &History::export_json_lines, "Every run as JSON lines, oldest first.")
       .def(

@@ -7,6 +7,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -56,8 +57,9 @@ void bind_results(nb::module_& m) {
   m.def(
       "compare_results",
       [](const std::vector<std::string>& baselines_json, const std::string& next, double threshold, double alpha,
-         double spread_factor, bool allow_missing, bool per_method_resolution) {
+         double spread_factor, bool allow_missing, bool per_method_resolution, const std::optional<std::string>& detector) {
         CompareOptions options;
+        if (detector) options.level_detector = make_level_detector(*detector);
         options.allow_missing = allow_missing;
         options.per_method_resolution = per_method_resolution;
         options.threshold = threshold;
@@ -70,6 +72,7 @@ void bind_results(nb::module_& m) {
       },
       "baselines_json"_a, "new_json"_a, "threshold"_a = 0.05, "alpha"_a = 0.01, "spread_factor"_a = 3.0,
       "allow_missing"_a = false, "per_method_resolution"_a = CompareOptions{}.per_method_resolution,
+      "detector"_a.none() = nb::none(),
       "Matches records of the new run with the baselines' (one, or repeated runs of the same code); ratio of "
       "medians, Mann-Whitney U test, bootstrap interval, each record's noise band (threshold, the producer's "
       "gate, spread_factor x the baselines' run-to-run spread, the resolution between processes of the record's "

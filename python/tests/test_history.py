@@ -302,3 +302,14 @@ def test_files_under_names_that_are_not_utf8(tmp_path):
     history.export_json_lines(exported)
     copy = ridge.History(os.fsdecode(folder + b"/copy\xff.db"))
     assert copy.import_json_lines(exported).added == 1
+
+
+@needs_history
+def test_check_takes_a_level_detector_by_name(tmp_path):
+    history = stepped_history(tmp_path / "h.db")
+    assert history.check(detector="run_medians").regression_at_newest
+    # History keeps one number a run: the rank test, which needs raw samples, says so.
+    with pytest.raises(ridge.UsageError, match="needs"):
+        history.check(detector="rank_test")
+    with pytest.raises(ridge.UsageError, match="rank_test, run_medians"):
+        history.check(detector="nope")

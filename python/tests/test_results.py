@@ -157,3 +157,10 @@ def test_read_clocks_says_where_its_numbers_come_from():
         assert clocks["source"] == "none" and clocks["sm_mhz"] == -1
     elif clocks["source"] == "nvml":
         assert clocks["sm_mhz"] > 0
+
+
+def test_compare_takes_a_level_detector_by_name():
+    c = ridge.compare(CLI_DATA / "base.json", CLI_DATA / "slower.json", detector="run_medians")
+    assert c.regressions
+    with pytest.raises(ridge.UsageError, match="rank_test, run_medians"):
+        ridge.compare(CLI_DATA / "base.json", CLI_DATA / "slower.json", detector="nope")
