@@ -367,6 +367,8 @@ TEST(HistoryStore, AVersionOneFileIsMigratedWithItsSamples) {
     run.records[0].extra[extra_key::bound] = "compute";
     run.records[0].extra[extra_key::sample_sm_mhz] = std::vector<double>(30, 1980.0);
     run.records[0].extra["note"] = "kept";
+    run.records[0].flops = 2.0 * 4096 * 4096 * 4096;  // the work per call, which schema 3 keeps in columns
+    run.records[0].bytes = 3.0 * 4096 * 4096 * 2;
   }
   const fs::path db = dir / "v1.db";
   write_v1_history(db, runs);
@@ -389,6 +391,7 @@ TEST(HistoryStore, AVersionOneFileIsMigratedWithItsSamples) {
   EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM pragma_table_info('records') WHERE name = 'record_json'"), 0);
   EXPECT_EQ(pragma_value(db, "SELECT sum(length(samples_ms)) / 8 FROM records"), 10 * 30);
   EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM records WHERE json_extract(extra_json, '$.bound') = 'compute'"), 8);
+  EXPECT_EQ(pragma_value(db, "SELECT count(*) FROM records WHERE flops = 2.0 * 4096 * 4096 * 4096 AND bytes = 3.0 * 4096 * 4096 * 2"), 8);
   EXPECT_EQ(pragma_text(db, "PRAGMA foreign_key_check"), "");
   EXPECT_EQ(pragma_text(db, "PRAGMA integrity_check"), "ok");
 
