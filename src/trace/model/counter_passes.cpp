@@ -182,7 +182,7 @@ std::string counters_summary(const Trace& trace, const std::string& step_range) 
   else
     out += ", each kernel replayed inside its launch (memory saved and restored each pass)";
   out += fmt::format("; L2 {} before each profiled kernel", c.l2_flushed ? "flushed" : "not flushed");
-  // Measured on the H100: at --cache-control none, Nsight Compute's save and restore between its
+  // Measured on the H100: with its cache control off, Nsight Compute's save and restore between its
   // passes leave other data in L2 than the program's own steps do (results/h100/counters).
   out += c.l2_flushed ? " (as Nsight Compute's default cache control, all).\n"
                       : ": the DRAM bytes of a kernel whose data may still be in L2 depend on what ran before it "
